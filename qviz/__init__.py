@@ -1,0 +1,14 @@
+"""qviz: see, match and rewrite TensorFlow/Keras graphs — batch-norm folding and
+fake quantization at any bit width, live in the browser.
+
+>>> import qviz
+>>> sorted(n for n in ("Graph", "Node", "load", "LoadError") if hasattr(qviz, n))
+['Graph', 'LoadError', 'Node', 'load']
+"""
+
+from .importers import LoadError, load
+from .ir import Graph, GraphError, Node
+from .runtime import RunError
+
+__all__ = ["Graph", "Node", "GraphError", "load", "LoadError", "RunError"]
+__version__ = "0.1.0"

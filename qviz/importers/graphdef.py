@@ -1,0 +1,58 @@
+"""Frozen GraphDefs from ``.pb`` (binary) and ``.pbtxt`` (text) files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..ir import Graph, GraphError
+from ..ir.proto import pb
+from .errors import LoadError
+
+__all__ = ["load_pb", "load_pbtxt", "graph_from_graph_def"]
+
+
+def graph_from_graph_def(graph_def, source: str, **kwargs) -> Graph:
+    """Validate a parsed GraphDef and build the IR; problems become :class:`LoadError`."""
+    if len(graph_def.node) == 0:
+        raise LoadError(source, "the GraphDef has no nodes")
+    for i, nd in enumerate(graph_def.node):
+        if not nd.name or not nd.op:
+            what = "name" if not nd.name else "op type"
+            raise LoadError(source, f"not a valid GraphDef: node #{i} has no {what}")
+    try:
+        return Graph.from_graph_def(graph_def, copy=False, **kwargs)
+    except GraphError as exc:
+        raise LoadError(source, str(exc)) from None
+
+
+def _read(path: Path) -> bytes:
+    data = path.read_bytes()
+    if not data:
+        raise LoadError(str(path), "the file is empty")
+    return data
+
+
+def load_pb(path: Path) -> Graph:
+    from google.protobuf.message import DecodeError
+
+    data = _read(path)
+    graph_def = pb().GraphDef()
+    try:
+        graph_def.ParseFromString(data)
+    except (DecodeError, RuntimeError, ValueError):
+        hint = (" (a saved_model.pb belongs to a SavedModel: load its directory)"
+                if path.name == "saved_model.pb" else "")
+        raise LoadError(str(path), f"not a binary GraphDef: the protobuf could not be parsed{hint}") from None
+    return graph_from_graph_def(graph_def, str(path))
+
+
+def load_pbtxt(path: Path) -> Graph:
+    from google.protobuf import text_format
+
+    data = _read(path)
+    graph_def = pb().GraphDef()
+    try:
+        text_format.Parse(data.decode("utf-8", errors="replace"), graph_def)
+    except text_format.ParseError as exc:
+        raise LoadError(str(path), f"malformed text GraphDef: {str(exc).splitlines()[0]}") from None
+    return graph_from_graph_def(graph_def, str(path))

@@ -1,0 +1,219 @@
+"""Keras models (Keras 3 and ``tf_keras``) traced in inference mode and frozen.
+
+A model is traced with ``training=False`` in a ``tf.function``, its variables
+are folded into constants with ``convert_variables_to_constants_v2``, and the
+resulting GraphDef becomes the IR. While tracing, every layer's ``call`` is
+wrapped (temporarily, on the instance) to record the name scope TensorFlow
+opened for it; that is how ops map back to the Keras layer names users know.
+"""
+
+from __future__ import annotations
+
+import re
+import zipfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..ir import Graph
+from ..ir.layers import layers_from_scopes
+from .errors import LoadError
+from .graphdef import graph_from_graph_def
+
+__all__ = ["freeze_keras_model", "load_keras_file", "load_h5_file", "is_keras_model"]
+
+_HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
+
+
+def is_keras_model(obj) -> bool:
+    """True for a Keras 3 or tf_keras model object (checked without importing either)."""
+    for cls in type(obj).__mro__:
+        mod = cls.__module__ or ""
+        if cls.__name__ in ("Model", "Functional", "Sequential") and (
+            mod.startswith("keras") or mod.startswith("tf_keras")
+        ):
+            return True
+    return False
+
+
+def _label(model) -> str:
+    return f"model {getattr(model, 'name', type(model).__name__)!r}"
+
+
+def _op_name(name: str, i: int) -> str:
+    clean = re.sub(r"[^A-Za-z0-9_.\-]", "_", name or "")
+    return clean if clean and clean[0].isalnum() else f"input_{i}"
+
+
+def _input_specs(model, input_shape, label: str):
+    import tensorflow as tf
+
+    try:
+        inputs = list(model.inputs or [])
+    except (AttributeError, ValueError):
+        inputs = []
+    if input_shape is not None:
+        shapes = [input_shape] if input_shape and not isinstance(input_shape[0], (list, tuple)) else list(input_shape)
+        if inputs and len(shapes) != len(inputs):
+            raise LoadError(label, f"input_shape gives {len(shapes)} shape(s) but the model has {len(inputs)} input(s)")
+        shapes = [(None, *tuple(s)) for s in shapes]
+    elif inputs:
+        shapes = [tuple(t.shape) for t in inputs]
+    else:
+        raise LoadError(label, "the model's input shape is unknown (it was never built); "
+                               "give input_shape, e.g. input_shape=(28, 28, 1) or --input-shape 28,28,1")
+    specs = []
+    for i, shape in enumerate(shapes):
+        t = inputs[i] if i < len(inputs) else None
+        name = _op_name(getattr(t, "name", "") if t is not None else "", i)
+        if any(d is None for d in shape[1:]):
+            raise LoadError(label, f"input {name!r} has unknown dimensions {tuple(shape)}; give input_shape "
+                                   "(--input-shape on the command line) with every dimension but the batch")
+        dtype = getattr(t, "dtype", None) or "float32"
+        dtype = getattr(dtype, "name", dtype)
+        specs.append(tf.TensorSpec([None, *shape[1:]], tf.as_dtype(dtype), name=name))
+    if len({s.name for s in specs}) != len(specs):
+        specs = [tf.TensorSpec(s.shape, s.dtype, name=f"{s.name}_{i}") for i, s in enumerate(specs)]
+    return specs
+
+
+def _all_layers(model) -> list:
+    return list(model._flatten_layers(include_self=False, recursive=True))
+
+
+def freeze_keras_model(model, input_shape: Sequence | None = None) -> Graph:
+    """Trace ``model`` with ``training=False``, freeze it, and build the IR.
+
+    Works for Keras 3 (the BatchNorm becomes an unfused ``Rsqrt``/``Mul`` chain)
+    and for ``tf_keras`` (``FusedBatchNormV3``). The model is not modified.
+    """
+    import tensorflow as tf
+    from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
+
+    label = _label(model)
+    specs = _input_specs(model, input_shape, label)
+    recorded: list[tuple[str, str]] = []
+    layers = _all_layers(model)
+    for layer in layers:
+        original = layer.call
+
+        def recording_call(*args, __layer=layer, __call=original, **kwargs):
+            recorded.append((tf.get_current_name_scope(), __layer.name))
+            return __call(*args, **kwargs)
+
+        object.__setattr__(layer, "call", recording_call)
+    try:
+        multi = len(specs) > 1
+        fn = tf.function(lambda *xs: model(list(xs) if multi else xs[0], training=False))
+        concrete = fn.get_concrete_function(*specs)
+        frozen = convert_variables_to_constants_v2(concrete)
+    except LoadError:
+        raise
+    except Exception as exc:  # tracing runs arbitrary model code
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise LoadError(label, f"tracing the model failed: {first}") from exc
+    finally:
+        for layer in layers:
+            layer.__dict__.pop("call", None)
+    graph_def = frozen.graph.as_graph_def()
+    scope_to_layer: dict[str, str] = {}
+    layer_scopes: dict[str, str] = {}
+    for scope, name in recorded:
+        scope_to_layer.setdefault(scope, name)
+        layer_scopes.setdefault(name, scope)
+    layer_of = layers_from_scopes((nd.name for nd in graph_def.node), scope_to_layer)
+    _attach_unscoped(graph_def, layer_of, set(scope_to_layer), {s.name for s in specs})
+    return graph_from_graph_def(
+        graph_def, label,
+        inputs=[t.name for t in frozen.inputs],
+        outputs=[t.name for t in frozen.outputs],
+        layer_of=layer_of, layer_scopes=layer_scopes,
+    )
+
+
+def _attach_unscoped(graph_def, layer_of: dict, scopes: set, input_names: set) -> None:
+    """Give ops outside every layer scope (the output ``Identity``, the ``NoOp``) a real layer.
+
+    An op with data inputs joins the layer of its first input; a control-only op
+    joins the layer of whoever depends on it. Inputs keep their own name.
+    """
+    def scoped(name: str) -> bool:
+        return any(name == s or name.startswith(s + "/") for s in scopes)
+
+    pending = []
+    for nd in graph_def.node:
+        if nd.name in input_names or scoped(nd.name):
+            continue
+        data = [t for t in nd.input if not t.startswith("^")]
+        if data:
+            layer_of[nd.name] = layer_of.get(data[0].split(":")[0], layer_of[nd.name])
+        else:
+            pending.append(nd.name)
+    if pending:
+        waiting = set(pending)
+        for nd in graph_def.node:
+            for t in nd.input:
+                if t.startswith("^") and t[1:] in waiting:
+                    layer_of[t[1:]] = layer_of[nd.name]
+                    waiting.discard(t[1:])
+
+
+def _check_file(path: Path) -> None:
+    if path.stat().st_size == 0:
+        raise LoadError(str(path), "the file is empty")
+
+
+def load_keras_file(path: Path, *, input_shape=None, safe_mode: bool = True) -> Graph:
+    """Load a Keras 3 ``.keras`` archive and freeze it."""
+    _check_file(path)
+    if not zipfile.is_zipfile(path):
+        raise LoadError(str(path), "not a Keras archive: it is not a valid zip file (truncated or corrupt?)")
+    try:
+        with zipfile.ZipFile(path) as zf:
+            names = set(zf.namelist())
+            bad = zf.testzip()
+    except (zipfile.BadZipFile, OSError, EOFError) as exc:
+        raise LoadError(str(path), f"not a Keras archive: the zip is damaged ({exc})") from None
+    if bad is not None:
+        raise LoadError(str(path), f"not a Keras archive: member {bad!r} is damaged (truncated file?)")
+    if "config.json" not in names:
+        raise LoadError(str(path), "a zip archive, but not a Keras model: it has no config.json")
+    import keras
+
+    try:
+        model = keras.saving.load_model(path, compile=False, safe_mode=safe_mode)
+    except Exception as exc:  # Keras raises a zoo of types for bad files
+        raise _keras_error(path, exc) from None
+    return freeze_keras_model(model, input_shape)
+
+
+def _keras_error(path: Path, exc: Exception) -> LoadError:
+    msg = str(exc)
+    if "safe_mode" in msg or "Lambda" in msg and "unsafe" in msg.lower():
+        return LoadError(str(path), "contains a Lambda layer (arbitrary Python code); refused in safe mode — "
+                                    "if you trust this file, load it with safe_mode=False (--unsafe on the command line)")
+    first = (msg.strip().splitlines() or [type(exc).__name__])[0]
+    return LoadError(str(path), f"Keras could not load the model: {first[:300]}")
+
+
+def load_h5_file(path: Path, *, input_shape=None, safe_mode: bool = True) -> Graph:
+    """Load a legacy HDF5 model, with ``tf_keras`` (Keras 2) first, then Keras 3."""
+    _check_file(path)
+    with open(path, "rb") as fh:
+        head = fh.read(8)
+    if head != _HDF5_MAGIC:
+        raise LoadError(str(path), "not an HDF5 file (bad signature)")
+    errors = []
+    try:
+        import tf_keras
+
+        model = tf_keras.models.load_model(path, compile=False)
+    except Exception as exc:  # fall back to Keras 3's legacy loader
+        errors.append(exc)
+        try:
+            import keras
+
+            model = keras.saving.load_model(path, compile=False, safe_mode=safe_mode)
+        except Exception as exc3:
+            errors.append(exc3)
+            raise _keras_error(path, errors[0]) from None
+    return freeze_keras_model(model, input_shape)

@@ -1,0 +1,393 @@
+"""The graph IR: an immutable, ordered set of :class:`~qviz.ir.node.Node`.
+
+A :class:`Graph` is what every other part of qviz works on. It is built from a
+TensorFlow ``GraphDef`` (:meth:`Graph.from_graph_def`), turned back into one
+losslessly (:meth:`Graph.to_graph_def`), and never changed in place: rewrites
+build new graphs (:meth:`Graph.with_nodes`).
+
+>>> import numpy as np
+>>> from qviz.ir import Graph, Node
+>>> g = Graph(
+...     [Node("x", "Placeholder", attrs={"dtype": np.dtype("float32")}),
+...      Node("w", "Const", attrs={"value": np.float32(2.0), "dtype": np.dtype("float32")}),
+...      Node("y", "Mul", ["x", "w"], attrs={"T": np.dtype("float32")})],
+...     inputs=["x:0"], outputs=["y:0"])
+>>> [n.name for n in g.consumers("x:0")], g.layers
+(['y'], ('x', 'w', 'y'))
+>>> Graph.from_graph_def(g.to_graph_def()).node("y").inputs
+('x:0', 'w:0')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+import networkx as nx
+
+from .errors import GraphError
+from .layers import layers_from_names
+from .node import Node, parse_tensor_name, tensor_name
+from .proto import pb
+
+__all__ = ["Graph"]
+
+# Ops that never count as a graph output when outputs are inferred.
+_NOT_OUTPUTS = frozenset({"Const", "NoOp", "Placeholder", "VarHandleOp", "Assert",
+                          "SaveV2", "RestoreV2", "AssignVariableOp"})
+
+
+class Graph:
+    """An immutable dataflow graph of TensorFlow ops, grouped into layers.
+
+    Args:
+        nodes: the nodes, in graph order (usually topological).
+        inputs: tensor names fed by the user (default: every ``Placeholder``).
+        outputs: tensor names the graph produces (default: the outputs no op consumes).
+        layer_scopes: layer name → the name scope its ops live under; used to
+            name nodes that passes add to a layer. Default: the layer name.
+        versions, library: serialized ``VersionDef`` / ``FunctionDefLibrary``
+            carried through the GraphDef round trip untouched.
+
+    Raises:
+        GraphError: duplicate names, or an input, output or control input that
+            names a node that does not exist.
+    """
+
+    def __init__(
+        self,
+        nodes: Iterable[Node],
+        inputs: Sequence[str] | None = None,
+        outputs: Sequence[str] | None = None,
+        *,
+        layer_scopes: Mapping[str, str] | None = None,
+        versions: bytes = b"",
+        library: bytes = b"",
+    ):
+        by_name: dict[str, Node] = {}
+        for node in nodes:
+            if node.name in by_name:
+                raise GraphError(f"duplicate node name {node.name!r}")
+            by_name[node.name] = node
+        self._nodes = by_name
+        self._order = tuple(by_name.values())
+        for node in self._order:
+            for t in node.inputs:
+                if parse_tensor_name(t)[0] not in by_name:
+                    raise GraphError(f"node {node.name!r} has input {t!r}, but no node "
+                                     f"{parse_tensor_name(t)[0]!r} exists")
+            for c in node.control_inputs:
+                if c not in by_name:
+                    raise GraphError(f"node {node.name!r} has control input {c!r}, but no such node exists")
+        if inputs is None:
+            inputs = [n.output(0) for n in self._order if n.op == "Placeholder"]
+        self._inputs = tuple(self._checked_tensor(t, "input") for t in inputs)
+        self._consumers: dict[str, tuple[Node, ...]] | None = None
+        if outputs is None:
+            outputs = self._infer_outputs()
+        self._outputs = tuple(self._checked_tensor(t, "output") for t in outputs)
+        self._layers = _layer_order(self._order)
+        self._layer_scopes = dict(layer_scopes or {})
+        self._versions = versions
+        self._library = library
+        self._nx = None
+        self._cache: dict = {}  # derived data (runtime functions, shapes); never graph content
+
+    # -- construction ---------------------------------------------------
+
+    @classmethod
+    def from_graph_def(
+        cls,
+        graph_def,
+        *,
+        inputs: Sequence[str] | None = None,
+        outputs: Sequence[str] | None = None,
+        layer_of: Mapping[str, str] | None = None,
+        layer_scopes: Mapping[str, str] | None = None,
+        copy: bool = True,
+    ) -> "Graph":
+        """Build a graph from a ``tf.compat.v1.GraphDef``.
+
+        Args:
+            graph_def: the GraphDef (binary protobuf message).
+            inputs, outputs: tensor names; inferred when not given.
+            layer_of: node name → layer name; default: the name-scope rule of
+                :func:`qviz.ir.layers.layers_from_names`.
+            copy: copy the GraphDef first, so later changes to it by the caller
+                cannot reach this graph. Importers that own a fresh GraphDef
+                pass ``False``.
+        """
+        if copy:
+            own = pb().GraphDef()
+            own.CopyFrom(graph_def)
+            graph_def = own
+        if layer_of is None:
+            layer_of = layers_from_names(nd.name for nd in graph_def.node)
+        nodes = []
+        for nd in graph_def.node:
+            data, control = [], []
+            for t in nd.input:
+                if t.startswith("^"):
+                    control.append(t[1:])
+                else:
+                    data.append(t)
+            nodes.append(Node(nd.name, nd.op, data, control_inputs=control,
+                              layer=layer_of.get(nd.name, nd.name), device=nd.device,
+                              raw_attrs=nd.attr))
+        return cls(
+            nodes, inputs, outputs, layer_scopes=layer_scopes,
+            versions=graph_def.versions.SerializeToString() if graph_def.HasField("versions") else b"",
+            library=graph_def.library.SerializeToString() if graph_def.HasField("library") else b"",
+        )
+
+    def to_graph_def(self):
+        """A fresh ``GraphDef`` with this graph's nodes, in graph order.
+
+        Output 0 is written as the bare node name, as TensorFlow itself does.
+        """
+        P = pb()
+        gd = P.GraphDef()
+        if self._versions:
+            gd.versions.ParseFromString(self._versions)
+        if self._library:
+            gd.library.ParseFromString(self._library)
+        for node in self._order:
+            nd = gd.node.add()
+            nd.name = node.name
+            nd.op = node.op
+            if node.device:
+                nd.device = node.device
+            nd.input.extend(_short(t) for t in node.inputs)
+            nd.input.extend("^" + c for c in node.control_inputs)
+            for k, v in node.raw_attrs.items():
+                nd.attr[k].CopyFrom(v)
+        return gd
+
+    def with_nodes(
+        self,
+        nodes: Iterable[Node],
+        *,
+        inputs: Sequence[str] | None = None,
+        outputs: Sequence[str] | None = None,
+        layer_scopes: Mapping[str, str] | None = None,
+    ) -> "Graph":
+        """A new graph with these nodes and this graph's inputs, outputs and metadata."""
+        return Graph(
+            nodes,
+            self._inputs if inputs is None else inputs,
+            self._outputs if outputs is None else outputs,
+            layer_scopes={**self._layer_scopes, **(layer_scopes or {})},
+            versions=self._versions,
+            library=self._library,
+        )
+
+    # -- lookup -----------------------------------------------------------
+
+    @property
+    def nodes(self) -> tuple[Node, ...]:
+        """All nodes, in graph order."""
+        return self._order
+
+    def node(self, name: str) -> Node:
+        """The node called ``name`` (a tensor name ``"n:1"`` gives its producer)."""
+        try:
+            return self._nodes[name]
+        except KeyError:
+            producer = parse_tensor_name(name)[0]
+            if producer in self._nodes:
+                return self._nodes[producer]
+            raise KeyError(f"graph has no node named {name!r}") from None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._nodes
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def __iter__(self):
+        return iter(self._order)
+
+    def producer(self, tensor: str) -> Node:
+        """The node that produces ``tensor``."""
+        return self.node(parse_tensor_name(tensor)[0])
+
+    def consumers(self, tensor_or_node: str | Node) -> tuple[Node, ...]:
+        """The nodes that read a tensor (``"x:0"``) or any output of a node (``"x"`` or a Node).
+
+        Each consumer appears once, in graph order; control dependencies do not count.
+        """
+        consumers = self._consumer_index()
+        if isinstance(tensor_or_node, Node):
+            tensor_or_node = tensor_or_node.name
+        if tensor_or_node in self._nodes and ":" not in tensor_or_node:
+            seen: dict[str, Node] = {}
+            prefix = tensor_or_node + ":"
+            for t, users in consumers.items():
+                if t.startswith(prefix) and t[len(prefix):].isdigit():
+                    for u in users:
+                        seen[u.name] = u
+            pos = {n.name: i for i, n in enumerate(self._order)} if len(seen) > 1 else {}
+            return tuple(sorted(seen.values(), key=lambda n: pos.get(n.name, 0)))
+        node, index = parse_tensor_name(tensor_or_node)
+        if node not in self._nodes:
+            raise KeyError(f"graph has no node named {node!r}")
+        return consumers.get(tensor_name(node, index), ())
+
+    def tensors_consumed(self) -> frozenset[str]:
+        """Every tensor name that some node reads."""
+        return frozenset(self._consumer_index())
+
+    def _consumer_index(self) -> dict[str, tuple[Node, ...]]:
+        if self._consumers is None:
+            index: dict[str, list[Node]] = {}
+            for node in self._order:
+                for t in node.inputs:
+                    lst = index.setdefault(t, [])
+                    if not lst or lst[-1] is not node:
+                        lst.append(node)
+            self._consumers = {t: tuple(v) for t, v in index.items()}
+        return self._consumers
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        return self._inputs
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        return self._outputs
+
+    @property
+    def layers(self) -> tuple[str, ...]:
+        """Layer names, in order of their first computing (non-constant) node."""
+        return self._layers
+
+    def layer_nodes(self, layer: str) -> tuple[Node, ...]:
+        """The nodes of one layer, in graph order."""
+        if layer not in self._layers:
+            raise KeyError(f"graph has no layer named {layer!r}")
+        return tuple(n for n in self._order if n.layer == layer)
+
+    def layer_scope(self, layer: str) -> str:
+        """The name scope under which nodes of ``layer`` are named."""
+        return self._layer_scopes.get(layer, layer)
+
+    @property
+    def layer_scopes(self) -> Mapping[str, str]:
+        return dict(self._layer_scopes)
+
+    def op_counts(self) -> dict[str, int]:
+        """Number of nodes per op type, most common first."""
+        counts: dict[str, int] = {}
+        for n in self._order:
+            counts[n.op] = counts.get(n.op, 0) + 1
+        return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+    # -- algorithms --------------------------------------------------------
+
+    @property
+    def nx(self) -> nx.DiGraph:
+        """A frozen ``networkx.DiGraph`` view: nodes are names, edges producer → consumer.
+
+        Node data: ``op``, ``layer``. Edge data: ``tensors`` (the tensor names
+        carried) and ``control`` (True for a pure control dependency).
+        """
+        if self._nx is None:
+            g = nx.DiGraph()
+            for n in self._order:
+                g.add_node(n.name, op=n.op, layer=n.layer)
+            for n in self._order:
+                for t in n.inputs:
+                    src = parse_tensor_name(t)[0]
+                    data = g.get_edge_data(src, n.name)
+                    if data is None:
+                        g.add_edge(src, n.name, tensors=[t], control=False)
+                    elif t not in data["tensors"]:
+                        data["tensors"].append(t)
+                        data["control"] = False
+                for c in n.control_inputs:
+                    if not g.has_edge(c, n.name):
+                        g.add_edge(c, n.name, tensors=[], control=True)
+            self._nx = nx.freeze(g)
+        return self._nx
+
+    def toposort(self) -> "Graph":
+        """The same graph with its nodes in a topological order (stable for ties).
+
+        Raises GraphError on a cycle.
+        """
+        try:
+            order = list(nx.lexicographical_topological_sort(
+                self.nx, key={n.name: i for i, n in enumerate(self._order)}.__getitem__))
+        except nx.NetworkXUnfeasible:
+            raise GraphError("graph has a cycle; it cannot be sorted") from None
+        return self.with_nodes(self._nodes[name] for name in order)
+
+    def cleanup(self) -> "Graph":
+        """The same graph without nodes that no output depends on (inputs are kept)."""
+        keep = set()
+        stack = [parse_tensor_name(t)[0] for t in self._outputs]
+        stack += [parse_tensor_name(t)[0] for t in self._inputs]
+        while stack:
+            name = stack.pop()
+            if name in keep:
+                continue
+            keep.add(name)
+            node = self._nodes[name]
+            stack.extend(parse_tensor_name(t)[0] for t in node.inputs)
+            stack.extend(node.control_inputs)
+        if len(keep) == len(self._order):
+            return self
+        return self.with_nodes(n for n in self._order if n.name in keep)
+
+    # -- running (TensorFlow) ------------------------------------------------
+
+    def run(self, *arrays, feeds: Mapping | None = None) -> list:
+        """Execute the graph in TensorFlow; one numpy array per output.
+
+        Pass one array per graph input, in order, or ``feeds={tensor: array}``.
+        See :func:`qviz.runtime.run`.
+        """
+        from qviz import runtime  # TF is imported only when a graph actually runs
+
+        return runtime.run(self, *arrays, feeds=feeds)
+
+    # -- helpers -------------------------------------------------------------
+
+    def _checked_tensor(self, tensor: str, what: str) -> str:
+        node, index = parse_tensor_name(tensor)
+        if node not in self._nodes:
+            raise GraphError(f"graph {what} {tensor!r} names no node in the graph")
+        return tensor_name(node, index)
+
+    def _infer_outputs(self) -> list[str]:
+        consumed = {parse_tensor_name(t)[0] for t in self._consumer_index()}
+        control_targets = {c for n in self._order for c in n.control_inputs}
+        return [n.output(0) for n in self._order
+                if n.op not in _NOT_OUTPUTS and n.name not in consumed
+                and n.name not in control_targets]
+
+    def __repr__(self) -> str:
+        return (f"<Graph {len(self._order)} nodes, {len(self._layers)} layers, "
+                f"inputs={list(self._inputs)}, outputs={list(self._outputs)}>")
+
+
+def _layer_order(nodes: Sequence[Node]) -> tuple[str, ...]:
+    """Layers ordered by their first computing node (constants are hoisted in
+    frozen graphs, so they would put every layer first)."""
+    first: dict[str, int] = {}
+    fallback: dict[str, int] = {}
+    constant: set[str] = set()
+    for i, node in enumerate(nodes):
+        if node.op == "Const" or (node.op == "Identity" and node.inputs
+                                  and parse_tensor_name(node.inputs[0])[0] in constant):
+            constant.add(node.name)
+            fallback.setdefault(node.layer, i)
+        else:
+            first.setdefault(node.layer, i)
+    for layer, i in fallback.items():
+        first.setdefault(layer, i)
+    return tuple(sorted(first, key=first.__getitem__))
+
+
+def _short(tensor: str) -> str:
+    node, index = parse_tensor_name(tensor)
+    return node if index == 0 else f"{node}:{index}"

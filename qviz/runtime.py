@@ -1,0 +1,139 @@
+"""Running a :class:`~qviz.ir.Graph` in TensorFlow.
+
+The graph is exported to a GraphDef, imported into a ``tf.function`` once, and
+the pruned concrete function is cached on the graph (graphs are immutable, so
+the cache can never go stale). TensorFlow is imported on first use only.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Mapping
+
+import numpy as np
+
+from .ir import Graph, Shape, parse_tensor_name
+
+__all__ = ["RunError", "run", "tensor_shapes"]
+
+_lock = threading.Lock()
+
+
+class RunError(RuntimeError):
+    """The graph cannot be executed: an op TensorFlow does not know, a bad feed."""
+
+
+def _tf():
+    import os
+
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import tensorflow as tf
+
+    return tf
+
+
+def _import_error(graph: Graph, exc: Exception) -> RunError:
+    msg = str(exc)
+    m = re.search(r"Op type not registered '([^']+)'", msg)
+    if m:
+        op = m.group(1)
+        names = [n.name for n in graph.nodes if n.op == op]
+        where = f" (node {names[0]!r})" if names else ""
+        return RunError(f"cannot run the graph: op type {op!r}{where} is not known to TensorFlow")
+    first = msg.strip().splitlines()[0] if msg.strip() else type(exc).__name__
+    return RunError(f"cannot run the graph: TensorFlow rejected it: {first}")
+
+
+def _compiled(graph: Graph):
+    cached = graph._cache.get("runtime.fn")
+    if cached is not None:
+        return cached
+    tf = _tf()
+    with _lock:
+        cached = graph._cache.get("runtime.fn")
+        if cached is not None:
+            return cached
+        graph_def = graph.to_graph_def()
+
+        def _import():
+            tf.compat.v1.import_graph_def(graph_def, name="")
+
+        try:
+            wrapped = tf.compat.v1.wrap_function(_import, [])
+            tfg = wrapped.graph
+            feeds = [tfg.get_tensor_by_name(t) for t in graph.inputs]
+            fetches = [tfg.get_tensor_by_name(t) for t in graph.outputs]
+            fn = wrapped.prune(feeds=feeds, fetches=fetches)
+        except Exception as exc:  # TF raises many types here; all mean "cannot build"
+            raise _import_error(graph, exc) from exc
+        graph._cache["runtime.fn"] = fn
+        graph._cache["runtime.feed_dtypes"] = [f.dtype for f in feeds]
+        return fn
+
+
+def run(graph: Graph, *arrays, feeds: Mapping | None = None) -> list[np.ndarray]:
+    """Execute ``graph`` on the given inputs; one numpy array per graph output.
+
+    Args:
+        graph: the graph to run.
+        *arrays: one array per ``graph.inputs``, in order.
+        feeds: alternatively, ``{input tensor name: array}`` (``"x"`` means ``"x:0"``).
+
+    Raises:
+        RunError: the graph holds an op TensorFlow does not know, or the feeds
+            do not fit the graph's inputs.
+    """
+    if feeds is not None:
+        if arrays:
+            raise RunError("give the inputs either positionally or as feeds=, not both")
+        keyed = {}
+        for k, v in feeds.items():
+            node, idx = parse_tensor_name(k)
+            keyed[f"{node}:{idx}"] = v
+        missing = [t for t in graph.inputs if t not in keyed]
+        extra = [t for t in keyed if t not in graph.inputs]
+        if missing or extra:
+            raise RunError(f"feeds do not match the graph inputs {list(graph.inputs)}: "
+                           f"missing {missing}, unknown {extra}")
+        arrays = tuple(keyed[t] for t in graph.inputs)
+    if len(arrays) != len(graph.inputs):
+        raise RunError(f"the graph has {len(graph.inputs)} input(s) {list(graph.inputs)}, "
+                       f"but {len(arrays)} array(s) were given")
+    fn = _compiled(graph)
+    tf = _tf()
+    dtypes = graph._cache["runtime.feed_dtypes"]
+    tensors = [tf.convert_to_tensor(np.asarray(a), dtype=d) for a, d in zip(arrays, dtypes)]
+    try:
+        out = fn(*tensors)
+    except (tf.errors.InvalidArgumentError, ValueError, TypeError) as exc:
+        first = str(exc).strip().splitlines()[0]
+        raise RunError(f"running the graph failed: {first}") from exc
+    if not isinstance(out, (list, tuple)):
+        out = [out]
+    return [o.numpy() for o in out]
+
+
+def tensor_shapes(graph: Graph) -> dict[str, Shape]:
+    """Static shapes of every tensor, as TensorFlow infers them (cached per graph).
+
+    Keys are canonical tensor names. Graphs with ops TF does not know give ``{}``.
+    """
+    cached = graph._cache.get("runtime.shapes")
+    if cached is not None:
+        return cached
+    tf = _tf()
+    shapes: dict[str, Shape] = {}
+    tfg = tf.Graph()
+    try:
+        with tfg.as_default():
+            tf.compat.v1.import_graph_def(graph.to_graph_def(), name="")
+    except Exception:  # unknown ops: no shapes, but the graph still displays
+        graph._cache["runtime.shapes"] = shapes
+        return shapes
+    for op in tfg.get_operations():
+        for t in op.outputs:
+            s = t.shape
+            shapes[t.name] = Shape.unknown() if s.rank is None else Shape(s.as_list())
+    graph._cache["runtime.shapes"] = shapes
+    return shapes

@@ -1,0 +1,97 @@
+"""What ``qviz info`` reports about a graph, as data."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .ir import Graph, Node, Shape
+
+__all__ = ["Summary", "summarize", "batch_norm_nodes", "format_summary"]
+
+FUSED_BATCH_NORMS = frozenset({"FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3"})
+
+
+def _is_constant(graph: Graph, tensor: str) -> bool:
+    """A Const, possibly read through Identity ops."""
+    node = graph.producer(tensor)
+    while node.op == "Identity" and node.inputs:
+        node = graph.producer(node.inputs[0])
+    return node.op == "Const"
+
+
+def batch_norm_nodes(graph: Graph) -> list[Node]:
+    """One node per batch norm: each fused BN op, and the ``Rsqrt`` of each unfused
+    inference-mode chain (``Rsqrt(AddV2(variance, epsilon))`` with constant operands,
+    as Keras 3 freezes ``BatchNormalization``)."""
+    found = []
+    for node in graph.nodes:
+        if node.op in FUSED_BATCH_NORMS:
+            found.append(node)
+        elif node.op == "Rsqrt" and node.inputs:
+            add = graph.producer(node.inputs[0])
+            if (add.op in ("Add", "AddV2") and len(add.inputs) == 2
+                    and all(_is_constant(graph, t) for t in add.inputs)
+                    and any(c.op == "Mul" for c in graph.consumers(node.output(0)))):
+                found.append(node)
+    return found
+
+
+@dataclass(frozen=True)
+class Summary:
+    inputs: tuple[tuple[str, Shape | None, str], ...]   # (tensor, shape, dtype)
+    outputs: tuple[tuple[str, Shape | None, str], ...]
+    op_counts: dict
+    layers: tuple[str, ...]
+    num_nodes: int
+    num_batch_norms: int
+    num_fused_batch_norms: int
+
+
+def summarize(graph: Graph, shapes: dict | None = None) -> Summary:
+    """Collect the facts ``qviz info`` prints. ``shapes`` maps tensor → Shape (optional)."""
+    shapes = shapes or {}
+
+    def describe(tensor):
+        node = graph.producer(tensor)
+        shape = shapes.get(tensor)
+        if shape is None and node.op == "Placeholder":
+            shape = node.attrs.get("shape")
+        dtype = node.attrs.get("dtype") or node.attrs.get("T") or "?"
+        return tensor, shape, str(dtype)
+
+    bns = batch_norm_nodes(graph)
+    return Summary(
+        inputs=tuple(describe(t) for t in graph.inputs),
+        outputs=tuple(describe(t) for t in graph.outputs),
+        op_counts=graph.op_counts(),
+        layers=graph.layers,
+        num_nodes=len(graph),
+        num_batch_norms=len(bns),
+        num_fused_batch_norms=sum(n.op in FUSED_BATCH_NORMS for n in bns),
+    )
+
+
+def _fmt_shape(shape) -> str:
+    if shape is None:
+        return "?"
+    if isinstance(shape, Shape) and shape.rank is None:
+        return "(unknown rank)"
+    return "(" + ", ".join("?" if d is None else str(d) for d in shape) + ")"
+
+
+def format_summary(s: Summary, title: str = "") -> str:
+    """The text ``qviz info`` prints."""
+    lines = [title] if title else []
+    lines.append(f"nodes: {s.num_nodes}   layers: {len(s.layers)}   "
+                 f"batch norms: {s.num_batch_norms} "
+                 f"({s.num_fused_batch_norms} fused, {s.num_batch_norms - s.num_fused_batch_norms} unfused)")
+    for label, items in (("inputs", s.inputs), ("outputs", s.outputs)):
+        lines.append(f"{label}:")
+        lines.extend(f"  {t}  {_fmt_shape(shape)}  {dt}" for t, shape, dt in items)
+    lines.append("ops by type:")
+    lines.extend(f"  {op:<28} {n}" for op, n in s.op_counts.items())
+    lines.append("layers:")
+    lines.extend(f"  {layer}" for layer in s.layers)
+    return "\n".join(lines)
+
+
