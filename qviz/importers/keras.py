@@ -80,7 +80,7 @@ def _all_layers(model) -> list:
     return list(model._flatten_layers(include_self=False, recursive=True))
 
 
-def freeze_keras_model(model, input_shape: Sequence | None = None) -> Graph:
+def freeze_keras_model(model, input_shape: Sequence | None = None, *, source: str | None = None) -> Graph:
     """Trace ``model`` with ``training=False``, freeze it, and build the IR.
 
     Works for Keras 3 (the BatchNorm becomes an unfused ``Rsqrt``/``Mul`` chain)
@@ -89,7 +89,7 @@ def freeze_keras_model(model, input_shape: Sequence | None = None) -> Graph:
     import tensorflow as tf
     from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
 
-    label = _label(model)
+    label = source or _label(model)
     specs = _input_specs(model, input_shape, label)
     recorded: list[tuple[str, str]] = []
     layers = _all_layers(model)
@@ -183,7 +183,7 @@ def load_keras_file(path: Path, *, input_shape=None, safe_mode: bool = True) -> 
         model = keras.saving.load_model(path, compile=False, safe_mode=safe_mode)
     except Exception as exc:  # Keras raises a zoo of types for bad files
         raise _keras_error(path, exc) from None
-    return freeze_keras_model(model, input_shape)
+    return freeze_keras_model(model, input_shape, source=str(path))
 
 
 def _keras_error(path: Path, exc: Exception) -> LoadError:
@@ -216,4 +216,4 @@ def load_h5_file(path: Path, *, input_shape=None, safe_mode: bool = True) -> Gra
         except Exception as exc3:
             errors.append(exc3)
             raise _keras_error(path, errors[0]) from None
-    return freeze_keras_model(model, input_shape)
+    return freeze_keras_model(model, input_shape, source=str(path))

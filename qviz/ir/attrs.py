@@ -140,8 +140,7 @@ def tensor_to_numpy(proto) -> np.ndarray:
         field = _VALUE_FIELD.get(str(dtype), "int_val")
         values = getattr(proto, field)
         if dtype == "string":
-            flat = np.array([_decode_str(v) if isinstance(v, bytes) else v for v in values],
-                            dtype=object)
+            flat = np.array(list(values), dtype=object)  # bytes, as TensorFlow gives them
         elif dtype in ("float16", "bfloat16"):
             flat = np.array(values, dtype=np.uint16).view(np_dtype)
         elif dtype in ("complex64", "complex128"):
@@ -237,12 +236,14 @@ def encode_attr(value):
     elif isinstance(value, (float, np.floating)):
         out.f = float(value)
     elif isinstance(value, Shape):
+        out.shape.SetInParent()  # a scalar shape has no dims but is still a shape
         _encode_shape(value, out.shape)
     elif isinstance(value, np.ndarray):
         out.tensor.CopyFrom(numpy_to_tensor(value))
     elif isinstance(value, np.dtype):
         out.type = dtype_from_numpy(value).enum
     elif isinstance(value, (list, tuple)):
+        out.list.SetInParent()  # an empty list is still a list
         _encode_list(list(value), out.list)
     else:
         raise TypeError(f"cannot encode attribute value {value!r} of type {type(value).__name__}")

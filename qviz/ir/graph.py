@@ -355,7 +355,7 @@ class Graph:
     def _checked_tensor(self, tensor: str, what: str) -> str:
         node, index = parse_tensor_name(tensor)
         if node not in self._nodes:
-            raise GraphError(f"graph {what} {tensor!r} names no node in the graph")
+            raise GraphError(f"graph {what} {tensor_name(node, index)!r} names no node in the graph")
         return tensor_name(node, index)
 
     def _infer_outputs(self) -> list[str]:

@@ -1,0 +1,62 @@
+"""The bundled sample models in ``sample_models/`` and their data.
+
+>>> "lenet_digits" in list_samples()
+True
+>>> sample_path("lenet_digits").name
+'lenet_digits.keras'
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["SAMPLES", "SAMPLE_DIR", "list_samples", "sample_path", "sample_data"]
+
+SAMPLE_DIR = Path(__file__).resolve().parent.parent / "sample_models"
+
+#: name → (file, what it shows)
+SAMPLES = {
+    "lenet_digits": ("lenet_digits.keras",
+                     "LeNet-style CNN trained on the 8x8 digits (Conv-BN-ReLU x2, Dense-BN-ReLU, Dense)"),
+    "mobilenet_block": ("mobilenet_block.keras",
+                        "DepthwiseConv2D(depth_multiplier=2)-BN-ReLU6, pointwise Conv-BN, inverted residual"),
+    "resnet_block": ("resnet_block.keras",
+                     "Conv-BN-Add(bypass)-ReLU and a post-activation bypass Add"),
+    "fused_bn_tf_keras": ("fused_bn_tf_keras.h5",
+                          "tf_keras (Keras 2) model whose BatchNorms freeze to FusedBatchNormV3"),
+}
+
+
+def list_samples() -> list[str]:
+    """Names of the samples present on disk."""
+    return [name for name, (fname, _) in SAMPLES.items() if (SAMPLE_DIR / fname).exists()]
+
+
+def sample_path(name: str) -> Path:
+    """The file of sample ``name``; ``KeyError`` names the known samples."""
+    if name not in SAMPLES:
+        raise KeyError(f"no sample named {name!r}; samples: {', '.join(SAMPLES)}")
+    return SAMPLE_DIR / SAMPLES[name][0]
+
+
+def sample_data(name: str) -> dict[str, np.ndarray] | None:
+    """The sample's own data (``x_test``, ``y_test``, ``x_calib``) if it ships any."""
+    path = SAMPLE_DIR / f"{name}_data.npz"
+    if not path.exists():
+        return None
+    with np.load(path) as npz:
+        return {k: npz[k] for k in npz.files}
+
+
+def sample_name_of(path) -> str | None:
+    """The sample name if ``path`` is one of the bundled sample files."""
+    try:
+        resolved = Path(path).resolve()
+    except (TypeError, OSError):
+        return None
+    for name, (fname, _) in SAMPLES.items():
+        if resolved == (SAMPLE_DIR / fname).resolve():
+            return name
+    return None

@@ -1,0 +1,87 @@
+"""Shared fixtures: small models built in TF/Keras, the bundled samples, zoo nets."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import numpy as np
+import pytest
+from hypothesis import settings
+
+# The first example of a test may import TensorFlow (seconds): no per-example deadline.
+settings.register_profile("qviz", deadline=None)
+settings.load_profile("qviz")
+
+from qviz.samples import sample_path
+
+ZOO_SIZE = 64  # small inputs keep keras.applications fast while the graphs stay real
+
+
+def small_keras_model(name="small"):
+    """Conv-BN-ReLU, DepthwiseConv(depth_multiplier=2), Dense: both BN forms' raw material."""
+    import keras
+    from keras import layers
+
+    inp = keras.Input((8, 8, 1), name="image")
+    x = layers.Conv2D(4, 3, name="conv1")(inp)
+    x = layers.BatchNormalization(name="bn1")(x)
+    x = layers.ReLU(name="relu1")(x)
+    x = layers.DepthwiseConv2D(3, depth_multiplier=2, name="dw")(x)
+    x = layers.Flatten(name="flat")(x)
+    out = layers.Dense(3, name="fc")(x)
+    return keras.Model(inp, out, name=name)
+
+
+def small_tf_keras_model():
+    import tf_keras
+    from tf_keras import layers
+
+    inp = tf_keras.Input((8, 8, 1), name="image")
+    x = layers.Conv2D(4, 3, name="conv1")(inp)
+    x = layers.BatchNormalization(name="bn1")(x)
+    x = layers.ReLU(name="relu1")(x)
+    x = layers.Flatten(name="flat")(x)
+    out = layers.Dense(3, name="fc")(x)
+    return tf_keras.Model(inp, out)
+
+
+@pytest.fixture(scope="session")
+def keras_model():
+    return small_keras_model()
+
+
+@pytest.fixture(scope="session")
+def tf_keras_model():
+    return small_tf_keras_model()
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(0)
+
+
+@pytest.fixture(scope="session")
+def samples():
+    return {name: sample_path(name) for name in
+            ("lenet_digits", "mobilenet_block", "resnet_block", "fused_bn_tf_keras")}
+
+
+_zoo_cache: dict = {}
+
+
+def zoo_model(name: str):
+    """A keras.applications net with weights=None (built offline), cached per session."""
+    if name not in _zoo_cache:
+        import keras
+
+        _zoo_cache[name] = getattr(keras.applications, name)(
+            weights=None, input_shape=(ZOO_SIZE, ZOO_SIZE, 3))
+    return _zoo_cache[name]
+
+
+def rel_err(a, b) -> float:
+    """max |a - b| / max |b|: the relative error measure the proofs use."""
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return float(np.abs(a - b).max() / max(np.abs(b).max(), 1e-12))

@@ -1,0 +1,61 @@
+"""``qviz info`` on samples and on every file form of a real net; errors exit 2, one line."""
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+from qviz.cli import main
+
+
+def _info(capsys, *args):
+    assert main(["info", *map(str, args)]) == 0
+    return capsys.readouterr().out
+
+
+def test_info_on_each_sample(capsys, samples):
+    expect = {"lenet_digits": "batch norms: 3 (0 fused, 3 unfused)",
+              "mobilenet_block": "batch norms: 3 (0 fused, 3 unfused)",
+              "resnet_block": "batch norms: 4 (0 fused, 4 unfused)",
+              "fused_bn_tf_keras": "batch norms: 3 (3 fused, 0 unfused)"}
+    for name, path in samples.items():
+        out = _info(capsys, path)
+        assert expect[name] in out, out
+        assert "image:0  (?, " in out
+    out = _info(capsys, samples["lenet_digits"])
+    assert "Identity:0  (?, 10)  float32" in out
+    layers = out.split("layers:\n")[1].split()
+    assert layers == ["image", "conv1", "bn1", "relu1", "conv2", "bn2", "relu2", "pool",
+                      "flatten", "fc1", "bn3", "relu3", "logits"]
+    assert re.search(r"^  Conv2D\s+2$", out, re.M) and re.search(r"^  MatMul\s+2$", out, re.M)
+
+
+def test_error_is_one_line_on_stderr_with_exit_2(tmp_path):
+    bad = tmp_path / "broken.pbtxt"
+    bad.write_text("node { name: ")
+    proc = subprocess.run([sys.executable, "-m", "qviz", "info", str(bad)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    err_lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("qviz:")]
+    assert len(err_lines) == 1 and "malformed text GraphDef" in err_lines[0]
+    assert "Traceback" not in proc.stderr
+
+
+def test_bad_input_shape_argument(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["info", "x.keras", "--input-shape", "a,b"])
+    assert info.value.code == 2
+    assert "must be integers" in capsys.readouterr().err
+
+
+def test_input_shape_flag(tmp_path, capsys):
+    import keras
+
+    inp = keras.Input((None, None, 3), name="img")
+    keras.Model(inp, keras.layers.Conv2D(2, 3, name="c")(inp)).save(tmp_path / "dyn.keras")
+    assert main(["info", str(tmp_path / "dyn.keras")]) == 2
+    assert "--input-shape" in capsys.readouterr().err
+    out = _info(capsys, tmp_path / "dyn.keras", "--input-shape", "9,9,3")
+    assert "Identity:0  (?, 7, 7, 2)" in out
