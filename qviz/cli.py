@@ -28,9 +28,35 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
                    help="allow Lambda layers in .keras files (runs code from the file)")
 
 
+def _quiet_tensorflow() -> None:
+    """Import TensorFlow with the process's stderr silenced.
+
+    TF's C++ runtime logs start-up notices (oneDNN, missing CUDA drivers) straight
+    to file descriptor 2 before any Python logging setting applies; a CLI whose
+    errors are one line must not drown them in that.
+    """
+    import sys as _sys
+
+    if "tensorflow" in _sys.modules:
+        return
+    _sys.stderr.flush()
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        import tensorflow as tf
+
+        tf.config.list_physical_devices("GPU")  # device probing logs too: do it now
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
 def _load(args):
     from .importers import load
 
+    _quiet_tensorflow()
     shape = args.input_shape
     if shape is not None and len(shape) == 1:
         shape = shape[0]
@@ -46,12 +72,52 @@ def _cmd_info(args) -> int:
     return 0
 
 
+def _cmd_match(args) -> int:
+    from .matcher import explain, explain_layer, find_matches
+    from .patterns import BUILTIN, parse
+
+    if args.builtin is not None:
+        if args.builtin not in BUILTIN:
+            raise _UsageError(f"no built-in pattern {args.builtin!r}; choose from {', '.join(BUILTIN)}")
+        pattern = BUILTIN[args.builtin]
+    else:
+        pattern = parse(args.pattern)
+    graph = _load(args)
+    if args.explain:
+        if args.explain in graph:
+            print(explain(pattern, graph, args.explain))
+        elif args.explain in graph.layers:
+            print(explain_layer(pattern, graph, args.explain))
+        else:
+            raise _UsageError(f"--explain {args.explain!r}: no node or layer of that name in {args.model}")
+        return 0
+    matches = find_matches(pattern, graph)
+    print(f"{len(matches)} match(es)")
+    for i, m in enumerate(matches, 1):
+        print(f"{i:>4}. layer {m.root.layer}: {m.root.name} ({m.root.op})")
+        for name, node in sorted(m.named().items()):
+            print(f"        {name:<16} {node.name} ({node.op}, layer {node.layer})")
+    return 0
+
+
+class _UsageError(Exception):
+    """A bad combination of arguments, found after parsing."""
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="qviz", description="See, match and rewrite TensorFlow/Keras graphs.")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("info", help="inputs, outputs, op counts, layers and batch norms of a model")
     _add_model_args(p)
     p.set_defaults(func=_cmd_info)
+
+    p = sub.add_parser("match", help="where a pattern matches, or why it does not match at a node")
+    _add_model_args(p)
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--pattern", help="pattern text, e.g. 'Relu(Conv2D(*, *) as conv)'")
+    which.add_argument("--builtin", help="a built-in pattern name (see qviz.patterns.BUILTIN)")
+    p.add_argument("--explain", metavar="NODE", help="explain why NODE (a node or layer name) does not match")
+    p.set_defaults(func=_cmd_match)
     return parser
 
 
@@ -60,14 +126,18 @@ def main(argv=None) -> int:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     from .importers import LoadError
     from .ir import GraphError
+    from .patterns import PatternSyntaxError
     from .runtime import RunError
 
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except (LoadError, GraphError, RunError) as exc:
+    except (LoadError, GraphError, RunError, _UsageError) as exc:
         print(f"qviz: error: {exc}", file=sys.stderr)
+        return 2
+    except PatternSyntaxError as exc:
+        print(f"qviz: error: --pattern: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0

@@ -11,14 +11,6 @@ __all__ = ["Summary", "summarize", "batch_norm_nodes", "format_summary"]
 FUSED_BATCH_NORMS = frozenset({"FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3"})
 
 
-def _is_constant(graph: Graph, tensor: str) -> bool:
-    """A Const, possibly read through Identity ops."""
-    node = graph.producer(tensor)
-    while node.op == "Identity" and node.inputs:
-        node = graph.producer(node.inputs[0])
-    return node.op == "Const"
-
-
 def batch_norm_nodes(graph: Graph) -> list[Node]:
     """One node per batch norm: each fused BN op, and the ``Rsqrt`` of each unfused
     inference-mode chain (``Rsqrt(AddV2(variance, epsilon))`` with constant operands,
@@ -30,7 +22,7 @@ def batch_norm_nodes(graph: Graph) -> list[Node]:
         elif node.op == "Rsqrt" and node.inputs:
             add = graph.producer(node.inputs[0])
             if (add.op in ("Add", "AddV2") and len(add.inputs) == 2
-                    and all(_is_constant(graph, t) for t in add.inputs)
+                    and all(graph.is_constant(t) for t in add.inputs)
                     and any(c.op == "Mul" for c in graph.consumers(node.output(0)))):
                 found.append(node)
     return found

@@ -38,9 +38,8 @@ def test_error_is_one_line_on_stderr_with_exit_2(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     assert proc.stdout == ""
-    err_lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("qviz:")]
-    assert len(err_lines) == 1 and "malformed text GraphDef" in err_lines[0]
-    assert "Traceback" not in proc.stderr
+    assert proc.stderr.startswith("qviz: error: ") and proc.stderr.count("\n") == 1, proc.stderr
+    assert "malformed text GraphDef" in proc.stderr
 
 
 def test_bad_input_shape_argument(capsys):

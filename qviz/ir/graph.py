@@ -32,6 +32,10 @@ from .proto import pb
 __all__ = ["Graph"]
 
 # Ops that never count as a graph output when outputs are inferred.
+# Ops whose value is not a function of their inputs: never constant, whatever feeds them.
+_NOT_CONSTANT = frozenset({"Placeholder", "PlaceholderWithDefault", "VarHandleOp", "ReadVariableOp",
+                           "RandomUniform", "RandomStandardNormal", "TruncatedNormal",
+                           "RandomUniformInt", "Multinomial", "NoOp"})
 _NOT_OUTPUTS = frozenset({"Const", "NoOp", "Placeholder", "VarHandleOp", "Assert",
                           "SaveV2", "RestoreV2", "AssignVariableOp"})
 
@@ -273,6 +277,40 @@ class Graph:
     @property
     def layer_scopes(self) -> Mapping[str, str]:
         return dict(self._layer_scopes)
+
+    def is_constant(self, tensor_or_node: str | Node) -> bool:
+        """Whether a tensor (or node) is computed from ``Const`` nodes only.
+
+        Frozen Keras graphs read weights as ``Identity(Const)`` and often reshape
+        them (``Reshape``, ``Squeeze``); all of that is constant.
+
+        >>> import numpy as np
+        >>> g = Graph([Node("c", "Const"), Node("r", "Reshape", ["c", "c"]), Node("x", "Placeholder"),
+        ...            Node("y", "Mul", ["x", "r"])], inputs=["x"], outputs=["y"])
+        >>> g.is_constant("r:0"), g.is_constant("y")
+        (True, False)
+        """
+        name = tensor_or_node.name if isinstance(tensor_or_node, Node) else parse_tensor_name(tensor_or_node)[0]
+        constant = self._cache.get("ir.constant")
+        if constant is None:
+            constant = set()
+            for node in self.toposort().nodes if self._needs_sort() else self._order:
+                if node.op == "Const" or (
+                        node.op not in _NOT_CONSTANT and node.inputs
+                        and all(parse_tensor_name(t)[0] in constant for t in node.inputs)):
+                    constant.add(node.name)
+            self._cache["ir.constant"] = constant
+        if name not in self._nodes:
+            raise KeyError(f"graph has no node named {name!r}")
+        return name in constant
+
+    def _needs_sort(self) -> bool:
+        seen: set[str] = set()
+        for node in self._order:
+            if any(parse_tensor_name(t)[0] not in seen for t in node.inputs):
+                return True
+            seen.add(node.name)
+        return False
 
     def op_counts(self) -> dict[str, int]:
         """Number of nodes per op type, most common first."""
