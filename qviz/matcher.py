@@ -90,9 +90,11 @@ class Pattern:
     """Base class: something that can match at a node."""
 
     name: str | None = None
+    _rt: frozenset[str] | None = None  # root op types, set by GraphMatcher (None: any / unknown)
 
-    def _match(self, node: Node, tensor: str | None, bindings: dict, walk: "_Walk",
-               depth: int, path: tuple) -> dict | None:
+    def _match(self, node: Node, tensor: str | None, walk: "_Walk", depth: int, path: tuple) -> bool:
+        """Try to match at ``node``; on success the bindings are in ``walk``, on
+        failure ``walk`` is exactly as it was."""
         raise NotImplementedError
 
     def _root_types(self) -> frozenset[str] | None:
@@ -148,50 +150,62 @@ class OpTypePattern(Pattern):
     def _children(self):
         return self.inputs
 
-    def _match(self, node, tensor, bindings, walk, depth, path):
-        if self in bindings:
-            bound = bindings[self][0]
-            if bound is node:
-                return bindings
-            walk.fail(depth, path, node, f"is not the same op as {bound.name!r}, which the "
+    def _match(self, node, tensor, walk, depth, path) -> bool:
+        if not walk.record and self._rt is not None and node.op not in self._rt:
+            return False  # fast path: no branch of this sub-pattern can root at this op
+        bound = walk.bindings.get(self)
+        if bound is not None:
+            if bound[0] is node:
+                return True
+            walk.fail(depth, path, node, f"is not the same op as {bound[0].name!r}, which the "
                                          f"pattern{_named(self)} already bound")
-            return None
-        found = self._match_present(node, tensor, bindings, walk, depth, path)
-        if found is None and self.optional:
-            return self.inputs[0]._match(node, tensor, bindings, walk, depth, path)
-        return found
+            return False
+        mark = len(walk.trail)
+        if self._match_present(node, tensor, walk, depth, path):
+            return True
+        walk.undo(mark)
+        if self.optional:  # absent: the first input stands in its place
+            return self.inputs[0]._match(node, tensor, walk, depth, path)
+        return False
 
-    def _match_present(self, node, tensor, bindings, walk, depth, path):
+    def _match_present(self, node, tensor, walk, depth, path) -> bool:
         if self._types is not None and node.op not in self._types:
             if not self.optional:  # an absent optional node is always an alternative
                 walk.fail(depth, path, node, f"expected {self.op_type}")
-            return None
+            return False
         for test in self.attrs:
             why = test.check(node)
             if why is not None:
                 walk.fail(depth, path, node, why)
-                return None
-        bound = dict(bindings)
-        bound[self] = (node, tensor)
+                return False
         if not self.inputs:
-            return bound
+            walk.bind(self, node, tensor)
+            return True
         actual = node.inputs
         if len(actual) != len(self.inputs):
             walk.fail(depth, path, node, f"has {len(actual)} data inputs, expected {len(self.inputs)}")
-            return None
-        orders = ([tuple(range(len(actual)))] if self.ordered_inputs
+            return False
+        if self.ordered_inputs and not walk.record:
+            # one-level lookahead: reject before binding or recursing when an input's
+            # producer cannot root the pattern expected there
+            producer = walk.producer
+            for pattern, t in zip(self.inputs, actual):
+                rt = pattern._rt
+                if rt is not None and producer(t).op not in rt:
+                    return False
+        walk.bind(self, node, tensor)
+        orders = ((range(len(actual)),) if self.ordered_inputs
                   else itertools.permutations(range(len(actual))))
+        mark = len(walk.trail)
         for order in orders:
-            result = bound
             for pattern, i in zip(self.inputs, order):
-                producer = walk.graph.producer(actual[i])
-                result = pattern._match(producer, actual[i], result, walk, depth + 1,
-                                        path + ((node, i),))
-                if result is None:
+                t = actual[i]
+                if not pattern._match(walk.producer(t), t, walk, depth + 1, path + ((node, i),)):
+                    walk.undo(mark)  # a failed permutation leaves nothing bound
                     break
-            if result is not None:
-                return result
-        return None
+            else:
+                return True
+        return False
 
     def __repr__(self) -> str:
         return f"OpTypePattern({self.op_type!r}{', name=' + repr(self.name) if self.name else ''})"
@@ -221,17 +235,18 @@ class OneofPattern(Pattern):
     def _children(self):
         return self.sub_patterns
 
-    def _match(self, node, tensor, bindings, walk, depth, path):
-        if self in bindings:
-            return bindings if bindings[self][0] is node else None
+    def _match(self, node, tensor, walk, depth, path) -> bool:
+        bound = walk.bindings.get(self)
+        if bound is not None:
+            return bound[0] is node
         for p in self.sub_patterns:
-            found = p._match(node, tensor, bindings, walk, depth, path)
-            if found is not None:
+            if not walk.record and p._rt is not None and node.op not in p._rt:
+                continue
+            if p._match(node, tensor, walk, depth, path):
                 if self.name is not None:
-                    found = dict(found)
-                    found[self] = (node, tensor)
-                return found
-        return None
+                    walk.bind(self, node, tensor)
+                return True
+        return False
 
     def __repr__(self) -> str:
         return f"OneofPattern({len(self.sub_patterns)} alternatives{', name=' + repr(self.name) if self.name else ''})"
@@ -303,12 +318,31 @@ class Failure:
 class _Walk:
     """State of one match attempt: the graph and the deepest failure seen."""
 
-    __slots__ = ("graph", "record", "deepest")
+    __slots__ = ("graph", "record", "deepest", "producer", "bindings", "trail")
 
     def __init__(self, graph: Graph, record: bool):
         self.graph = graph
         self.record = record
         self.deepest: Failure | None = None
+        self.producer = graph.producer_index().__getitem__ if graph is not None else None
+        # Backtracking state: one dict of bindings plus the order they were made,
+        # so a failed branch is undone by rewinding (no copies per binding).
+        self.bindings: dict = {}
+        self.trail: list = []
+
+    def bind(self, pattern, node, tensor) -> None:
+        self.bindings[pattern] = (node, tensor)
+        self.trail.append(pattern)
+
+    def undo(self, mark: int) -> None:
+        trail, bindings = self.trail, self.bindings
+        while len(trail) > mark:
+            del bindings[trail.pop()]
+
+    def attempt(self, pattern: "Pattern", node: Node) -> dict | None:
+        """Match ``pattern`` rooted at ``node``; the bindings, or None."""
+        self.bindings, self.trail = {}, []
+        return dict(self.bindings) if pattern._match(node, None, self, 0, ()) else None
 
     def fail(self, depth, path, node, reason):
         if not self.record:
@@ -394,7 +428,11 @@ class GraphMatcher:
             if p.name:
                 names.setdefault(p.name, []).append(p)
         self._names = {k: tuple(v) for k, v in names.items()}
-        self._root_types = pattern._root_types()
+        # Patterns are plain objects that may be edited until matched; the root
+        # types that drive the fast path are computed here, once per matcher.
+        for p in iter_patterns(pattern):
+            p._rt = p._root_types()
+        self._root_types = pattern._rt
 
     def _node(self, node) -> Node:
         if self.graph is None:
@@ -406,7 +444,7 @@ class GraphMatcher:
         node = self._node(node)
         if self._root_types is not None and node.op not in self._root_types:
             return None
-        bindings = self.pattern._match(node, None, {}, _Walk(self.graph, False), 0, ())
+        bindings = _Walk(self.graph, False).attempt(self.pattern, node)
         return None if bindings is None else MatchResult(bindings, self._names, node)
 
     def match_ops(self, nodes: Iterable) -> Iterator[MatchResult]:
@@ -418,7 +456,7 @@ class GraphMatcher:
                 node = self._node(node)
             if types is not None and node.op not in types:
                 continue  # the fast path: most nodes fail on their op type
-            bindings = self.pattern._match(node, None, {}, walk, 0, ())
+            bindings = walk.attempt(self.pattern, node)
             if bindings is not None:
                 yield MatchResult(bindings, self._names, node)
 
@@ -448,9 +486,10 @@ def find_matches(pattern: Pattern, graph: Graph) -> list[MatchResult]:
 
 def explain_failure(pattern: Pattern, graph: Graph, node_name: str) -> Failure | None:
     """The deepest failure of ``pattern`` rooted at ``node_name``; ``None`` if it matches."""
+    GraphMatcher(pattern)  # computes the root types of every sub-pattern
     node = graph.node(node_name)
     walk = _Walk(graph, True)
-    if pattern._match(node, None, {}, walk, 0, ()) is not None:
+    if walk.attempt(pattern, node) is not None:
         return None
     return walk.deepest or Failure(0, (), node, "does not match the pattern")
 

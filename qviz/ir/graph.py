@@ -214,6 +214,14 @@ class Graph:
         """The node that produces ``tensor``."""
         return self.node(parse_tensor_name(tensor)[0])
 
+    def producer_index(self) -> Mapping[str, Node]:
+        """``{tensor name: producer}`` for every tensor some node consumes (cached)."""
+        index = self._cache.get("ir.producers")
+        if index is None:
+            index = {t: self._nodes[parse_tensor_name(t)[0]] for t in self._consumer_index()}
+            self._cache["ir.producers"] = index
+        return index
+
     def consumers(self, tensor_or_node: str | Node) -> tuple[Node, ...]:
         """The nodes that read a tensor (``"x:0"``) or any output of a node (``"x"`` or a Node).
 
