@@ -13,6 +13,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from ._text import first_line
 from .ir import Graph, Shape, parse_tensor_name
 
 __all__ = ["RunError", "run", "tensor_shapes"]
@@ -41,8 +42,7 @@ def _import_error(graph: Graph, exc: Exception) -> RunError:
         names = [n.name for n in graph.nodes if n.op == op]
         where = f" (node {names[0]!r})" if names else ""
         return RunError(f"cannot run the graph: op type {op!r}{where} is not known to TensorFlow")
-    first = msg.strip().splitlines()[0] if msg.strip() else type(exc).__name__
-    return RunError(f"cannot run the graph: TensorFlow rejected it: {first}")
+    return RunError(f"cannot run the graph: TensorFlow rejected it: {first_line(exc)}")
 
 
 def _compiled(graph: Graph):
@@ -107,8 +107,7 @@ def run(graph: Graph, *arrays, feeds: Mapping | None = None) -> list[np.ndarray]
     try:
         out = fn(*tensors)
     except (tf.errors.InvalidArgumentError, ValueError, TypeError) as exc:
-        first = str(exc).strip().splitlines()[0]
-        raise RunError(f"running the graph failed: {first}") from exc
+        raise RunError(f"running the graph failed: {first_line(exc)}") from exc
     if not isinstance(out, (list, tuple)):
         out = [out]
     return [o.numpy() for o in out]

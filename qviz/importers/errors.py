@@ -1,6 +1,8 @@
 """The one error every loader raises."""
 
-__all__ = ["LoadError"]
+from .._text import first_line
+
+__all__ = ["LoadError", "first_line"]
 
 
 class LoadError(Exception):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..ir import Graph
 from ..ir.layers import layers_from_scopes
-from .errors import LoadError
+from .errors import LoadError, first_line
 from .graphdef import graph_from_graph_def
 
 __all__ = ["freeze_keras_model", "load_keras_file", "load_h5_file", "is_keras_model"]
@@ -109,7 +109,7 @@ def freeze_keras_model(model, input_shape: Sequence | None = None, *, source: st
     except LoadError:
         raise
     except Exception as exc:  # tracing runs arbitrary model code
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        first = first_line(exc)
         raise LoadError(label, f"tracing the model failed: {first}") from exc
     finally:
         for layer in layers:
@@ -188,11 +188,10 @@ def load_keras_file(path: Path, *, input_shape=None, safe_mode: bool = True) -> 
 
 def _keras_error(path: Path, exc: Exception) -> LoadError:
     msg = str(exc)
-    if "safe_mode" in msg or "Lambda" in msg and "unsafe" in msg.lower():
+    if "safe_mode" in msg or ("Lambda" in msg and "unsafe" in msg.lower()):
         return LoadError(str(path), "contains a Lambda layer (arbitrary Python code); refused in safe mode — "
                                     "if you trust this file, load it with safe_mode=False (--unsafe on the command line)")
-    first = (msg.strip().splitlines() or [type(exc).__name__])[0]
-    return LoadError(str(path), f"Keras could not load the model: {first[:300]}")
+    return LoadError(str(path), f"Keras could not load the model: {first_line(exc)}")
 
 
 def load_h5_file(path: Path, *, input_shape=None, safe_mode: bool = True) -> Graph:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..ir import Graph
-from .errors import LoadError
+from .errors import LoadError, first_line
 from .graphdef import graph_from_graph_def
 
 __all__ = ["load_saved_model", "is_saved_model_dir"]
@@ -26,8 +26,8 @@ def load_saved_model(path: Path) -> Graph:
     try:
         loaded = tf.saved_model.load(str(path))
     except Exception as exc:  # corrupt protobuf, missing variables, unknown ops...
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise LoadError(str(path), f"TensorFlow could not load the SavedModel: {first[:300]}") from None
+        first = first_line(exc)
+        raise LoadError(str(path), f"TensorFlow could not load the SavedModel: {first}") from None
     signatures = dict(getattr(loaded, "signatures", {}) or {})
     if SIGNATURE not in signatures:
         have = ", ".join(sorted(signatures)) or "none"
@@ -35,8 +35,8 @@ def load_saved_model(path: Path) -> Graph:
     try:
         frozen = convert_variables_to_constants_v2(signatures[SIGNATURE])
     except Exception as exc:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise LoadError(str(path), f"freezing the {SIGNATURE!r} signature failed: {first[:300]}") from None
+        first = first_line(exc)
+        raise LoadError(str(path), f"freezing the {SIGNATURE!r} signature failed: {first}") from None
     graph_def = frozen.graph.as_graph_def()
     return graph_from_graph_def(
         graph_def, str(path),
