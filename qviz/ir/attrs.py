@@ -25,8 +25,6 @@ Shape((None, 8))
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import numpy as np
 
 from .dtypes import DType, dtype_from_enum, dtype_from_numpy
@@ -273,6 +271,3 @@ def _encode_list(items, lst) -> None:
     else:
         raise TypeError(f"cannot encode attribute list of {type(first).__name__}")
 
-
-def decode_attrs(raw: Mapping) -> dict:
-    return {k: decode_attr(v) for k, v in raw.items()}

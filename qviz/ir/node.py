@@ -113,12 +113,8 @@ class Node:
             raise TypeError(f"node {self.name!r} is a {self.op}, not a Const: it has no value")
         return self.attrs["value"]
 
-    @property
-    def outputs(self) -> tuple[str, ...]:
-        """The name of this node's first output tensor, as a 1-tuple (see ``Graph.consumers`` for all)."""
-        return (tensor_name(self.name, 0),)
-
     def output(self, index: int = 0) -> str:
+        """The name of this node's output tensor ``index`` (``"name:index"``)."""
         return tensor_name(self.name, index)
 
     def replace(self, **changes) -> "Node":
