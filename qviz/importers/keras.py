@@ -120,8 +120,9 @@ def freeze_keras_model(model, input_shape: Sequence | None = None, *, source: st
     for scope, name in recorded:
         scope_to_layer.setdefault(scope, name)
         layer_scopes.setdefault(name, scope)
-    layer_of = layers_from_scopes((nd.name for nd in graph_def.node), scope_to_layer)
-    _attach_unscoped(graph_def, layer_of, set(scope_to_layer), {s.name for s in specs})
+    unscoped: set[str] = set()
+    layer_of = layers_from_scopes((nd.name for nd in graph_def.node), scope_to_layer, unscoped)
+    _attach_unscoped(graph_def, layer_of, unscoped - {s.name for s in specs})
     return graph_from_graph_def(
         graph_def, label,
         inputs=[t.name for t in frozen.inputs],
@@ -130,18 +131,15 @@ def freeze_keras_model(model, input_shape: Sequence | None = None, *, source: st
     )
 
 
-def _attach_unscoped(graph_def, layer_of: dict, scopes: set, input_names: set) -> None:
+def _attach_unscoped(graph_def, layer_of: dict, unscoped: set) -> None:
     """Give ops outside every layer scope (the output ``Identity``, the ``NoOp``) a real layer.
 
     An op with data inputs joins the layer of its first input; a control-only op
-    joins the layer of whoever depends on it. Inputs keep their own name.
+    joins the layer of whoever depends on it.
     """
-    def scoped(name: str) -> bool:
-        return any(name == s or name.startswith(s + "/") for s in scopes)
-
     pending = []
     for nd in graph_def.node:
-        if nd.name in input_names or scoped(nd.name):
+        if nd.name not in unscoped:
             continue
         data = [t for t in nd.input if not t.startswith("^")]
         if data:

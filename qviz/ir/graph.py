@@ -86,6 +86,7 @@ class Graph:
             inputs = [n.output(0) for n in self._order if n.op == "Placeholder"]
         self._inputs = tuple(self._checked_tensor(t, "input") for t in inputs)
         self._consumers: dict[str, tuple[Node, ...]] | None = None
+        self._node_consumers: dict[str, tuple[Node, ...]] = {}
         if outputs is None:
             outputs = self._infer_outputs()
         self._outputs = tuple(self._checked_tensor(t, "output") for t in outputs)
@@ -227,22 +228,15 @@ class Graph:
 
         Each consumer appears once, in graph order; control dependencies do not count.
         """
-        consumers = self._consumer_index()
         if isinstance(tensor_or_node, Node):
             tensor_or_node = tensor_or_node.name
         if tensor_or_node in self._nodes and ":" not in tensor_or_node:
-            seen: dict[str, Node] = {}
-            prefix = tensor_or_node + ":"
-            for t, users in consumers.items():
-                if t.startswith(prefix) and t[len(prefix):].isdigit():
-                    for u in users:
-                        seen[u.name] = u
-            pos = {n.name: i for i, n in enumerate(self._order)} if len(seen) > 1 else {}
-            return tuple(sorted(seen.values(), key=lambda n: pos.get(n.name, 0)))
+            self._consumer_index()
+            return self._node_consumers.get(tensor_or_node, ())
         node, index = parse_tensor_name(tensor_or_node)
         if node not in self._nodes:
             raise KeyError(f"graph has no node named {node!r}")
-        return consumers.get(tensor_name(node, index), ())
+        return self._consumer_index().get(tensor_name(node, index), ())
 
     def tensors_consumed(self) -> frozenset[str]:
         """Every tensor name that some node reads."""
@@ -250,13 +244,17 @@ class Graph:
 
     def _consumer_index(self) -> dict[str, tuple[Node, ...]]:
         if self._consumers is None:
-            index: dict[str, list[Node]] = {}
+            # Built once, in graph order: per tensor and per producing node.
+            by_tensor: dict[str, list[Node]] = {}
+            by_node: dict[str, list[Node]] = {}
             for node in self._order:
                 for t in node.inputs:
-                    lst = index.setdefault(t, [])
-                    if not lst or lst[-1] is not node:
-                        lst.append(node)
-            self._consumers = {t: tuple(v) for t, v in index.items()}
+                    for index, key in ((by_tensor, t), (by_node, parse_tensor_name(t)[0])):
+                        lst = index.setdefault(key, [])
+                        if not lst or lst[-1] is not node:
+                            lst.append(node)
+            self._node_consumers = {k: tuple(v) for k, v in by_node.items()}
+            self._consumers = {t: tuple(v) for t, v in by_tensor.items()}
         return self._consumers
 
     @property

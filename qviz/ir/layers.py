@@ -47,12 +47,13 @@ def layers_from_names(names: Iterable[str]) -> dict[str, str]:
     return out
 
 
-def layers_from_scopes(names: Iterable[str], scope_to_layer: Mapping[str, str]) -> dict[str, str]:
+def layers_from_scopes(names: Iterable[str], scope_to_layer: Mapping[str, str],
+                       unscoped: set | None = None) -> dict[str, str]:
     """Layer of each op given the name scopes recorded for each layer call.
 
     An op belongs to the layer whose scope is the longest one containing it
-    (whole path components only). Ops outside every recorded scope fall back to
-    :func:`layers_from_names`' rule, applied to themselves only.
+    (whole path components only). Ops outside every recorded scope get their
+    first name component, and are added to ``unscoped`` when it is given.
 
     >>> scopes = {"f/conv1_1": "conv1", "f/inner_1": "inner", "f/inner_1/d1_1": "d1"}
     >>> layers_from_scopes(["f/conv1_1/Conv2D", "f/inner_1/d1_1/MatMul", "f/inner_1/x", "image"], scopes)
@@ -69,5 +70,9 @@ def layers_from_scopes(names: Iterable[str], scope_to_layer: Mapping[str, str]) 
             prefix, sep, _ = prefix.rpartition("/")
             if not sep:
                 break
-        out[name] = layer if layer is not None else name.split("/")[0]
+        if layer is None:
+            layer = name.split("/")[0]
+            if unscoped is not None:
+                unscoped.add(name)
+        out[name] = layer
     return out
