@@ -8,7 +8,10 @@ fake quantization at any bit width, live in the browser.
 
 from .importers import LoadError, load
 from .ir import Graph, GraphError, Node
+from .passes import LayerBits, Recipe, RecipeError
+from .pipeline import Result, apply
 from .runtime import RunError
 
-__all__ = ["Graph", "Node", "GraphError", "load", "LoadError", "RunError"]
+__all__ = ["Graph", "Node", "GraphError", "load", "LoadError", "RunError",
+           "apply", "Result", "Recipe", "RecipeError", "LayerBits"]
 __version__ = "0.1.0"

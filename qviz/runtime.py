@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from ._text import first_line
 from .ir import Graph, Shape, parse_tensor_name
 
-__all__ = ["RunError", "run", "tensor_shapes"]
+__all__ = ["RunError", "run", "evaluate", "tensor_shapes"]
 
 _lock = threading.Lock()
 
@@ -45,40 +45,59 @@ def _import_error(graph: Graph, exc: Exception) -> RunError:
     return RunError(f"cannot run the graph: TensorFlow rejected it: {first_line(exc)}")
 
 
-def _compiled(graph: Graph):
-    cached = graph._cache.get("runtime.fn")
+def _wrapped(graph: Graph):
+    """The graph imported into a ``tf.compat.v1.wrap_function`` (cached per graph)."""
+    cached = graph._cache.get("runtime.wrapped")
+    if cached is not None:
+        return cached
+    tf = _tf()
+    graph_def = graph.to_graph_def()
+
+    def _import():
+        tf.compat.v1.import_graph_def(graph_def, name="")
+
+    try:
+        wrapped = tf.compat.v1.wrap_function(_import, [])
+    except Exception as exc:  # TF raises many types here; all mean "cannot build"
+        raise _import_error(graph, exc) from exc
+    graph._cache["runtime.wrapped"] = wrapped
+    return wrapped
+
+
+def _compiled(graph: Graph, fetches: tuple[str, ...] | None = None):
+    """A callable from the graph inputs to ``fetches`` (default: the outputs), cached."""
+    key = ("runtime.fn", fetches)
+    cached = graph._cache.get(key)
     if cached is not None:
         return cached
     tf = _tf()
     with _lock:
-        cached = graph._cache.get("runtime.fn")
+        cached = graph._cache.get(key)
         if cached is not None:
             return cached
-        graph_def = graph.to_graph_def()
-
-        def _import():
-            tf.compat.v1.import_graph_def(graph_def, name="")
-
+        wrapped = _wrapped(graph)
         try:
-            wrapped = tf.compat.v1.wrap_function(_import, [])
             tfg = wrapped.graph
             feeds = [tfg.get_tensor_by_name(t) for t in graph.inputs]
-            fetches = [tfg.get_tensor_by_name(t) for t in graph.outputs]
-            fn = wrapped.prune(feeds=feeds, fetches=fetches)
-        except Exception as exc:  # TF raises many types here; all mean "cannot build"
+            targets = [tfg.get_tensor_by_name(t) for t in (fetches or graph.outputs)]
+            fn = wrapped.prune(feeds=feeds, fetches=targets)
+        except Exception as exc:
             raise _import_error(graph, exc) from exc
-        graph._cache["runtime.fn"] = fn
+        graph._cache[key] = fn
         graph._cache["runtime.feed_dtypes"] = [f.dtype for f in feeds]
         return fn
 
 
-def run(graph: Graph, *arrays, feeds: Mapping | None = None) -> list[np.ndarray]:
+def run(graph: Graph, *arrays, feeds: Mapping | None = None,
+        fetches: Sequence[str] | None = None) -> list[np.ndarray]:
     """Execute ``graph`` on the given inputs; one numpy array per graph output.
 
     Args:
         graph: the graph to run.
         *arrays: one array per ``graph.inputs``, in order.
         feeds: alternatively, ``{input tensor name: array}`` (``"x"`` means ``"x:0"``).
+        fetches: tensor names to return instead of the graph outputs (any
+            tensor of the graph, e.g. a layer's output for calibration).
 
     Raises:
         RunError: the graph holds an op TensorFlow does not know, or the feeds
@@ -100,7 +119,11 @@ def run(graph: Graph, *arrays, feeds: Mapping | None = None) -> list[np.ndarray]
     if len(arrays) != len(graph.inputs):
         raise RunError(f"the graph has {len(graph.inputs)} input(s) {list(graph.inputs)}, "
                        f"but {len(arrays)} array(s) were given")
-    fn = _compiled(graph)
+    if fetches is not None:
+        fetches = tuple(graph._checked_tensor(t, "fetch") for t in fetches)
+        if not fetches:
+            return []
+    fn = _compiled(graph, fetches)
     tf = _tf()
     dtypes = graph._cache["runtime.feed_dtypes"]
     tensors = [tf.convert_to_tensor(np.asarray(a), dtype=d) for a, d in zip(arrays, dtypes)]
@@ -108,6 +131,19 @@ def run(graph: Graph, *arrays, feeds: Mapping | None = None) -> list[np.ndarray]
         out = fn(*tensors)
     except (tf.errors.InvalidArgumentError, ValueError, TypeError) as exc:
         raise RunError(f"running the graph failed: {first_line(exc)}") from exc
+    if not isinstance(out, (list, tuple)):
+        out = [out]
+    return [o.numpy() for o in out]
+
+
+def evaluate(graph: Graph, tensors: Sequence[str]) -> list[np.ndarray]:
+    """Values of tensors that depend on no graph input (constant subgraphs)."""
+    wrapped = _wrapped(graph)
+    try:
+        fn = wrapped.prune(feeds=[], fetches=[wrapped.graph.get_tensor_by_name(t) for t in tensors])
+        out = fn()
+    except Exception as exc:
+        raise RunError(f"cannot evaluate {list(tensors)}: {first_line(exc)}") from exc
     if not isinstance(out, (list, tuple)):
         out = [out]
     return [o.numpy() for o in out]

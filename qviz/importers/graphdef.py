@@ -20,7 +20,7 @@ def graph_from_graph_def(graph_def, source: str, **kwargs) -> Graph:
             what = "name" if not nd.name else "op type"
             raise LoadError(source, f"not a valid GraphDef: node #{i} has no {what}")
     try:
-        return Graph.from_graph_def(graph_def, copy=False, **kwargs)
+        return Graph.from_graph_def(graph_def, copy=False, source=source, **kwargs)
     except GraphError as exc:
         raise LoadError(source, str(exc)) from None
 

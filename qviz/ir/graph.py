@@ -51,6 +51,8 @@ class Graph:
             name nodes that passes add to a layer. Default: the layer name.
         versions, library: serialized ``VersionDef`` / ``FunctionDefLibrary``
             carried through the GraphDef round trip untouched.
+        source: where the graph came from (a file path or a model name), as the
+            loader saw it; rewrites keep it. Used to find a sample's own data.
 
     Raises:
         GraphError: duplicate names, or an input, output or control input that
@@ -66,6 +68,7 @@ class Graph:
         layer_scopes: Mapping[str, str] | None = None,
         versions: bytes = b"",
         library: bytes = b"",
+        source: str = "",
     ):
         by_name: dict[str, Node] = {}
         for node in nodes:
@@ -94,6 +97,7 @@ class Graph:
         self._layer_scopes = dict(layer_scopes or {})
         self._versions = versions
         self._library = library
+        self.source = source
         self._nx = None
         self._cache: dict = {}  # derived data (runtime functions, shapes); never graph content
 
@@ -109,6 +113,7 @@ class Graph:
         layer_of: Mapping[str, str] | None = None,
         layer_scopes: Mapping[str, str] | None = None,
         copy: bool = True,
+        source: str = "",
     ) -> "Graph":
         """Build a graph from a ``tf.compat.v1.GraphDef``.
 
@@ -142,6 +147,7 @@ class Graph:
             nodes, inputs, outputs, layer_scopes=layer_scopes,
             versions=graph_def.versions.SerializeToString() if graph_def.HasField("versions") else b"",
             library=graph_def.library.SerializeToString() if graph_def.HasField("library") else b"",
+            source=source,
         )
 
     def to_graph_def(self):
@@ -183,6 +189,7 @@ class Graph:
             layer_scopes={**self._layer_scopes, **(layer_scopes or {})},
             versions=self._versions,
             library=self._library,
+            source=self.source,
         )
 
     # -- lookup -----------------------------------------------------------
@@ -384,15 +391,15 @@ class Graph:
 
     # -- running (TensorFlow) ------------------------------------------------
 
-    def run(self, *arrays, feeds: Mapping | None = None) -> list:
-        """Execute the graph in TensorFlow; one numpy array per output.
+    def run(self, *arrays, feeds: Mapping | None = None, fetches: Sequence[str] | None = None) -> list:
+        """Execute the graph in TensorFlow; one numpy array per output (or per fetch).
 
         Pass one array per graph input, in order, or ``feeds={tensor: array}``.
         See :func:`qviz.runtime.run`.
         """
         from qviz import runtime  # TF is imported only when a graph actually runs
 
-        return runtime.run(self, *arrays, feeds=feeds)
+        return runtime.run(self, *arrays, feeds=feeds, fetches=fetches)
 
     # -- helpers -------------------------------------------------------------
 

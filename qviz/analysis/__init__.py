@@ -1,0 +1,5 @@
+"""Analysis on top of the passes: the verification report (and, later, sensitivity)."""
+
+from .verify import LayerError, Report, layer_outputs, rel_err, sqnr_db, verification_data, verify
+
+__all__ = ["verify", "Report", "LayerError", "layer_outputs", "verification_data", "rel_err", "sqnr_db"]

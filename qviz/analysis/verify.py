@@ -1,0 +1,147 @@
+"""How much a rewrite moved the outputs: the verification report.
+
+>>> import numpy as np
+>>> sqnr_db(np.array([1.0, 2.0]), np.array([1.0, 2.0])), round(sqnr_db(np.array([3.0, 4.5]), np.array([3.0, 4.0])), 2)
+(inf, 20.0)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..ir import Graph
+from ..passes.calibration import default_inputs
+from ..samples import sample_data, sample_name_of
+
+__all__ = ["LayerError", "Report", "verify", "verification_data", "layer_outputs", "sqnr_db", "rel_err"]
+
+#: Per-layer errors are measured on at most this many examples (memory on big nets).
+PER_LAYER_EXAMPLES = 8
+
+
+def rel_err(got: np.ndarray, want: np.ndarray) -> float:
+    """``max |got − want| / max |want|``."""
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    return float(np.abs(got - want).max() / max(np.abs(want).max(), 1e-30)) if want.size else 0.0
+
+
+def sqnr_db(got: np.ndarray, want: np.ndarray) -> float:
+    """Signal-to-quantization-noise ratio in dB (``inf`` when equal)."""
+    want = np.asarray(want, np.float64)
+    noise = float(np.sum((np.asarray(got, np.float64) - want) ** 2))
+    signal = float(np.sum(want ** 2))
+    if noise == 0.0:
+        return math.inf
+    return 10.0 * math.log10(max(signal, 1e-300) / noise)
+
+
+@dataclass(frozen=True)
+class LayerError:
+    layer: str
+    tensor: str          # the layer's output tensor in the rewritten graph
+    rel_err: float
+    sqnr_db: float
+
+
+@dataclass(frozen=True)
+class Report:
+    """Output error of a rewritten graph against the original, on ``examples`` inputs."""
+
+    examples: int
+    max_abs: float
+    rel_err: float
+    sqnr_db: float
+    layers: tuple[LayerError, ...] = ()
+    accuracy_before: float | None = None
+    accuracy: float | None = None
+
+    def to_dict(self) -> dict:
+        def num(x):
+            return None if x is None or math.isinf(x) else float(x)
+
+        return {"examples": self.examples, "max_abs": self.max_abs, "rel_err": self.rel_err,
+                "sqnr_db": num(self.sqnr_db), "accuracy_before": self.accuracy_before,
+                "accuracy": self.accuracy,
+                "layers": [{"layer": e.layer, "tensor": e.tensor, "rel_err": e.rel_err,
+                            "sqnr_db": num(e.sqnr_db)} for e in self.layers]}
+
+    def format(self) -> str:
+        """A few lines for a terminal."""
+        sq = "inf" if math.isinf(self.sqnr_db) else f"{self.sqnr_db:.1f}"
+        lines = [f"outputs on {self.examples} examples: max |Δ| {self.max_abs:.3g}, "
+                 f"relative {self.rel_err:.3g}, SQNR {sq} dB"]
+        if self.accuracy is not None:
+            lines.append(f"test accuracy: {self.accuracy_before:.2%} → {self.accuracy:.2%}")
+        worst = sorted(self.layers, key=lambda e: e.sqnr_db)[:3]
+        if worst and not math.isinf(worst[0].sqnr_db):
+            lines.append("lowest layer SQNR: " + ", ".join(
+                f"{e.layer} {e.sqnr_db:.1f} dB" for e in worst if not math.isinf(e.sqnr_db)))
+        return "\n".join(lines)
+
+
+def layer_outputs(graph: Graph) -> dict[str, str]:
+    """``{layer: tensor}``: for each layer, the last tensor it hands to another layer
+    (or to the graph's outputs)."""
+    cached = graph._cache.get("verify.layer_outputs")
+    if cached is not None:
+        return cached
+    outputs = set(graph.outputs)
+    found: dict[str, str] = {}
+    for node in graph.nodes:
+        if graph.is_constant(node):
+            continue
+        t = node.output(0)
+        if t in outputs or any(c.layer != node.layer for c in graph.consumers(t)):
+            found[node.layer] = t
+    graph._cache["verify.layer_outputs"] = found
+    return found
+
+
+def verification_data(graph: Graph) -> tuple[list[np.ndarray], np.ndarray | None]:
+    """(inputs, labels) to verify on: a sample's own test split, else fixed-seed noise."""
+    name = sample_name_of(graph.source) if graph.source else None
+    data = sample_data(name) if name else None
+    if data is not None and "x_test" in data and len(graph.inputs) == 1:
+        return [data["x_test"]], data.get("y_test")
+    return default_inputs(graph, count=16, seed=1), None
+
+
+def _accuracy(logits: np.ndarray, labels: np.ndarray) -> float:
+    return float(np.mean(np.argmax(logits.reshape(len(labels), -1), axis=1) == labels))
+
+
+def verify(original: Graph, rewritten: Graph, inputs: Sequence[np.ndarray] | None = None, *,
+           labels: np.ndarray | None = None, per_layer: bool = True) -> Report:
+    """Compare ``rewritten`` with ``original`` on ``inputs`` (default :func:`verification_data`).
+
+    Output error is over every output; per-layer error compares each layer's
+    output tensor (:func:`layer_outputs`) in both graphs, for layers present in
+    both (a folded-away batch norm has none). With ``labels``, test accuracy of
+    output 0 before and after.
+    """
+    if inputs is None:
+        inputs, labels = verification_data(original)
+    before = original.run(*inputs)
+    after = rewritten.run(*inputs)
+    max_abs = max(float(np.abs(np.asarray(a, np.float64) - b).max()) for a, b in zip(after, before))
+    rel = max(rel_err(a, b) for a, b in zip(after, before))
+    signal = np.concatenate([np.ravel(b) for b in before])
+    noisy = np.concatenate([np.ravel(a) for a in after])
+    layers: list[LayerError] = []
+    if per_layer:
+        old, new = layer_outputs(original), layer_outputs(rewritten)
+        common = [layer for layer in rewritten.layers if layer in old and layer in new]
+        few = [x[:PER_LAYER_EXAMPLES] for x in inputs]
+        got = rewritten.run(*few, fetches=[new[k] for k in common])
+        want = original.run(*few, fetches=[old[k] for k in common])
+        for layer, g, w in zip(common, got, want):
+            if g.shape == w.shape:
+                layers.append(LayerError(layer, new[layer], rel_err(g, w), sqnr_db(g, w)))
+    acc_before = acc = None
+    if labels is not None:
+        acc_before, acc = _accuracy(before[0], labels), _accuracy(after[0], labels)
+    return Report(len(inputs[0]), max_abs, rel, sqnr_db(noisy, signal), tuple(layers), acc_before, acc)

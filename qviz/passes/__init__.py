@@ -1,0 +1,15 @@
+"""Graph rewrites: batch-norm folding and fake quantization, as pure functions.
+
+Each pass takes a :class:`~qviz.ir.Graph` and returns a
+:class:`~qviz.passes.rewrite.PassResult` (the new graph, the change record, and
+what it left alone, with reasons); the graph it was given is never modified.
+"""
+
+from .fold_batch_norms import FoldCandidate, fold_batch_norms, fold_candidates, fold_values
+from .quantize import LayerBits, QuantizeConfig, quant_points, quantizable_layers, quantize
+from .recipe import Recipe, RecipeError
+from .rewrite import Changes, GraphEditor, PassResult, Skipped
+
+__all__ = ["Recipe", "RecipeError", "quantize", "QuantizeConfig", "LayerBits", "quant_points", "quantizable_layers",
+           "fold_batch_norms", "fold_candidates", "fold_values", "FoldCandidate",
+           "Changes", "GraphEditor", "PassResult", "Skipped"]

@@ -1,0 +1,105 @@
+"""Calibration: the inputs activation ranges are measured on, and the measuring.
+
+>>> import qviz
+>>> from qviz.samples import sample_path
+>>> g = qviz.load(sample_path("lenet_digits"))
+>>> [x.shape for x in default_inputs(g)]     # the sample's own calibration split
+[(128, 8, 8, 1)]
+>>> relu = g.layer_nodes("relu1")[-1].output(0)
+>>> lo, hi = activation_ranges(g, [relu], default_inputs(g))[relu]
+>>> lo == 0.0 and hi > 0
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..ir import Graph
+from ..samples import sample_data, sample_name_of
+
+__all__ = ["default_inputs", "activation_ranges", "CalibrationError"]
+
+
+class CalibrationError(ValueError):
+    """Calibration inputs cannot be made or do not fit the graph."""
+
+
+def default_inputs(graph: Graph, count: int = 64, seed: int = 0) -> list[np.ndarray]:
+    """Inputs to calibrate and verify on when the user gives none.
+
+    A bundled sample's own calibration data (``x_calib``) if the graph was
+    loaded from a sample; otherwise ``count`` examples of fixed-seed standard
+    normal noise shaped like each graph input.
+    """
+    name = sample_name_of(graph.source) if graph.source else None
+    data = sample_data(name) if name else None
+    if data is not None and "x_calib" in data and len(graph.inputs) == 1:
+        return [data["x_calib"]]
+    rng = np.random.default_rng(seed)
+    out = []
+    for tensor in graph.inputs:
+        node = graph.producer(tensor)
+        shape = node.attrs.get("shape")
+        dtype = node.attrs.get("dtype")
+        if shape is None or shape.rank is None:
+            raise CalibrationError(f"input {tensor} has an unknown shape; give calibration inputs")
+        dims = list(shape)
+        if dims and dims[0] is None:
+            dims[0] = count
+        if any(d is None for d in dims):
+            raise CalibrationError(f"input {tensor} has shape {shape} with unknown dimensions "
+                                   "besides the batch; give calibration inputs")
+        np_dtype = dtype.numpy if dtype is not None else np.float32
+        out.append(rng.standard_normal(dims).astype(np_dtype))
+    return out
+
+
+def _batches(inputs: Sequence[np.ndarray], batch_size: int):
+    n = len(inputs[0])
+    if any(len(x) != n for x in inputs):
+        raise CalibrationError("calibration inputs have different batch sizes: "
+                               f"{[len(x) for x in inputs]}")
+    for start in range(0, n, batch_size):
+        yield [x[start:start + batch_size] for x in inputs]
+
+
+def activation_ranges(graph: Graph, tensors: Sequence[str], inputs: Sequence[np.ndarray], *,
+                      batch_size: int = 64, ema_decay: float | None = None) -> dict[str, tuple[float, float]]:
+    """``{tensor: (min, max)}`` seen while running ``graph`` on ``inputs``.
+
+    Args:
+        tensors: the tensors to observe.
+        inputs: one array per graph input (examples along axis 0).
+        batch_size: examples per run.
+        ema_decay: ``None`` keeps the overall min and max; a decay ``d`` keeps an
+            exponential moving average of each batch's min and max instead
+            (``r ← d·r + (1−d)·batch``, started at the first batch), as TF's
+            ``MovingAvgQuantize`` does during training.
+    """
+    if ema_decay is not None and not 0.0 <= ema_decay < 1.0:
+        raise CalibrationError(f"ema_decay must be in [0, 1), got {ema_decay}")
+    if len(inputs) != len(graph.inputs):
+        raise CalibrationError(f"the graph has {len(graph.inputs)} input(s), "
+                               f"but {len(inputs)} calibration array(s) were given")
+    tensors = list(dict.fromkeys(tensors))
+    if not tensors:
+        return {}
+    lo = np.full(len(tensors), np.inf)
+    hi = np.full(len(tensors), -np.inf)
+    first = True
+    for batch in _batches([np.asarray(x) for x in inputs], batch_size):
+        values = graph.run(*batch, fetches=tensors)
+        b_lo = np.array([float(np.min(v)) for v in values])
+        b_hi = np.array([float(np.max(v)) for v in values])
+        if ema_decay is None or first:
+            lo, hi = np.minimum(lo, b_lo), np.maximum(hi, b_hi)
+        else:
+            lo = ema_decay * lo + (1 - ema_decay) * b_lo
+            hi = ema_decay * hi + (1 - ema_decay) * b_hi
+        first = False
+    if first:
+        raise CalibrationError("no calibration examples were given")
+    return {t: (float(a), float(b)) for t, a, b in zip(tensors, lo, hi)}

@@ -1,0 +1,101 @@
+"""Values of constant tensors: weights, batch-norm statistics, biases.
+
+Frozen Keras graphs read constants through small subgraphs (``Identity`` reads,
+``Reshape``/``Squeeze`` of a bias, ``AddV2(variance, epsilon)``). The common ops
+are evaluated here in numpy; anything else falls back to TensorFlow.
+
+>>> import numpy as np
+>>> from qviz.ir import Graph, Node
+>>> from qviz.passes.rewrite import const_node
+>>> g = Graph([const_node("v", np.array([1.0, 4.0], np.float32), "bn"),
+...            const_node("eps", np.array(0.0, np.float32), "bn"),
+...            Node("add", "AddV2", ["v", "eps"]), Node("r", "Rsqrt", ["add"])], outputs=["r"])
+>>> constant_value(g, "r:0")
+array([1. , 0.5], dtype=float32)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import Graph, parse_tensor_name
+
+__all__ = ["constant_value", "NotConstantError"]
+
+
+class NotConstantError(ValueError):
+    """The tensor depends on a graph input or on an op with state."""
+
+
+def _reshape(x, shape):
+    return np.reshape(x, [int(d) for d in np.asarray(shape).reshape(-1)])
+
+
+def _squeeze(x, node):
+    dims = node.attrs.get("squeeze_dims") or node.attrs.get("axis") or None
+    return np.squeeze(x, axis=tuple(dims)) if dims else np.squeeze(x)
+
+
+_UNARY = {
+    "Identity": lambda x: x, "Snapshot": lambda x: x, "StopGradient": lambda x: x,
+    "Rsqrt": lambda x: 1.0 / np.sqrt(x), "Sqrt": np.sqrt, "Neg": np.negative,
+    "Reciprocal": lambda x: 1.0 / x, "Square": np.square,
+}
+_BINARY = {
+    "Add": np.add, "AddV2": np.add, "Sub": np.subtract, "Mul": np.multiply,
+    "RealDiv": np.divide, "Maximum": np.maximum, "Minimum": np.minimum,
+    "Reshape": _reshape,
+    "ExpandDims": lambda x, a: np.expand_dims(x, int(np.asarray(a).reshape(-1)[0])),
+    "Transpose": lambda x, p: np.transpose(x, [int(i) for i in np.asarray(p).reshape(-1)]),
+}
+
+
+def constant_value(graph: Graph, tensor: str) -> np.ndarray:
+    """The value of a constant tensor, as a numpy array (a copy the caller may keep).
+
+    Raises:
+        NotConstantError: the tensor is computed from graph inputs.
+    """
+    if not graph.is_constant(tensor):
+        node = graph.producer(tensor)
+        raise NotConstantError(f"tensor {tensor!r} ({node.op}) is not constant: "
+                               "it is computed from the graph's inputs")
+    memo = graph._cache.setdefault("constants.values", {})
+    key = _canon(tensor)
+    if key not in memo:
+        memo[key] = _evaluate(graph, key, memo)
+    return np.array(memo[key])
+
+
+def _evaluate(graph: Graph, tensor: str, memo: dict) -> np.ndarray:
+    node_name, index = parse_tensor_name(tensor)
+    node = graph.node(node_name)
+    if node.op == "Const":
+        return np.asarray(node.value)
+    args = []
+    if index == 0 and (node.op in _UNARY or node.op in _BINARY or node.op in ("Squeeze", "Cast")):
+        for t in node.inputs:
+            t = _canon(t)
+            if t not in memo:
+                memo[t] = _evaluate(graph, t, memo)
+            args.append(memo[t])
+        if node.op in _UNARY and len(args) == 1:
+            return np.asarray(_UNARY[node.op](args[0]))
+        if node.op in _BINARY and len(args) == 2:
+            return np.asarray(_BINARY[node.op](args[0], args[1]))
+        if node.op == "Squeeze" and len(args) == 1:
+            return _squeeze(args[0], node)
+        if node.op == "Cast" and len(args) == 1:
+            return args[0].astype(node.attrs["DstT"].numpy)
+    return _evaluate_in_tf(graph, tensor)
+
+
+def _evaluate_in_tf(graph: Graph, tensor: str) -> np.ndarray:
+    from .. import runtime
+
+    return runtime.evaluate(graph, [tensor])[0]
+
+
+def _canon(tensor: str) -> str:
+    node, index = parse_tensor_name(tensor)
+    return f"{node}:{index}"

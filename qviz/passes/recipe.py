@@ -1,0 +1,205 @@
+"""The recipe: every choice a user makes about folding and quantization, as JSON.
+
+>>> r = Recipe.from_dict({"fold": {"default": True, "layers": {"conv2": False}},
+...                       "quantize": {"default": {"weight_bits": 8, "activation_bits": 8},
+...                                    "layers": {"conv1": {"weight_bits": 4, "activation_bits": 8},
+...                                               "logits": None}}})
+>>> r.folds("conv1"), r.folds("conv2"), r.bits("conv1"), r.bits("logits"), r.bits("fc1")
+(True, False, LayerBits(weight_bits=4, activation_bits=8), None, LayerBits(weight_bits=8, activation_bits=8))
+>>> Recipe.from_json(r.to_json()) == r
+True
+>>> Recipe.from_dict({"quantize": {"default": {"weight_bits": 17}}})
+Traceback (most recent call last):
+...
+qviz.passes.recipe.RecipeError: quantize.default.weight_bits: must be between 2 and 16, got 17
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+
+from ..ir import Graph
+from .fold_batch_norms import fold_candidates
+from .quantize import MAX_BITS, MIN_BITS, LayerBits, QuantizeConfig, quantizable_layers
+
+__all__ = ["Recipe", "RecipeError"]
+
+_OPTION_DEFAULTS = {"narrow_range": True, "symmetric": False, "per_channel": False, "ema_decay": None}
+
+
+class RecipeError(ValueError):
+    """A recipe that is malformed or does not fit the graph; the message names the field."""
+
+
+def _fail(path: str, cause: str):
+    raise RecipeError(f"{path}: {cause}")
+
+
+def _keys(d, path: str, allowed: tuple[str, ...]) -> dict:
+    if not isinstance(d, Mapping):
+        _fail(path, f"must be an object, not {type(d).__name__}")
+    extra = [k for k in d if k not in allowed]
+    if extra:
+        _fail(f"{path}.{extra[0]}" if path else str(extra[0]),
+              f"unknown key; expected one of {', '.join(allowed)}")
+    return dict(d)
+
+
+def _mapping(d, path: str) -> dict:
+    if not isinstance(d, Mapping):
+        _fail(path, f"must be an object mapping layer names, not {type(d).__name__}")
+    return dict(d)
+
+
+def _bool(v, path: str) -> bool:
+    if not isinstance(v, bool):
+        _fail(path, f"must be true or false, not {v!r}")
+    return v
+
+
+def _bits(v, path: str) -> LayerBits | None:
+    if v is None:
+        return None
+    d = _keys(v, path, ("weight_bits", "activation_bits"))
+    out = {}
+    for k in ("weight_bits", "activation_bits"):
+        b = d.get(k, 8)
+        if b is not None and (isinstance(b, bool) or not isinstance(b, int)):
+            _fail(f"{path}.{k}", f"must be an integer or null, not {b!r}")
+        if b is not None and not MIN_BITS <= b <= MAX_BITS:
+            _fail(f"{path}.{k}", f"must be between {MIN_BITS} and {MAX_BITS}, got {b}")
+        out[k] = b
+    return LayerBits(**out)
+
+
+def _freeze(d: Mapping) -> Mapping:
+    return MappingProxyType(dict(d))
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """Which batch norms to fold and which layers to quantize at what bits.
+
+    Layers not listed take the default. ``quantize_default=None`` quantizes
+    nothing unless listed; a layer mapped to ``None`` stays float.
+    """
+
+    fold_default: bool = True
+    fold_layers: Mapping[str, bool] = field(default_factory=dict)
+    quantize_default: LayerBits | None = None
+    quantize_layers: Mapping[str, LayerBits | None] = field(default_factory=dict)
+    narrow_range: bool = True
+    symmetric: bool = False
+    per_channel: bool = False
+    ema_decay: float | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "fold_layers", _freeze(self.fold_layers))
+        object.__setattr__(self, "quantize_layers", _freeze(self.quantize_layers))
+
+    def __eq__(self, other):
+        return isinstance(other, Recipe) and self.to_dict() == other.to_dict()
+
+    def __hash__(self):
+        return hash(self.to_json())
+
+    # -- queries -------------------------------------------------------------------
+
+    def folds(self, layer: str) -> bool:
+        return self.fold_layers.get(layer, self.fold_default)
+
+    def bits(self, layer: str) -> LayerBits | None:
+        return self.quantize_layers.get(layer, self.quantize_default)
+
+    def fold_selection(self, graph: Graph) -> list[str]:
+        """The absorbing layers whose batch norms this recipe folds in ``graph``."""
+        return [c.layer for c in fold_candidates(graph) if c.foldable and self.folds(c.layer)]
+
+    def quantize_config(self, graph: Graph) -> QuantizeConfig:
+        """The :class:`QuantizeConfig` for ``graph`` (only layers that quantize)."""
+        layers = {name: self.bits(name) for name in quantizable_layers(graph)}
+        return QuantizeConfig({k: v for k, v in layers.items() if v is not None},
+                              narrow_range=self.narrow_range, symmetric=self.symmetric,
+                              per_channel=self.per_channel, ema_decay=self.ema_decay)
+
+    def validate(self, graph: Graph) -> "Recipe":
+        """Check every layer named exists and can do what is asked; returns ``self``."""
+        foldable = {c.layer for c in fold_candidates(graph) if c.layer is not None}
+        for name in self.fold_layers:
+            if name not in graph.layers:
+                _fail(f"fold.layers.{name}", "no such layer in the graph")
+            if name not in foldable:
+                _fail(f"fold.layers.{name}", "this layer has no batch norm after it to fold")
+        quantizable = set(quantizable_layers(graph))
+        for name in self.quantize_layers:
+            if name not in graph.layers:
+                _fail(f"quantize.layers.{name}", "no such layer in the graph")
+            if name not in quantizable:
+                _fail(f"quantize.layers.{name}", "not a Conv2D/DepthwiseConv2dNative/MatMul layer")
+        return self
+
+    # -- building ----------------------------------------------------------------------
+
+    @classmethod
+    def default(cls, graph: Graph, bits: LayerBits | None = LayerBits(8, 8)) -> "Recipe":
+        """A recipe listing every foldable layer (folded) and every quantizable layer (at ``bits``)."""
+        fold = {c.layer: True for c in fold_candidates(graph) if c.foldable}
+        return cls(fold_default=True, fold_layers=fold, quantize_default=bits,
+                   quantize_layers={name: bits for name in quantizable_layers(graph)})
+
+    def with_fold(self, layer: str, on: bool) -> "Recipe":
+        return replace(self, fold_layers={**self.fold_layers, layer: on})
+
+    def with_bits(self, layer: str, bits: LayerBits | None) -> "Recipe":
+        return replace(self, quantize_layers={**self.quantize_layers, layer: bits})
+
+    # -- JSON ----------------------------------------------------------------------------
+
+    @classmethod
+    def from_dict(cls, d) -> "Recipe":
+        d = _keys(d, "", ("fold", "quantize", "options"))
+        fold = _keys(d.get("fold", {}), "fold", ("default", "layers"))
+        quant = _keys(d.get("quantize", {}), "quantize", ("default", "layers"))
+        options = _keys(d.get("options", {}), "options", tuple(_OPTION_DEFAULTS))
+        fold_layers = {str(k): _bool(v, f"fold.layers.{k}")
+                       for k, v in _mapping(fold.get("layers", {}), "fold.layers").items()}
+        quant_layers_raw = _mapping(quant.get("layers", {}), "quantize.layers")
+        opts = {**_OPTION_DEFAULTS, **options}
+        for k in ("narrow_range", "symmetric", "per_channel"):
+            _bool(opts[k], f"options.{k}")
+        ema = opts["ema_decay"]
+        if ema is not None and (isinstance(ema, bool) or not isinstance(ema, (int, float)) or not 0 <= ema < 1):
+            _fail("options.ema_decay", f"must be null or a number in [0, 1), not {ema!r}")
+        return cls(
+            fold_default=_bool(fold.get("default", True), "fold.default"),
+            fold_layers=fold_layers,
+            quantize_default=_bits(quant.get("default"), "quantize.default"),
+            quantize_layers={str(k): _bits(v, f"quantize.layers.{k}") for k, v in quant_layers_raw.items()},
+            narrow_range=opts["narrow_range"], symmetric=opts["symmetric"],
+            per_channel=opts["per_channel"], ema_decay=None if ema is None else float(ema))
+
+    @classmethod
+    def from_json(cls, text: str) -> "Recipe":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise RecipeError(f"recipe is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
+        return cls.from_dict(data)
+
+    def to_dict(self) -> dict:
+        def bits(b):
+            return None if b is None else {"weight_bits": b.weight_bits, "activation_bits": b.activation_bits}
+
+        return {
+            "fold": {"default": self.fold_default, "layers": dict(self.fold_layers)},
+            "quantize": {"default": bits(self.quantize_default),
+                         "layers": {k: bits(v) for k, v in self.quantize_layers.items()}},
+            "options": {"narrow_range": self.narrow_range, "symmetric": self.symmetric,
+                        "per_channel": self.per_channel, "ema_decay": self.ema_decay},
+        }
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent)

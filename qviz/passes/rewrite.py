@@ -1,0 +1,361 @@
+"""Rewrite primitives: a :class:`GraphEditor` over an immutable graph, ``reroute``,
+and the change record every pass returns.
+
+A pass never touches the graph it is given. It opens an editor on it, adds,
+replaces and reroutes nodes, and :meth:`GraphEditor.finish` builds the new
+graph, drops the nodes that became dead, and records what changed:
+
+>>> import numpy as np
+>>> from qviz.ir import Graph, Node
+>>> g = Graph([Node("a", "Placeholder"), Node("b", "Placeholder"), Node("c", "Placeholder"),
+...            Node("ac", "AddV2", ["a", "c"]), Node("ad", "AddV2", ["a", "c"])],
+...           outputs=["ac", "ad"])
+>>> ed = GraphEditor(g)
+>>> ed.reroute("b:0", "a:0", can_modify=["ac"])
+1
+>>> result = ed.finish()
+>>> result.graph.node("ac").inputs, result.graph.node("ad").inputs, result.changes.modified
+(('b:0', 'c:0'), ('a:0', 'c:0'), ('ac',))
+>>> g.node("ac").inputs     # the original is untouched
+('a:0', 'c:0')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..ir import Graph, GraphError, Node, parse_tensor_name
+
+__all__ = ["Changes", "LayerChanges", "Skipped", "PassResult", "GraphEditor", "const_node"]
+
+
+@dataclass(frozen=True)
+class LayerChanges:
+    """What a rewrite did to one layer: node names added, removed, modified."""
+
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    modified: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Changes:
+    """The diff between a graph and its rewrite, by node name.
+
+    ``layer_of`` maps every named node (added, removed or modified) to its layer,
+    so the diff can be drawn per layer (:meth:`by_layer`).
+    """
+
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    modified: tuple[str, ...] = ()
+    layer_of: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.removed or self.modified)
+
+    def by_layer(self) -> dict[str, LayerChanges]:
+        """``{layer: LayerChanges}`` for every layer something happened to."""
+        out: dict[str, dict[str, list[str]]] = {}
+        for kind in ("added", "removed", "modified"):
+            for name in getattr(self, kind):
+                layer = self.layer_of.get(name, name)
+                out.setdefault(layer, {"added": [], "removed": [], "modified": []})[kind].append(name)
+        return {layer: LayerChanges(**{k: tuple(v) for k, v in d.items()}) for layer, d in out.items()}
+
+    def then(self, later: "Changes") -> "Changes":
+        """The diff of two rewrites in a row (``self`` first), against the first graph.
+
+        >>> a = Changes(added=("n",), removed=("x",), modified=("m",))
+        >>> b = Changes(added=("q",), removed=("n",), modified=("m", "r"))
+        >>> c = a.then(b)
+        >>> c.added, c.removed, c.modified
+        (('q',), ('x',), ('m', 'r'))
+        """
+        added = [n for n in self.added if n not in set(later.removed)]
+        removed = list(self.removed)
+        re_added = set(later.added) & set(self.removed)  # removed, then a new node of that name
+        added += [n for n in later.added if n not in re_added]
+        removed = [n for n in removed if n not in re_added]
+        mine = set(self.added)
+        removed += [n for n in later.removed if n not in mine]
+        gone = set(added) | set(removed)
+        modified = list(dict.fromkeys(
+            [n for n in self.modified if n not in gone]
+            + [n for n in later.modified if n not in gone] + sorted(re_added)))
+        return Changes(tuple(added), tuple(removed), tuple(modified),
+                       {**self.layer_of, **later.layer_of})
+
+    def to_dict(self) -> dict:
+        """JSON-ready: ``{"added": [...], "removed": [...], "modified": [...], "layers": {...}}``."""
+        layers = {layer: {"added": list(c.added), "removed": list(c.removed), "modified": list(c.modified)}
+                  for layer, c in self.by_layer().items()}
+        return {"added": list(self.added), "removed": list(self.removed),
+                "modified": list(self.modified), "layers": layers}
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """Something a pass was asked to (or could) rewrite but left alone, and why."""
+
+    layer: str
+    node: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.layer}: {self.reason}"
+
+
+@dataclass(frozen=True)
+class PassResult:
+    """What a pass returns: the new graph, the diff, and what it left alone."""
+
+    graph: Graph
+    changes: Changes
+    skipped: tuple[Skipped, ...] = ()
+
+    @property
+    def modified(self) -> bool:
+        return bool(self.changes)
+
+
+def const_node(name: str, value, layer: str) -> Node:
+    """A ``Const`` node holding ``value`` (a numpy array; its dtype is kept)."""
+    arr = np.array(value, order="C")  # (ascontiguousarray would make a scalar 1-D)
+    return Node(name, "Const", attrs={"value": arr, "dtype": arr.dtype}, layer=layer)
+
+
+class GraphEditor:
+    """A mutable working copy of a graph's node list; :meth:`finish` makes the new graph.
+
+    Nodes added with ``after=`` are placed right after that node in graph order
+    (otherwise at the end); if the order is not topological in the end, the
+    result is sorted (stably).
+    """
+
+    def __init__(self, graph: Graph):
+        self.original = graph
+        self._nodes: dict[str, Node] = {n.name: n for n in graph.nodes}
+        self._after: dict[str | None, list[str]] = {}
+        self._added: list[str] = []
+        self._outputs = list(graph.outputs)
+        self._consumers: dict[str, list[str]] | None = None
+
+    # -- lookup ----------------------------------------------------------------
+
+    def node(self, name: str) -> Node:
+        return self._nodes[parse_tensor_name(name)[0]]
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._nodes
+
+    def consumers(self, tensor: str) -> list[Node]:
+        """Current consumers of a tensor, each once."""
+        return [self._nodes[n] for n in self._index().get(_canon(tensor), ())]
+
+    def unique_name(self, base: str) -> str:
+        """``base``, or ``base_1``, ``base_2``… if taken."""
+        if base not in self._nodes:
+            return base
+        i = 1
+        while f"{base}_{i}" in self._nodes:
+            i += 1
+        return f"{base}_{i}"
+
+    # -- edits -------------------------------------------------------------------
+
+    def add(self, node: Node, *, after: str | None = None) -> Node:
+        """Add a new node (its name must be free), placed after node ``after``."""
+        if node.name in self._nodes:
+            raise GraphError(f"cannot add node {node.name!r}: the name is taken")
+        if after is not None:
+            after = parse_tensor_name(after)[0]
+            if after not in self._nodes:
+                raise GraphError(f"cannot place {node.name!r} after {after!r}: no such node")
+        self._nodes[node.name] = node
+        self._after.setdefault(after, []).append(node.name)
+        self._added.append(node.name)
+        self._index_inputs(node, +1)
+        return node
+
+    def replace(self, node: Node) -> Node:
+        """Replace the node of the same name (e.g. ``node.replace(inputs=...)``)."""
+        old = self._nodes.get(node.name)
+        if old is None:
+            raise GraphError(f"cannot replace node {node.name!r}: no such node")
+        self._index_inputs(old, -1)
+        self._nodes[node.name] = node
+        self._index_inputs(node, +1)
+        return node
+
+    def update(self, name: str, **changes) -> Node:
+        """Change fields of the *current* version of a node (``Node.replace`` arguments).
+
+        Prefer this to ``replace(old_node.replace(...))`` with a node from the
+        original graph: an earlier edit (a reroute) may have changed it since.
+        """
+        return self.replace(self.node(name).replace(**changes))
+
+    def remove(self, name: str) -> None:
+        """Remove a node; fails while other nodes still read it."""
+        if self.consumers_of_node(name):
+            users = ", ".join(n.name for n in self.consumers_of_node(name))
+            raise GraphError(f"cannot remove {name!r}: it still feeds {users}")
+        self._index_inputs(self._nodes.pop(name), -1)
+
+    def consumers_of_node(self, name: str) -> list[Node]:
+        index = self._index()
+        prefix = name + ":"
+        return [self._nodes[c] for t, cs in index.items() if t.startswith(prefix) for c in cs]
+
+    def reroute(self, new_tensor: str, old_tensor: str, can_modify: Iterable[str] | None = None) -> int:
+        """Make consumers of ``old_tensor`` read ``new_tensor`` instead.
+
+        Only nodes named in ``can_modify`` change (default: every consumer).
+        Graph outputs are not consumers; see :meth:`replace_output`.
+
+        Returns:
+            How many consumer inputs changed; callers that expected a change
+            treat 0 as an error.
+        """
+        new_tensor, old_tensor = _canon(new_tensor), _canon(old_tensor)
+        allowed = None if can_modify is None else set(can_modify)
+        count = 0
+        for consumer in list(self.consumers(old_tensor)):
+            if allowed is not None and consumer.name not in allowed:
+                continue
+            inputs = tuple(new_tensor if t == old_tensor else t for t in consumer.inputs)
+            count += sum(t == old_tensor for t in consumer.inputs)
+            self.replace(consumer.replace(inputs=inputs))
+        return count
+
+    def replace_output(self, old_tensor: str, new_tensor: str) -> bool:
+        """Point a graph output at another tensor; False if ``old_tensor`` is no output."""
+        old_tensor, new_tensor = _canon(old_tensor), _canon(new_tensor)
+        if old_tensor not in self._outputs:
+            return False
+        self._outputs = [new_tensor if t == old_tensor else t for t in self._outputs]
+        return True
+
+    # -- result ------------------------------------------------------------------
+
+    def finish(self, skipped: Iterable[Skipped] = (), *, drop_dead: bool = True):
+        """Build the new graph and its change record (a :class:`PassResult`).
+
+        With ``drop_dead``, nodes that no output depends on any more are dropped —
+        only those the rewrite made dead; nodes already dead in the original stay.
+        A control dependency on a constant (frozen graphs keep ``NoOp`` ← ``^read``
+        edges from the variables they replaced) does not keep it alive; such
+        edges to dropped nodes are removed.
+        """
+        order = []
+        pending_end = self._after.get(None, [])
+        for name in _emit(self.original.nodes, self._after):
+            if name in self._nodes:
+                order.append(name)
+        order += [n for n in pending_end if n in self._nodes]
+        nodes = [self._nodes[n] for n in order]
+        if drop_dead:
+            live = _live(nodes, self._outputs, self.original.inputs)
+            was_dead = _originally_dead(self.original)
+            nodes = [n for n in nodes if n.name in live or n.name in was_dead]
+            kept = {n.name for n in nodes}
+            nodes = [n if all(c in kept for c in n.control_inputs)
+                     else n.replace(control_inputs=[c for c in n.control_inputs if c in kept])
+                     for n in nodes]
+        graph = self.original.with_nodes(nodes, outputs=self._outputs)
+        if graph._needs_sort():
+            graph = graph.toposort()
+        return PassResult(graph, _diff(self.original, graph), tuple(skipped))
+
+    # -- internals ---------------------------------------------------------------
+
+    def _index(self) -> dict[str, list[str]]:
+        if self._consumers is None:
+            self._consumers = {}
+            for node in self._nodes.values():
+                self._index_inputs(node, +1)
+        return self._consumers
+
+    def _index_inputs(self, node: Node, sign: int) -> None:
+        if self._consumers is None:
+            return
+        for t in dict.fromkeys(node.inputs):
+            users = self._consumers.setdefault(t, [])
+            if sign > 0:
+                users.append(node.name)
+            elif node.name in users:
+                users.remove(node.name)
+
+
+def _canon(tensor: str) -> str:
+    node, index = parse_tensor_name(tensor)
+    return f"{node}:{index}"
+
+
+def _emit(original: Iterable[Node], after: Mapping[str | None, list[str]]):
+    """Original order, with each added node right after its anchor (recursively)."""
+    def chain(name):
+        yield name
+        for child in after.get(name, ()):
+            yield from chain(child)
+
+    for node in original:
+        yield from chain(node.name)
+
+
+def _constants(nodes: list[Node]) -> set[str]:
+    constant: set[str] = set()
+    for node in nodes:
+        if node.op == "Const" or (node.op == "Identity" and node.inputs
+                                  and parse_tensor_name(node.inputs[0])[0] in constant):
+            constant.add(node.name)
+    return constant
+
+
+def _live(nodes: list[Node], outputs, inputs) -> set[str]:
+    """Names of the nodes the outputs depend on (control dependencies on constants do not count)."""
+    by_name = {n.name: n for n in nodes}
+    constant = _constants(nodes)
+    keep: set[str] = set()
+    stack = [parse_tensor_name(t)[0] for t in (*outputs, *inputs)]
+    while stack:
+        name = stack.pop()
+        if name in keep:
+            continue
+        keep.add(name)
+        node = by_name[name]
+        stack.extend(parse_tensor_name(t)[0] for t in node.inputs)
+        stack.extend(c for c in node.control_inputs if c not in constant)
+    return keep
+
+
+def _originally_dead(graph: Graph) -> frozenset[str]:
+    dead = graph._cache.get("rewrite.dead")
+    if dead is None:
+        live = _live(list(graph.nodes), graph.outputs, graph.inputs)
+        dead = frozenset(n.name for n in graph.nodes if n.name not in live)
+        graph._cache["rewrite.dead"] = dead
+    return dead
+
+
+def _diff(before: Graph, after: Graph) -> Changes:
+    added, modified, layer_of = [], [], {}
+    for node in after.nodes:
+        if node.name not in before:
+            added.append(node.name)
+            layer_of[node.name] = node.layer
+        else:
+            old = before.node(node.name)
+            if old is not node and old != node:
+                modified.append(node.name)
+                layer_of[node.name] = node.layer
+    removed = []
+    for node in before.nodes:
+        if node.name not in after:
+            removed.append(node.name)
+            layer_of[node.name] = node.layer
+    return Changes(tuple(added), tuple(removed), tuple(modified), layer_of)
