@@ -6,15 +6,30 @@ reach 1M ops. The structure is what the built-in patterns look for.
 
 from __future__ import annotations
 
+import numpy as np
+
 from qviz.ir import Graph, Node
 
+_CHANNELS = 4
 
-def _block(i: int, x: str, skip: str | None) -> tuple[list[Node], str]:
+
+def _value(name: str):
+    """Small real values, so passes that compute (folding) have something to compute."""
+    rng = np.random.default_rng(len(name))
+    if name == "kernel":
+        return rng.normal(size=(1, 1, _CHANNELS, _CHANNELS)).astype(np.float32)
+    if name in ("var", "gamma"):
+        return rng.uniform(0.5, 1.5, _CHANNELS).astype(np.float32)
+    return rng.normal(size=_CHANNELS).astype(np.float32)
+
+
+def _block(i: int, x: str, skip: str | None, values: bool) -> tuple[list[Node], str]:
     s = f"block{i}"
     n = []
 
     def const(name):
-        n.append(Node(f"{s}/{name}/resource", "Const"))
+        attrs = {"value": _value(name), "dtype": np.dtype("float32")} if values else None
+        n.append(Node(f"{s}/{name}/resource", "Const", attrs=attrs))
         n.append(Node(f"{s}/{name}", "Identity", [f"{s}/{name}/resource"]))
         return f"{s}/{name}"
 
@@ -23,7 +38,8 @@ def _block(i: int, x: str, skip: str | None) -> tuple[list[Node], str]:
     n.append(Node(f"{s}/bias_add", "BiasAdd", [f"{s}/conv", b], layer=f"conv{i}"))
     var, gamma, mean, beta = const("var"), const("gamma"), const("mean"), const("beta")
     bn = f"{s}/bn"
-    n += [Node(f"{bn}/eps", "Const", layer=f"bn{i}"),
+    eps = {"value": np.array(1e-3, np.float32), "dtype": np.dtype("float32")} if values else None
+    n += [Node(f"{bn}/eps", "Const", attrs=eps, layer=f"bn{i}"),
           Node(f"{bn}/add", "AddV2", [var, f"{bn}/eps"], layer=f"bn{i}"),
           Node(f"{bn}/rsqrt", "Rsqrt", [f"{bn}/add"], layer=f"bn{i}"),
           Node(f"{bn}/mul", "Mul", [f"{bn}/rsqrt", gamma], layer=f"bn{i}"),
@@ -39,12 +55,16 @@ def _block(i: int, x: str, skip: str | None) -> tuple[list[Node], str]:
     return n, f"{s}/relu"
 
 
-def synthetic_graph(num_ops: int) -> Graph:
-    """A graph of about ``num_ops`` ops; every other block has a bypass Add."""
+def synthetic_graph(num_ops: int, values: bool = False) -> Graph:
+    """A graph of about ``num_ops`` ops; every other block has a bypass Add.
+
+    With ``values``, constants hold real arrays (4 channels), so folding and
+    weight quantization can run; the graph still cannot run in TensorFlow.
+    """
     nodes = [Node("input", "Placeholder")]
     x, skip, i = "input", None, 0
     while len(nodes) < num_ops:
-        block, out = _block(i, x, skip if i % 2 else None)
+        block, out = _block(i, x, skip if i % 2 else None, values)
         nodes += block
         skip, x, i = x, out, i + 1
     return Graph(nodes, inputs=["input"], outputs=[x])

@@ -100,6 +100,61 @@ def _cmd_match(args) -> int:
     return 0
 
 
+def _read_recipe(path: str):
+    from .passes import Recipe, RecipeError
+
+    try:
+        text = open(path, encoding="utf-8").read()
+    except OSError as exc:
+        raise _UsageError(f"--recipe {path}: {exc.strerror or exc}") from None
+    try:
+        return Recipe.from_json(text)
+    except RecipeError as exc:
+        raise RecipeError(f"--recipe {path}: {exc}") from None
+
+
+def _cmd_recipe(args) -> int:
+    from .passes import LayerBits, Recipe
+
+    graph = _load(args)
+    bits = None if args.float else LayerBits(args.weight_bits, args.activation_bits)
+    print(Recipe.default(graph, bits).to_json())
+    return 0
+
+
+def _cmd_apply(args) -> int:
+    import json
+
+    from .exporters import save_graph_def, save_saved_model
+    from .pipeline import apply
+
+    from .passes import RecipeError
+
+    recipe = _read_recipe(args.recipe)
+    graph = _load(args)
+    try:
+        result = apply(graph, recipe)
+    except RecipeError as exc:
+        raise RecipeError(f"--recipe {args.recipe}: {exc}") from None
+    if args.output:
+        save_graph_def(result.graph, args.output)
+        print(f"wrote {args.output} ({len(result.graph)} ops)")
+    if args.saved_model:
+        save_saved_model(result.graph, args.saved_model)
+        print(f"wrote SavedModel {args.saved_model}")
+    c = result.changes
+    print(f"changes: {len(c.added)} ops added, {len(c.removed)} removed, {len(c.modified)} modified")
+    for s in result.skipped:
+        print(f"skipped {s}")
+    print(result.report.format())
+    if args.report:
+        data = {"report": result.report.to_dict(), "changes": c.to_dict(),
+                "skipped": [vars(s) for s in result.skipped]}
+        with open(args.report, "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=2)
+    return 0
+
+
 class _UsageError(Exception):
     """A bad combination of arguments, found after parsing."""
 
@@ -118,6 +173,21 @@ def build_parser() -> argparse.ArgumentParser:
     which.add_argument("--builtin", help="a built-in pattern name (see qviz.patterns.BUILTIN)")
     p.add_argument("--explain", metavar="NODE", help="explain why NODE (a node or layer name) does not match")
     p.set_defaults(func=_cmd_match)
+
+    p = sub.add_parser("recipe", help="print the default recipe (JSON): every foldable and quantizable layer")
+    _add_model_args(p)
+    p.add_argument("--weight-bits", type=int, default=8, help="bits for every layer's weights (default 8)")
+    p.add_argument("--activation-bits", type=int, default=8, help="bits for activations (default 8)")
+    p.add_argument("--float", action="store_true", help="list layers but quantize none")
+    p.set_defaults(func=_cmd_recipe)
+
+    p = sub.add_parser("apply", help="fold and quantize as a recipe says; write the graph and a report")
+    _add_model_args(p)
+    p.add_argument("--recipe", required=True, help="recipe JSON (see `qviz recipe`)")
+    p.add_argument("-o", "--output", help="write the rewritten frozen graph (.pb or .pbtxt)")
+    p.add_argument("--saved-model", metavar="DIR", help="also write it as a SavedModel directory")
+    p.add_argument("--report", metavar="JSON", help="write the verification report and changes as JSON")
+    p.set_defaults(func=_cmd_apply)
     return parser
 
 
@@ -125,7 +195,10 @@ def main(argv=None) -> int:
     """Run the CLI; returns the exit status (2 for any user-facing error)."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     from .importers import LoadError
+    from .exporters import ExportError
     from .ir import GraphError
+    from .passes import RecipeError
+    from .passes.calibration import CalibrationError
     from .patterns import PatternSyntaxError
     from .runtime import RunError
 
@@ -133,7 +206,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except (LoadError, GraphError, RunError, _UsageError) as exc:
+    except (LoadError, GraphError, RunError, RecipeError, CalibrationError, ExportError, _UsageError) as exc:
         print(f"qviz: error: {exc}", file=sys.stderr)
         return 2
     except PatternSyntaxError as exc:

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .analysis.verify import Report, verify
+from .analysis.verify import Report, verification_data, verify
 from .ir import Graph
-from .passes import fold_batch_norms, quantize
+from .passes import fold_batch_norms, fold_candidates, quantize
 from .passes.recipe import Recipe
 from .passes.rewrite import Changes, PassResult, Skipped
 
@@ -76,5 +76,9 @@ def apply(graph: Graph, recipe: Recipe, *, calibration: Sequence[np.ndarray] | N
     changes = folded.changes.then(quantized.changes)
     rep = None
     if report:
-        rep = verify(graph, out, verification, labels=labels) if verification is not None else verify(graph, out)
+        folded_into = {c.layer: c.bn_layer for c in fold_candidates(graph)
+                       if c.foldable and c.layer in set(recipe.fold_selection(graph))}
+        if verification is None:
+            verification, labels = verification_data(graph)
+        rep = verify(graph, out, verification, labels=labels, layer_map=folded_into)
     return Result(out, changes, rep, folded, quantized)

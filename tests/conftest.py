@@ -81,6 +81,39 @@ def zoo_model(name: str):
     return _zoo_cache[name]
 
 
+def randomize_batch_norms(model, seed: int = 1) -> None:
+    """Random non-trivial γ, β, moving mean and variance in every BatchNormalization
+    (untouched ones fold into near-identity and prove nothing)."""
+    rng = np.random.default_rng(seed)
+    for layer in model._flatten_layers(include_self=False, recursive=True):
+        if type(layer).__name__ == "BatchNormalization":
+            n = layer.get_weights()[-1].shape
+            new = []
+            if layer.scale:
+                new.append(rng.uniform(0.5, 1.5, n))
+            if layer.center:
+                new.append(rng.normal(0, 0.3, n))
+            new += [rng.normal(0, 0.3, n), rng.uniform(0.3, 2.0, n)]
+            layer.set_weights([w.astype("float32") for w in new])
+
+
+_random_bn_cache: dict = {}
+
+
+def zoo_model_random_bn(name: str, *, tf_keras: bool = False):
+    """A fresh keras.applications (or tf_keras.applications) net with random BN statistics."""
+    key = (name, tf_keras)
+    if key not in _random_bn_cache:
+        if tf_keras:
+            import tf_keras as k
+        else:
+            import keras as k
+        model = getattr(k.applications, name)(weights=None, input_shape=(ZOO_SIZE, ZOO_SIZE, 3))
+        randomize_batch_norms(model)
+        _random_bn_cache[key] = model
+    return _random_bn_cache[key]
+
+
 def rel_err(a, b) -> float:
     """max |a - b| / max |b|: the relative error measure the proofs use."""
     a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)

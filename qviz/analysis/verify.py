@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -115,13 +115,16 @@ def _accuracy(logits: np.ndarray, labels: np.ndarray) -> float:
 
 
 def verify(original: Graph, rewritten: Graph, inputs: Sequence[np.ndarray] | None = None, *,
-           labels: np.ndarray | None = None, per_layer: bool = True) -> Report:
+           labels: np.ndarray | None = None, per_layer: bool = True,
+           layer_map: Mapping[str, str] | None = None) -> Report:
     """Compare ``rewritten`` with ``original`` on ``inputs`` (default :func:`verification_data`).
 
     Output error is over every output; per-layer error compares each layer's
     output tensor (:func:`layer_outputs`) in both graphs, for layers present in
-    both (a folded-away batch norm has none). With ``labels``, test accuracy of
-    output 0 before and after.
+    both (a folded-away batch norm has none). ``layer_map`` says which original
+    layer a rewritten layer now stands for: a conv that absorbed its batch norm
+    produces what the batch norm did (``{"conv1": "bn1"}``). With ``labels``,
+    test accuracy of output 0 before and after.
     """
     if inputs is None:
         inputs, labels = verification_data(original)
@@ -134,10 +137,12 @@ def verify(original: Graph, rewritten: Graph, inputs: Sequence[np.ndarray] | Non
     layers: list[LayerError] = []
     if per_layer:
         old, new = layer_outputs(original), layer_outputs(rewritten)
-        common = [layer for layer in rewritten.layers if layer in old and layer in new]
+        stands_for = dict(layer_map or {})
+        common = [layer for layer in rewritten.layers
+                  if stands_for.get(layer, layer) in old and layer in new]
         few = [x[:PER_LAYER_EXAMPLES] for x in inputs]
         got = rewritten.run(*few, fetches=[new[k] for k in common])
-        want = original.run(*few, fetches=[old[k] for k in common])
+        want = original.run(*few, fetches=[old[stands_for.get(k, k)] for k in common])
         for layer, g, w in zip(common, got, want):
             if g.shape == w.shape:
                 layers.append(LayerError(layer, new[layer], rel_err(g, w), sqnr_db(g, w)))

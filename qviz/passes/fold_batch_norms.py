@@ -85,6 +85,7 @@ class FoldCandidate:
     layer: str | None          # the absorbing layer, if the pattern matched
     match: BatchNormMatch | None
     reason: str | None         # why it cannot be folded; None if it can
+    values: "FoldValues | None" = None  # the fold's numbers, when foldable
 
     @property
     def foldable(self) -> bool:
@@ -135,7 +136,8 @@ def _find_batch_norms(graph: Graph) -> Iterator[BatchNormMatch]:
             names = ("bn", "scaled", "shift", "scale", "rsqrt")
             own = [m.get_op(k) for k in names if m.get_op(k) is not None]
             shift_node, rsqrt = m.get_op("shift"), m.get_op("rsqrt")
-            own += [graph.producer(shift_node.inputs[1]), graph.producer(rsqrt.inputs[0])]
+            own += [graph.producer(t) for t in shift_node.inputs if graph.producer(t).op in ("Mul", "Neg")]
+            own.append(graph.producer(rsqrt.inputs[0]))
             bn_nodes = tuple(dict.fromkeys(n.name for n in own))
         yield BatchNormMatch(
             layer=layer_op.layer, layer_op=layer_op, weights=layer_op.inputs[1], chain=chain,
@@ -144,8 +146,19 @@ def _find_batch_norms(graph: Graph) -> Iterator[BatchNormMatch]:
             scale=scale, shift=shift)
 
 
+def _check(graph: Graph, m: BatchNormMatch) -> tuple[str | None, FoldValues | None]:
+    """(why the match cannot be folded, or None; the fold's values when it can)."""
+    reason = _why_not_foldable(graph, m)
+    if reason is not None:
+        return reason, None
+    try:
+        return None, fold_values(graph, m)
+    except ValueError as exc:
+        return str(exc), None
+
+
 def _why_not_foldable(graph: Graph, m: BatchNormMatch) -> str | None:
-    """``None`` if the match can be folded, else the reason in a user's words."""
+    """``None`` if the structure and constness allow folding, else the reason in a user's words."""
     if not graph.is_constant(m.weights):
         return f"the weights of {m.layer} ({m.weights}) are not constant"
     if m.fused:
@@ -169,10 +182,6 @@ def _why_not_foldable(graph: Graph, m: BatchNormMatch) -> str | None:
             return f"the batch norm's {what} ({t}) is not constant"
     if m.bias_add is not None and not graph.is_constant(m.bias_add.inputs[1]):
         return f"the bias of {m.layer} ({m.bias_add.inputs[1]}) is not constant"
-    try:
-        fold_values(graph, m)
-    except ValueError as exc:
-        return str(exc)
     return None
 
 
@@ -187,7 +196,7 @@ def fold_candidates(graph: Graph) -> tuple[FoldCandidate, ...]:
     out, covered = [], set()
     for m in _find_batch_norms(graph):
         covered.update(m.bn_nodes)
-        out.append(FoldCandidate(m.bn_layer, m.bn.name, m.layer, m, _why_not_foldable(graph, m)))
+        out.append(FoldCandidate(m.bn_layer, m.bn.name, m.layer, m, *_check(graph, m)))
     for node in batch_norm_nodes(graph):
         if node.name in covered:
             continue
@@ -310,7 +319,7 @@ def fold_batch_norms(graph: Graph, layers: Iterable[str] | None = None) -> PassR
         if not cand.foldable:
             skipped.append(Skipped(cand.bn_layer, cand.bn_node, cand.reason))
             continue
-        _fold_one(graph, editor, cand.match)
+        _fold_one(graph, editor, cand.match, cand.values)
     if wanted is not None:
         folded_layers = {c.layer for c in fold_candidates(graph)} | {c.bn_layer for c in fold_candidates(graph)}
         for name in sorted(wanted - folded_layers):
@@ -318,8 +327,7 @@ def fold_batch_norms(graph: Graph, layers: Iterable[str] | None = None) -> PassR
     return editor.finish(skipped)
 
 
-def _fold_one(graph: Graph, editor: GraphEditor, m: BatchNormMatch) -> None:
-    values = fold_values(graph, m)
+def _fold_one(graph: Graph, editor: GraphEditor, m: BatchNormMatch, values: FoldValues) -> None:
     scope = f"{graph.layer_scope(m.layer)}/BatchNorm_Fold"
     op = m.layer_op
     weights = editor.add(const_node(editor.unique_name(f"{scope}/weights"), values.folded_weights, m.layer),

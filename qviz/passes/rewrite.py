@@ -275,9 +275,15 @@ class GraphEditor:
 
     def _index(self) -> dict[str, list[str]]:
         if self._consumers is None:
-            self._consumers = {}
-            for node in self._nodes.values():
-                self._index_inputs(node, +1)
+            # Start from the original graph's index (usually built already), then
+            # replay the edits made before the first lookup.
+            self._consumers = {t: [n.name for n in users]
+                               for t, users in self.original._consumer_index().items()}
+            for name, node in self._nodes.items():
+                if name not in self.original or self.original.node(name) is not node:
+                    if name in self.original:
+                        self._index_inputs(self.original.node(name), -1)
+                    self._index_inputs(node, +1)
         return self._consumers
 
     def _index_inputs(self, node: Node, sign: int) -> None:

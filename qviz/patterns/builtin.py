@@ -30,8 +30,9 @@ _FUSED = (f"FusedBatchNorm|FusedBatchNormV3({_LAYER_OUT}, * as gamma, * as beta,
 #   scale = Rsqrt(variance + epsilon) * gamma;  y = x * scale + (beta - mean * scale)
 _SCALE = ("oneof(Mul{Rsqrt(Add|AddV2{* as variance, * as epsilon}) as rsqrt, * as gamma}, "
           "Rsqrt(Add|AddV2{* as variance, * as epsilon}) as rsqrt) as scale")
-_UNFUSED = (f"Add|AddV2{{Mul{{{_LAYER_OUT}, {_SCALE}}} as scaled, "
-            f"Sub(* as beta, Mul{{* as mean, $scale}}) as shift}} as bn")
+# Without beta (center=False) the shift is Neg(mean) * scale.
+_SHIFT = "oneof(Sub(* as beta, Mul{* as mean, $scale}), Mul{Neg(* as mean), $scale}) as shift"
+_UNFUSED = f"Add|AddV2{{Mul{{{_LAYER_OUT}, {_SCALE}}} as scaled, {_SHIFT}}} as bn"
 _LAYER_RESULT = f"oneof({_FUSED}, {_UNFUSED}, {_LAYER_OUT}) as layer_output"
 
 #: name → (pattern text, docstring with diagram)
@@ -67,7 +68,8 @@ _DEFS: dict[str, tuple[str, str]] = {
                               +--------- AddV2 ----------+          (bn)
 
     Operands of Mul and AddV2 match in either order. The two uses of ``scale``
-    must be the same node. Without gamma (``scale=False``), Rsqrt is the scale.
+    must be the same node. Without gamma (``scale=False``), Rsqrt is the scale;
+    without beta (``center=False``), the shift is ``Neg(mean)·scale``.
     """),
     "conv_bn": (f"oneof({_FUSED}, {_UNFUSED}) as conv_bn",
                 """A conv/dense layer followed by a batch norm, fused or unfused.

@@ -1,0 +1,66 @@
+"""Writing graphs back out: a frozen ``.pb``/``.pbtxt``, or a SavedModel.
+
+TensorFlow is imported only by :func:`save_saved_model`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..ir import Graph
+
+__all__ = ["save_graph_def", "save_saved_model", "ExportError"]
+
+
+class ExportError(OSError):
+    """The graph could not be written to the given place."""
+
+
+def save_graph_def(graph: Graph, path) -> Path:
+    """Write ``graph`` as a binary (``.pb``) or text (``.pbtxt``) GraphDef; returns the path."""
+    path = Path(path)
+    gd = graph.to_graph_def()
+    try:
+        if path.suffix.lower() == ".pbtxt":
+            from google.protobuf import text_format
+
+            path.write_text(text_format.MessageToString(gd))
+        else:
+            path.write_bytes(gd.SerializeToString())
+    except OSError as exc:
+        raise ExportError(f"{path}: cannot write: {exc.strerror or exc}") from None
+    return path
+
+
+def save_saved_model(graph: Graph, directory) -> Path:
+    """Write ``graph`` as a SavedModel with a ``serving_default`` signature.
+
+    The signature takes the graph's inputs (named after their placeholders) and
+    returns ``output_0``, ``output_1``… in the order of ``graph.outputs``.
+    """
+    import tensorflow as tf
+
+    from ..runtime import _wrapped
+
+    directory = Path(directory)
+    if directory.exists() and any(directory.iterdir()):
+        raise ExportError(f"{directory}: exists and is not empty")
+    wrapped = _wrapped(graph)
+    tfg = wrapped.graph
+    feeds = [tfg.get_tensor_by_name(t) for t in graph.inputs]
+    fn = wrapped.prune(feeds=feeds, fetches=[tfg.get_tensor_by_name(t) for t in graph.outputs])
+    specs = [tf.TensorSpec(f.shape, f.dtype, name=f.op.name.replace("/", "_")) for f in feeds]
+
+    def serve(*xs):
+        out = fn(*xs)
+        out = out if isinstance(out, (list, tuple)) else [out]
+        return {f"output_{i}": t for i, t in enumerate(out)}
+
+    module = tf.Module()
+    module.serve = tf.function(serve, input_signature=specs)
+    try:
+        tf.saved_model.save(module, os.fspath(directory), signatures={"serving_default": module.serve})
+    except OSError as exc:
+        raise ExportError(f"{directory}: cannot write the SavedModel: {exc}") from None
+    return directory

@@ -1,0 +1,149 @@
+"""Fake-quant insertion: where the ops go, their bits and ranges, and calibration."""
+
+import numpy as np
+import pytest
+
+import qviz
+from qviz.ir import GraphError
+from qviz.passes import LayerBits, QuantizeConfig, fold_batch_norms, quantizable_layers, quantize
+from qviz.passes.calibration import CalibrationError, activation_ranges, default_inputs
+from qviz.passes.quantize import FAKE_QUANT_OPS
+from qviz.samples import sample_data
+from tests.conftest import rel_err, zoo_model
+
+
+def _fq(graph):
+    return [n for n in graph.nodes if n.op in FAKE_QUANT_OPS]
+
+
+def _all(graph, w=8, a=8, **options):
+    return QuantizeConfig({name: LayerBits(w, a) for name in quantizable_layers(graph)}, **options)
+
+
+@pytest.fixture(scope="module")
+def lenet(samples):
+    return fold_batch_norms(qviz.load(samples["lenet_digits"])).graph
+
+
+def test_four_bit_weights_take_at_most_16_values(lenet):
+    r = quantize(lenet, _all(lenet, 4, 8))
+    x = default_inputs(lenet)[0][:4]
+    weight_fqs = [n for n in _fq(r.graph) if "weights_quant" in n.name]
+    assert len(weight_fqs) == 4
+    values = r.graph.run(x, fetches=[n.output(0) for n in weight_fqs])
+    for node, v in zip(weight_fqs, values):
+        assert node.attrs["num_bits"] == 4
+        assert 2 < len(np.unique(v)) <= 16, node.name
+
+
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_narrow_range_and_per_channel_bounds(samples, per_channel):
+    g = fold_batch_norms(qviz.load(samples["mobilenet_block"])).graph
+    r = quantize(g, _all(g, 3, 8, per_channel=per_channel, narrow_range=True))
+    x = default_inputs(g)[0][:2]
+    fqs = [n for n in _fq(r.graph) if "weights_quant" in n.name]
+    values = r.graph.run(x, fetches=[n.output(0) for n in fqs])
+    for node, v in zip(fqs, values):
+        assert node.attrs["narrow_range"] is True
+        lo = r.graph.producer(node.inputs[1]).value
+        if per_channel:   # one range per output channel, laid out on the last axis
+            assert node.op == "FakeQuantWithMinMaxVarsPerChannel"
+            assert lo.shape == (v.shape[-1],)
+            groups = v.reshape(-1, v.shape[-1]).T
+        else:
+            assert lo.shape == ()
+            groups = [v.ravel()]
+        # narrow range at 3 bits: levels 1..7, so at most 7 values per range
+        assert max(len(np.unique(g_)) for g_ in groups) <= 7
+
+
+def test_symmetric_ranges(lenet):
+    r = quantize(lenet, _all(lenet, symmetric=True))
+    for node in _fq(r.graph):
+        lo, hi = (r.graph.producer(t).value for t in node.inputs[1:])
+        np.testing.assert_allclose(lo, -hi)
+
+
+def test_one_layer_at_four_bits_touches_only_that_layer(lenet):
+    r = quantize(lenet, QuantizeConfig({"conv2": LayerBits(4, 4)}))
+    fqs = _fq(r.graph)
+    assert {n.layer for n in fqs} == {"conv2", "relu2"}     # its weights and its activation
+    assert all(n.attrs["num_bits"] == 4 for n in fqs)
+    assert set(r.changes.by_layer()) <= {"conv2", "relu2", "pool"}  # pool reads the quantized relu2
+
+
+def test_never_quantizes_twice(samples):
+    for name in ("resnet_block", "mobilenet_block"):
+        g = fold_batch_norms(qviz.load(samples[name])).graph
+        for per_channel in (False, True):
+            once = quantize(g, _all(g, per_channel=per_channel))
+            assert once.modified
+            twice = quantize(once.graph, _all(g, per_channel=per_channel))
+            assert not twice.modified, (name, per_channel, twice.changes)
+            tensors = [n.inputs[0] for n in _fq(once.graph)]
+            assert len(tensors) == len(set(tensors))
+
+
+def test_bypass_add_inputs_and_outputs_are_quantized(samples):
+    g = fold_batch_norms(qviz.load(samples["resnet_block"])).graph
+    r = quantize(g, _all(g))
+    q = r.graph
+    for layer in ("add1", "add2"):
+        add = next(n for n in q.layer_nodes(layer) if n.op in ("Add", "AddV2"))
+        for t in add.inputs:
+            assert q.producer(t).op in FAKE_QUANT_OPS, f"{layer} input {t}"
+        after = [c for c in q.consumers(add) if c.op in FAKE_QUANT_OPS]
+        relu = [c for c in q.consumers(add) if c.op in ("Relu", "Relu6")]
+        # the output is quantized, or the activation right after it is
+        assert after or any(c.op in FAKE_QUANT_OPS for r_ in relu for c in q.consumers(r_))
+
+
+def test_unfolded_bn_still_quantizes_after_the_chain(samples):
+    g = qviz.load(samples["lenet_digits"])                # not folded
+    r = quantize(g, QuantizeConfig({"conv1": LayerBits(8, 8)}))
+    act = next(n for n in _fq(r.graph) if "act_quant" in n.name)
+    assert r.graph.producer(act.inputs[0]).op == "Relu"
+
+
+def test_sixteen_bits_everywhere_is_near_lossless(lenet, samples):
+    g = qviz.load(samples["lenet_digits"])
+    x = sample_data("lenet_digits")["x_test"]
+    r = quantize(lenet, _all(lenet, 16, 16), calibration=[x])
+    assert rel_err(r.graph.run(x)[0], g.run(x)[0]) < 1e-3
+
+
+def test_bad_config(lenet):
+    with pytest.raises(ValueError, match="between 2 and 16"):
+        LayerBits(17, 8)
+    with pytest.raises(ValueError, match="activation_bits must be an integer"):
+        LayerBits(8, 4.5)
+    with pytest.raises(GraphError, match="no layer named 'nope'"):
+        quantize(lenet, QuantizeConfig({"nope": LayerBits()}))
+    r = quantize(lenet, QuantizeConfig({"relu1": LayerBits()}))
+    assert not r.modified and "has no Conv2D" in str(r.skipped[0])
+
+
+def test_calibration_min_max_and_ema(lenet):
+    relu = lenet.layer_nodes("relu1")[-1].output(0)
+    x = default_inputs(lenet)[0]
+    (lo, hi), = activation_ranges(lenet, [relu], [x]).values()
+    whole = lenet.run(x, fetches=[relu])[0]
+    assert (lo, hi) == (float(whole.min()), float(whole.max()))
+    (_, hi_last), = activation_ranges(lenet, [relu], [x], batch_size=32, ema_decay=0.0).values()
+    assert hi_last == float(whole[96:].max())
+    (_, hi_ema), = activation_ranges(lenet, [relu], [x], batch_size=32, ema_decay=0.5).values()
+    assert hi_ema != hi and hi_ema <= hi
+    with pytest.raises(CalibrationError, match="ema_decay"):
+        activation_ranges(lenet, [relu], [x], ema_decay=1.5)
+    with pytest.raises(CalibrationError, match="1 input"):
+        activation_ranges(lenet, [relu], [x, x])
+
+
+@pytest.mark.zoo
+def test_zoo_mobilenet_16_bits_moves_outputs_less_than_1e3():
+    g = qviz.load(zoo_model("MobileNetV2"))
+    x = np.random.default_rng(0).uniform(0, 1, (4, 64, 64, 3)).astype(np.float32)
+    folded = fold_batch_norms(g).graph
+    r = quantize(folded, _all(folded, 16, 16), calibration=[x])
+    assert len(_fq(r.graph)) > 100
+    assert rel_err(r.graph.run(x)[0], g.run(x)[0]) < 1e-3

@@ -1,0 +1,144 @@
+"""Recipes (JSON in and out, errors naming the field), qviz.apply, and the CLI around them."""
+
+import json
+
+import numpy as np
+import pytest
+
+import qviz
+from qviz import LayerBits, Recipe, RecipeError
+from qviz.cli import main
+from qviz.passes.quantize import FAKE_QUANT_OPS
+from tests.conftest import zoo_model
+
+ISSUE_EXAMPLE = {
+    "fold": {"default": True, "layers": {"conv2": False}},
+    "quantize": {"default": {"weight_bits": 8, "activation_bits": 8},
+                 "layers": {"conv1": {"weight_bits": 4, "activation_bits": 8}, "logits": None}},
+    "options": {"narrow_range": True, "symmetric": False, "per_channel": False},
+}
+
+
+@pytest.fixture(scope="module")
+def lenet(samples):
+    return qviz.load(samples["lenet_digits"])
+
+
+def test_recipe_json_round_trip():
+    r = Recipe.from_dict(ISSUE_EXAMPLE)
+    assert Recipe.from_json(r.to_json()) == r
+    assert r.to_dict()["quantize"]["layers"]["logits"] is None
+    assert r.bits("conv1") == LayerBits(4, 8) and r.bits("fc1") == LayerBits(8, 8)
+    assert not r.folds("conv2") and r.folds("conv1")
+
+
+@pytest.mark.parametrize("bad,field", [
+    ({"fold": {"default": "yes"}}, "fold.default"),
+    ({"fold": {"layers": {"conv1": 1}}}, "fold.layers.conv1"),
+    ({"quantize": {"layers": {"conv1": {"weight_bits": 1}}}}, "quantize.layers.conv1.weight_bits"),
+    ({"quantize": {"default": {"activation_bits": "8"}}}, "quantize.default.activation_bits"),
+    ({"quantize": {"default": {"bits": 8}}}, "quantize.default.bits"),
+    ({"options": {"per_channel": 1}}, "options.per_channel"),
+    ({"options": {"ema_decay": 2}}, "options.ema_decay"),
+    ({"folds": {}}, "folds"),
+    ([], ""),
+])
+def test_bad_recipes_name_the_field(bad, field):
+    with pytest.raises(RecipeError) as info:
+        Recipe.from_dict(bad)
+    assert str(info.value).startswith(field + ":") or (not field and "must be an object" in str(info.value))
+    assert "\n" not in str(info.value)
+
+
+def test_recipe_validated_against_the_graph(lenet):
+    with pytest.raises(RecipeError, match=r"^quantize.layers.conv9: no such layer"):
+        qviz.apply(lenet, Recipe(quantize_layers={"conv9": LayerBits()}))
+    with pytest.raises(RecipeError, match=r"^quantize.layers.relu1: not a Conv2D"):
+        qviz.apply(lenet, Recipe(quantize_layers={"relu1": LayerBits()}))
+    with pytest.raises(RecipeError, match=r"^fold.layers.logits: this layer has no batch norm"):
+        qviz.apply(lenet, Recipe(fold_layers={"logits": True}))
+    with pytest.raises(RecipeError, match="not valid JSON"):
+        Recipe.from_json("{")
+
+
+def test_default_recipe_lists_every_layer(lenet):
+    r = Recipe.default(lenet)
+    assert dict(r.fold_layers) == {"conv1": True, "conv2": True, "fc1": True}
+    assert list(r.quantize_layers) == ["conv1", "conv2", "fc1", "logits"]
+
+
+def test_apply_is_pure_and_reports(lenet):
+    before = lenet.to_graph_def().SerializeToString()
+    recipe = Recipe.from_dict(ISSUE_EXAMPLE)
+    a, b = qviz.apply(lenet, recipe), qviz.apply(lenet, recipe)
+    assert lenet.to_graph_def().SerializeToString() == before
+    assert a.graph.to_graph_def().SerializeToString() == b.graph.to_graph_def().SerializeToString()
+    layers = {n.layer for n in a.graph.nodes}
+    assert "bn2" in layers and "bn1" not in layers and "bn3" not in layers   # conv2's fold is off
+    fq_layers = {n.layer for n in a.graph.nodes if n.op in FAKE_QUANT_OPS}
+    assert "logits" not in fq_layers and {"conv1", "conv2", "fc1"} <= fq_layers
+    bits = {n.name: n.attrs["num_bits"] for n in a.graph.nodes if n.op in FAKE_QUANT_OPS}
+    assert [v for k, v in bits.items() if "conv1_1/weights_quant" in k] == [4]
+    rep = a.report
+    assert rep.examples == 450 and rep.accuracy_before > 0.99 and rep.accuracy > 0.97
+    assert 0 < rep.rel_err < 0.5 and rep.sqnr_db > 10
+    by_layer = {e.layer: e for e in rep.layers}
+    assert by_layer["conv1"].sqnr_db > 10, "conv1 (folded) must be compared with bn1's output"
+    # the combined diff is against the original: both passes' additions are "added"
+    assert set(a.folded.changes.added) | set(a.quantized.changes.added) == set(a.changes.added)
+    assert not set(a.changes.added) & set(a.changes.modified)
+
+
+def test_float_recipe_with_folding_only_is_exact(lenet):
+    res = qviz.apply(lenet, Recipe(quantize_default=None))
+    assert res.report.rel_err < 1e-5 and res.report.accuracy == res.report.accuracy_before
+    assert not any(n.op in FAKE_QUANT_OPS for n in res.graph.nodes)
+
+
+def test_accuracy_falls_with_bits(lenet):
+    acc = {}
+    for w, a in ((8, 8), (4, 4), (2, 2)):
+        acc[w, a] = qviz.apply(lenet, Recipe(quantize_default=LayerBits(w, a))).report.accuracy
+    assert acc[8, 8] > 0.99 and acc[8, 8] >= acc[4, 4] > acc[2, 2]
+    assert acc[2, 2] < 0.5
+
+
+def test_cli_recipe_then_apply(samples, tmp_path, capsys):
+    model = str(samples["resnet_block"])
+    assert main(["recipe", model, "--weight-bits", "4"]) == 0
+    recipe = json.loads(capsys.readouterr().out)
+    assert recipe["quantize"]["layers"]["conv1"] == {"weight_bits": 4, "activation_bits": 8}
+    (tmp_path / "r.json").write_text(json.dumps(recipe))
+    out, report, sm = tmp_path / "out.pb", tmp_path / "rep.json", tmp_path / "sm"
+    assert main(["apply", model, "--recipe", str(tmp_path / "r.json"), "-o", str(out),
+                 "--report", str(report), "--saved-model", str(sm)]) == 0
+    text = capsys.readouterr().out
+    assert "SQNR" in text and "ops added" in text
+    rewritten = qviz.load(out)
+    assert any(n.op == "FakeQuantWithMinMaxVars" and n.attrs["num_bits"] == 4 for n in rewritten.nodes)
+    assert json.loads(report.read_text())["report"]["examples"] == 16
+    x = np.random.default_rng(0).normal(size=(2, 16, 16, 3)).astype(np.float32)
+    np.testing.assert_allclose(qviz.load(sm).run(x)[0], rewritten.run(x)[0], rtol=1e-5, atol=1e-6)
+
+
+def test_cli_apply_errors_are_one_line(samples, tmp_path, capsys):
+    model = str(samples["lenet_digits"])
+    (tmp_path / "bad.json").write_text('{"quantize": {"layers": {"conv9": null}}}')
+    assert main(["apply", model, "--recipe", str(tmp_path / "bad.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == f"qviz: error: --recipe {tmp_path / 'bad.json'}: quantize.layers.conv9: no such layer in the graph"
+    assert main(["apply", model, "--recipe", str(tmp_path / "missing.json")]) == 2
+    assert "No such file" in capsys.readouterr().err
+
+
+@pytest.mark.zoo
+def test_cli_apply_on_a_keras_applications_saved_model(tmp_path, capsys):
+    model = zoo_model("MobileNetV2")
+    model.export(str(tmp_path / "sm"), verbose=False)
+    assert main(["recipe", str(tmp_path / "sm")]) == 0
+    (tmp_path / "r.json").write_text(capsys.readouterr().out)
+    assert main(["apply", str(tmp_path / "sm"), "--recipe", str(tmp_path / "r.json"),
+                 "-o", str(tmp_path / "o.pb")]) == 0
+    g = qviz.load(tmp_path / "o.pb")
+    assert sum(n.op.startswith("FakeQuant") for n in g.nodes) > 100
+    assert "Rsqrt" not in g.op_counts()
