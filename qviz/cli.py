@@ -155,6 +155,20 @@ def _cmd_apply(args) -> int:
     return 0
 
 
+def _cmd_serve(args) -> int:
+    from .app import create_app
+
+    model = None
+    if args.model:
+        model = _load(args)
+    else:
+        _quiet_tensorflow()
+    app = create_app(model, model_name=args.model, max_upload_mb=args.max_upload_mb)
+    print(f"qviz: serving on http://{args.host}:{args.port}/  (Ctrl-C stops)")
+    app.run(host=args.host, port=args.port, debug=False)
+    return 0
+
+
 class _UsageError(Exception):
     """A bad combination of arguments, found after parsing."""
 
@@ -188,6 +202,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--saved-model", metavar="DIR", help="also write it as a SavedModel directory")
     p.add_argument("--report", metavar="JSON", help="write the verification report and changes as JSON")
     p.set_defaults(func=_cmd_apply)
+
+    p = sub.add_parser("serve", help="open the app in the browser (default model: the lenet_digits sample)")
+    p.add_argument("model", nargs="?", help="a model file or SavedModel directory")
+    p.add_argument("--input-shape", type=_shape, action="append", metavar="D1,D2,…")
+    p.add_argument("--unsafe", action="store_true")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
+    p.add_argument("--port", type=int, default=8050)
+    p.add_argument("--max-upload-mb", type=float, default=200, help="largest model upload accepted")
+    p.set_defaults(func=_cmd_serve)
     return parser
 
 

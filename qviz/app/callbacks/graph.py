@@ -1,0 +1,231 @@
+"""The graph view, pattern highlights, the selected node's panel, and verification."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from dash import ALL, Input, Output, State, ctx, dcc, html, no_update
+
+from ...layout import layered_layout, view_graph
+from ...matcher import explain, explain_layer, find_matches
+from ...passes import fold_candidates, quantizable_layers
+from ...patterns import BUILTIN, PatternSyntaxError, parse
+from ...render import graph_figure, histogram_figure, layer_error_figure
+from .. import ids
+from ..layout import BITS
+from .recipe import _bits_text, current
+
+
+def _shown(s, data, show):
+    """(graph to draw, result or None): the rewritten graph unless 'original' is asked."""
+    result = s.result(current(data))
+    return (s.graph, result) if show == "original" else (result.graph, result)
+
+
+def _view(s, graph, result, mode, expanded, direction, diff: bool):
+    """The view graph and its layout, cached per (graph, view)."""
+    key = (id(graph), mode, tuple(sorted(expanded)), direction, diff)
+    cached = s.layouts.get(key)
+    if cached is None:
+        status, removed = {}, []
+        if diff and result is not None:
+            status = {n: "added" for n in result.changes.added}
+            status.update({n: "modified" for n in result.changes.modified})
+            removed = [s.graph.node(n) for n in result.changes.removed if not s.graph.is_constant(n)]
+        vg = view_graph(graph, mode, expanded, removed=removed, status=status)
+        cached = (vg, layered_layout(vg, direction))
+        if len(s.layouts) > 16:
+            s.layouts.clear()
+        s.layouts[key] = cached
+    return cached
+
+
+def _pattern(builtin, text):
+    if text and text.strip():
+        return parse(text)
+    return BUILTIN.get(builtin or "conv_bn")
+
+
+def _key_of(vg, graph, name):
+    """The view key that shows node ``name`` (its op, or its layer)."""
+    if f"op:{name}" in vg:
+        return f"op:{name}"
+    if name in graph and f"layer:{graph.node(name).layer}" in vg:
+        return f"layer:{graph.node(name).layer}"
+    return None
+
+
+def _center(fig, pos, key):
+    x, y = pos[key]
+    span = 8
+    fig.update_layout(xaxis=dict(range=[x - span, x + span]), yaxis=dict(range=[y - span / 2, y + span / 2]))
+
+
+def register(app, store) -> None:
+    @app.callback(
+        Output(ids.GRAPH, "figure"), Output(ids.NODE_COUNT, "children"),
+        Output(ids.MATCH_COUNT, "children"), Output(ids.MATCH_LIST, "children"),
+        Output(ids.PATTERN_ERROR, "children"), Output(ids.DIFF_SUMMARY, "children"),
+        Input(ids.RECIPE, "data"), Input(ids.VIEW, "data"), Input(ids.VIEW_MODE, "value"),
+        Input(ids.SHOW, "value"), Input(ids.DIRECTION, "value"),
+        Input(ids.PATTERN_BUILTIN, "value"), Input(ids.PATTERN_TEXT, "value"), Input(ids.SELECTED, "data"),
+        State(ids.SESSION, "data"),
+    )
+    def draw(data, view, mode, show, direction, builtin, text, selected, session):
+        s = store.get(session["sid"])
+        if s is None or not data:
+            return no_update, "", "", "", "", ""
+        graph, result = _shown(s, data, show)
+        vg, pos = _view(s, graph, result, mode, view.get("expanded", []), direction, show != "original")
+        error, highlights, items = "", {}, []
+        try:
+            pattern = _pattern(builtin, text)
+            matches = find_matches(pattern, graph)
+            for i, m in enumerate(matches):
+                keys = {k for k in (_key_of(vg, graph, n) for n in m.body()) if k}
+                for k in keys:
+                    highlights.setdefault(k, i)
+                root = _key_of(vg, graph, m.root.name)
+                items.append(html.Button(f"{i + 1}. {m.root.layer} ({m.root.op})", className="match-item",
+                                         id={"type": "match-item", "key": root or ""}))
+            count = f"{len(matches)} match(es)"
+        except PatternSyntaxError as exc:
+            error, count = str(exc), ""
+        sel = selected.get("key") if selected else None
+        fig = graph_figure(vg, pos, highlights=highlights, selected=sel, show_status=show != "original")
+        if sel in pos and selected.get("center"):
+            _center(fig, pos, sel)
+        c = result.changes
+        diff = (f"rewrite: {len(c.added)} ops added, {len(c.removed)} removed, {len(c.modified)} modified"
+                if c else "no rewrite: the recipe changes nothing")
+        return fig, f"{vg.number_of_nodes()} nodes", count, items, error, diff
+
+    @app.callback(
+        Output(ids.SELECTED, "data"), Output(ids.SEARCH_STATUS, "children"),
+        Input(ids.GRAPH, "clickData"), Input(ids.SEARCH, "value"),
+        Input({"type": "match-item", "key": ALL}, "n_clicks"),
+        State(ids.SESSION, "data"), State(ids.RECIPE, "data"), State(ids.VIEW_MODE, "value"),
+        State(ids.SHOW, "value"), State(ids.VIEW, "data"), State(ids.DIRECTION, "value"),
+        prevent_initial_call=True,
+    )
+    def select(click, search, _clicks, session, data, mode, show, view, direction):
+        trig = ctx.triggered_id
+        if trig == ids.GRAPH and click:
+            key = click["points"][0].get("customdata")
+            return ({"key": key, "center": False}, "") if key else (no_update, "")
+        if isinstance(trig, dict) and ctx.triggered[0]["value"]:
+            return {"key": trig["key"], "center": True}, ""
+        if trig == ids.SEARCH and search:
+            s = store.get(session["sid"])
+            if s is None:
+                return no_update, ""
+            graph, result = _shown(s, data, show)
+            vg, _ = _view(s, graph, result, mode, view.get("expanded", []), direction, show != "original")
+            needle = search.strip()
+            for key in (f"layer:{needle}", f"op:{needle}"):
+                if key in vg:
+                    return {"key": key, "center": True}, ""
+            hits = [k for k in vg if needle.lower() in k.split(":", 1)[1].lower()]
+            if hits:
+                return {"key": hits[0], "center": True}, f"{len(hits)} found"
+            return no_update, f"no node or layer matches {needle!r}"
+        return no_update, ""
+
+    @app.callback(
+        Output(ids.VIEW, "data"),
+        Input(ids.EXPAND, "n_clicks"), Input(ids.COLLAPSE_ALL, "n_clicks"),
+        State(ids.SELECTED, "data"), State(ids.VIEW, "data"), prevent_initial_call=True,
+    )
+    def expand(_e, _c, selected, view):
+        if ctx.triggered_id == ids.COLLAPSE_ALL:
+            return {**view, "expanded": []}
+        key = (selected or {}).get("key") or ""
+        if not key.startswith("layer:"):
+            return no_update
+        return {**view, "expanded": sorted(set(view.get("expanded", [])) | {key[6:]})}
+
+    @app.callback(
+        Output(ids.NODE_PANEL, "children"), Output(ids.EXPLAIN, "children"),
+        Input(ids.SELECTED, "data"), Input(ids.RECIPE, "data"),
+        State(ids.PATTERN_BUILTIN, "value"), State(ids.PATTERN_TEXT, "value"),
+        State(ids.SESSION, "data"), State(ids.SHOW, "value"),
+    )
+    def node_panel(selected, data, builtin, text, session, show):
+        s = store.get(session["sid"])
+        if s is None or not selected or not data:
+            return html.Div("click a node to see it here"), ""
+        graph, result = _shown(s, data, show)
+        kind, _, name = selected["key"].partition(":")
+        recipe = current(data)
+        try:
+            pattern = _pattern(builtin, text)
+        except PatternSyntaxError:
+            pattern = None
+        if kind == "layer":
+            layer = name
+            if layer not in graph.layers:
+                return html.Div(f"layer {layer} (removed by the rewrite)"), ""
+            nodes = [n for n in graph.layer_nodes(layer)]
+            body = [html.B(f"layer {layer}"), html.Div(f"{len(nodes)} ops: " + ", ".join(
+                sorted({n.op for n in nodes})))]
+            why = explain_layer(pattern, graph, layer) if pattern is not None else ""
+        else:
+            if name not in graph:
+                return html.Div(f"{name} (removed by the rewrite)"), ""
+            node = graph.node(name)
+            layer = node.layer
+            body = [html.B(node.name), html.Div(f"op {node.op}, layer {layer}")]
+            body += [html.Div(f"{k} = {_short(v)}") for k, v in node.attrs.items() if k != "value"]
+            for t in node.inputs:
+                if graph.is_constant(t):
+                    from ...passes.constants import constant_value
+                    try:
+                        v = constant_value(graph, t)
+                    except Exception:  # a constant TF cannot evaluate: just skip its histogram
+                        continue
+                    if v.size > 1 and np.issubdtype(v.dtype, np.floating):
+                        body.append(dcc.Graph(figure=histogram_figure(v, f"{t} {list(v.shape)}"),
+                                              config={"displayModeBar": False}))
+            why = explain(pattern, graph, name) if pattern is not None else ""
+        body += _controls(s.graph, recipe, layer)
+        return html.Div(body), why
+
+    @app.callback(
+        Output(ids.VERIFY_PANEL, "children"), Output(ids.LAYER_ERRORS, "figure"),
+        Input(ids.RECIPE, "data"), State(ids.SESSION, "data"),
+    )
+    def verification(data, session):
+        s = store.get(session["sid"])
+        if s is None or not data:
+            return "", {}
+        rep = s.result(current(data)).report
+        sq = "∞" if math.isinf(rep.sqnr_db) else f"{rep.sqnr_db:.1f}"
+        lines = [html.Div(f"output error on {rep.examples} examples: max |Δ| {rep.max_abs:.3g}, "
+                          f"relative {rep.rel_err:.3g}, SQNR {sq} dB", className="verify-output")]
+        if rep.accuracy is not None:
+            lines.append(html.Div(f"test accuracy: {rep.accuracy_before:.2%} → {rep.accuracy:.2%}",
+                                  id="verify-accuracy"))
+        return lines, layer_error_figure([e.layer for e in rep.layers], [e.sqnr_db for e in rep.layers])
+
+
+def _short(v) -> str:
+    text = repr(v)
+    return text if len(text) < 80 else text[:77] + "…"
+
+
+def _controls(graph, recipe, layer):
+    """The same fold/bit controls as the table, for the selected layer (pattern-matching ids)."""
+    out = []
+    foldable = {c.layer for c in fold_candidates(graph) if c.foldable}
+    if layer in foldable:
+        out.append(dcc.Checklist(id={"type": ids.LAYER_FOLD, "layer": layer},
+                                 options=[{"label": " fold batch norm", "value": "fold"}],
+                                 value=["fold"] if recipe.folds(layer) else []))
+    if layer in quantizable_layers(graph):
+        bits = recipe.bits(layer)
+        for type_, label, value in ((ids.LAYER_WBITS, "weight bits", bits.weight_bits if bits else None),
+                                    (ids.LAYER_ABITS, "activation bits", bits.activation_bits if bits else None)):
+            out += [html.Label(label), dcc.Dropdown(id={"type": type_, "layer": layer}, options=BITS,
+                                                    value=_bits_text(value), clearable=False)]
+    return out

@@ -1,0 +1,152 @@
+"""Editing the recipe: the layer table, bulk actions, side-panel controls, undo/redo, files."""
+
+from __future__ import annotations
+
+import base64
+
+from dash import ALL, Input, Output, State, ctx, dcc, no_update
+
+from ...passes import LayerBits, Recipe, RecipeError, fold_candidates, quantizable_layers
+from .. import ids
+
+
+def _bits_text(b):
+    return "float" if b is None else str(b)
+
+
+def _bits_value(text):
+    return None if text in (None, "float", "") else int(text)
+
+
+def layer_rows(graph, recipe: Recipe) -> list[dict]:
+    """One row per foldable-or-quantizable layer, for the table."""
+    folds = {}
+    for c in fold_candidates(graph):
+        if c.layer is not None:
+            folds[c.layer] = c
+    quantizable = quantizable_layers(graph)
+    rows = []
+    for layer in graph.layers:
+        if layer not in folds and layer not in quantizable:
+            continue
+        c = folds.get(layer)
+        bits = recipe.bits(layer) if layer in quantizable else None
+        rows.append({
+            "layer": layer, "batch_norm": c.bn_layer if c else "",
+            "foldable": "yes" if c and c.foldable else ("no" if c else "—"),
+            "fold": bool(c and c.foldable and recipe.folds(layer)),
+            "weight_bits": _bits_text(bits.weight_bits if bits else None),
+            "activation_bits": _bits_text(bits.activation_bits if bits else None),
+            "why": (c.reason or "") if c else "",
+        })
+    return rows
+
+
+def set_layer(recipe: Recipe, layer: str, field: str, value) -> Recipe:
+    """The recipe with one table cell changed."""
+    if field == "fold":
+        return recipe.with_fold(layer, bool(value))
+    old = recipe.bits(layer) or LayerBits(None, None)
+    new = {"weight_bits": old.weight_bits, "activation_bits": old.activation_bits}
+    new[field] = _bits_value(value)
+    bits = None if new["weight_bits"] is None and new["activation_bits"] is None else LayerBits(**new)
+    return recipe.with_bits(layer, bits)
+
+
+def bulk(graph, recipe: Recipe, action: str) -> Recipe:
+    layers = list(quantizable_layers(graph))
+    if action == ids.BULK_8:
+        return Recipe(**{**_fields(recipe), "quantize_default": LayerBits(8, 8), "quantize_layers": {}})
+    if action == ids.BULK_FIRST_LAST:
+        edge = {layers[0], layers[-1]} if layers else set()
+        q = {name: LayerBits(8, 8) if name in edge else LayerBits(4, 4) for name in layers}
+        return Recipe(**{**_fields(recipe), "quantize_layers": q})
+    if action == ids.BULK_FOLD:
+        return Recipe(**{**_fields(recipe), "fold_default": True, "fold_layers": {}})
+    return Recipe(fold_default=False, quantize_default=None)
+
+
+def _fields(recipe: Recipe) -> dict:
+    return {k: getattr(recipe, k) for k in ("fold_default", "fold_layers", "quantize_default",
+                                            "quantize_layers", "narrow_range", "symmetric",
+                                            "per_channel", "ema_decay")}
+
+
+def current(data) -> Recipe:
+    return Recipe.from_dict(data["history"][data["pos"]])
+
+
+def push(data, recipe: Recipe) -> dict:
+    history = data["history"][: data["pos"] + 1] + [recipe.to_dict()]
+    return {"history": history[-50:], "pos": min(len(history), 50) - 1}
+
+
+def register(app, store) -> None:
+    @app.callback(Output(ids.GRID, "rowData"), Input(ids.RECIPE, "data"), State(ids.SESSION, "data"))
+    def rows(data, session):
+        s = store.get(session["sid"])
+        if s is None or not data:
+            return []
+        return layer_rows(s.graph, current(data))
+
+    @app.callback(
+        Output(ids.RECIPE, "data"), Output(ids.RECIPE_ERROR, "children"),
+        Input(ids.GRID, "cellValueChanged"),
+        Input(ids.BULK_8, "n_clicks"), Input(ids.BULK_FIRST_LAST, "n_clicks"),
+        Input(ids.BULK_FOLD, "n_clicks"), Input(ids.BULK_RESET, "n_clicks"),
+        Input(ids.UNDO, "n_clicks"), Input(ids.REDO, "n_clicks"),
+        Input({"type": ids.LAYER_FOLD, "layer": ALL}, "value"),
+        Input({"type": ids.LAYER_WBITS, "layer": ALL}, "value"),
+        Input({"type": ids.LAYER_ABITS, "layer": ALL}, "value"),
+        Input(ids.RECIPE_UPLOAD, "contents"),
+        State(ids.RECIPE, "data"), State(ids.SESSION, "data"),
+        prevent_initial_call=True,
+    )
+    def edit(changed, *args):
+        data, session = args[-2], args[-1]
+        upload = args[-3]
+        s = store.get(session["sid"])
+        trig = ctx.triggered_id
+        if s is None or not data or trig is None:
+            return no_update, no_update
+        recipe = current(data)
+        if trig == ids.UNDO:
+            return ({**data, "pos": max(0, data["pos"] - 1)}, "")
+        if trig == ids.REDO:
+            return ({**data, "pos": min(len(data["history"]) - 1, data["pos"] + 1)}, "")
+        if trig == ids.GRID:
+            for change in (changed if isinstance(changed, list) else [changed]):
+                if change and change.get("colId") in ("fold", "weight_bits", "activation_bits"):
+                    recipe = set_layer(recipe, change["data"]["layer"], change["colId"], change["value"])
+        elif trig in (ids.BULK_8, ids.BULK_FIRST_LAST, ids.BULK_FOLD, ids.BULK_RESET):
+            recipe = bulk(s.graph, recipe, trig)
+        elif trig == ids.RECIPE_UPLOAD:
+            try:
+                text = base64.b64decode(upload.split(",", 1)[1]).decode("utf-8")
+                recipe = Recipe.from_json(text).validate(s.graph)
+            except (RecipeError, UnicodeDecodeError, IndexError, ValueError) as exc:
+                return no_update, f"recipe not loaded: {exc}"
+        elif isinstance(trig, dict):
+            value = ctx.triggered[0]["value"]
+            field = {ids.LAYER_FOLD: "fold", ids.LAYER_WBITS: "weight_bits",
+                     ids.LAYER_ABITS: "activation_bits"}[trig["type"]]
+            if field == "fold":
+                value = bool(value)
+            recipe = set_layer(recipe, trig["layer"], field, value)
+        if recipe == current(data):
+            return no_update, ""
+        return push(data, recipe), ""
+
+    @app.callback(Output(ids.DOWNLOAD_RECIPE, "data"), Input(ids.DOWNLOAD_RECIPE_BUTTON, "n_clicks"),
+                  State(ids.RECIPE, "data"), prevent_initial_call=True)
+    def download_recipe(_, data):
+        return dcc.send_string(current(data).to_json(), "recipe.json")
+
+    @app.callback(Output(ids.DOWNLOAD_MODEL, "data"), Input(ids.DOWNLOAD_MODEL_BUTTON, "n_clicks"),
+                  State(ids.RECIPE, "data"), State(ids.SESSION, "data"), prevent_initial_call=True)
+    def download_model(_, data, session):
+        s = store.get(session["sid"])
+        if s is None:
+            return no_update
+        graph = s.result(current(data)).graph
+        return dcc.send_bytes(graph.to_graph_def().SerializeToString(), f"{s.name.rsplit('.', 1)[0]}_qviz.pb")

@@ -1,0 +1,58 @@
+"""Every component id of the app, in one place."""
+
+# stores (what the browser holds: ids, the recipe history, view state — never graphs)
+SESSION = "session-store"
+RECIPE = "recipe-store"
+VIEW = "view-store"
+SELECTED = "selected-store"
+MODEL_VERSION = "model-version-store"
+
+# model
+MODEL_PICKER = "model-picker"
+UPLOAD = "model-upload"
+MODEL_STATUS = "model-status"
+
+# graph
+GRAPH = "graph"
+VIEW_MODE = "view-mode"
+DIRECTION = "direction"
+SHOW = "show-graph"
+SEARCH = "search"
+SEARCH_STATUS = "search-status"
+EXPAND = "expand-button"
+COLLAPSE_ALL = "collapse-all-button"
+NODE_COUNT = "node-count"
+
+# patterns
+PATTERN_BUILTIN = "pattern-builtin"
+PATTERN_TEXT = "pattern-text"
+PATTERN_ERROR = "pattern-error"
+MATCH_COUNT = "match-count"
+MATCH_LIST = "match-list"
+EXPLAIN = "explain"
+
+# layers and recipe
+GRID = "layer-grid"
+BULK_8 = "bulk-all-8"
+BULK_FIRST_LAST = "bulk-first-last-8-rest-4"
+BULK_FOLD = "bulk-fold-all"
+BULK_RESET = "bulk-reset"
+UNDO = "undo"
+REDO = "redo"
+DOWNLOAD_RECIPE = "download-recipe"
+DOWNLOAD_RECIPE_BUTTON = "download-recipe-button"
+DOWNLOAD_MODEL = "download-model"
+DOWNLOAD_MODEL_BUTTON = "download-model-button"
+RECIPE_UPLOAD = "recipe-upload"
+RECIPE_ERROR = "recipe-error"
+
+# side panel: per-layer controls use pattern-matching ids {"type": ..., "layer": name}
+NODE_PANEL = "node-panel"
+LAYER_FOLD = "layer-fold"          # type of {"type": LAYER_FOLD, "layer": ...}
+LAYER_WBITS = "layer-weight-bits"
+LAYER_ABITS = "layer-activation-bits"
+
+# verification
+VERIFY_PANEL = "verify-panel"
+DIFF_SUMMARY = "diff-summary"
+LAYER_ERRORS = "layer-errors"

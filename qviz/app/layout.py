@@ -1,0 +1,101 @@
+"""The page: model bar, graph, and the side panels (patterns, layers, node, verification)."""
+
+from __future__ import annotations
+
+import dash_ag_grid as dag
+from dash import dcc, html
+
+from ..patterns import BUILTIN
+from ..samples import list_samples
+from . import ids
+
+BITS = ["float", "16", "8", "6", "4", "3", "2"]
+
+
+def _panel(title, *children):
+    return html.Div([html.H4(title, className="panel-title"), *children], className="panel")
+
+
+def page(default_sample: str, session_id: str):
+    samples = [{"label": name, "value": name} for name in list_samples()]
+    return html.Div([
+        dcc.Store(id=ids.SESSION, data={"sid": session_id}),
+        dcc.Store(id=ids.RECIPE),
+        dcc.Store(id=ids.VIEW, data={"mode": "layer", "expanded": [], "direction": "LR"}),
+        dcc.Store(id=ids.SELECTED),
+        dcc.Store(id=ids.MODEL_VERSION),
+        dcc.Download(id=ids.DOWNLOAD_RECIPE),
+        dcc.Download(id=ids.DOWNLOAD_MODEL),
+        html.Div([
+            html.B("qviz", className="brand"),
+            dcc.Dropdown(id=ids.MODEL_PICKER, options=samples, value=default_sample, clearable=False,
+                         className="model-picker"),
+            dcc.Upload(id=ids.UPLOAD, children=html.Div(["drop or ", html.A("choose a model"),
+                                                         " (.keras .h5 .pb .pbtxt, zipped SavedModel)"]),
+                       className="upload"),
+            html.Span(id=ids.MODEL_STATUS, className="status"),
+        ], className="topbar"),
+        html.Div([
+            html.Div([
+                html.Div([
+                    dcc.RadioItems(id=ids.VIEW_MODE, options=[{"label": "layers", "value": "layer"},
+                                                              {"label": "ops", "value": "op"}],
+                                   value="layer", inline=True),
+                    dcc.RadioItems(id=ids.SHOW, options=[{"label": "rewritten", "value": "rewritten"},
+                                                         {"label": "original", "value": "original"}],
+                                   value="rewritten", inline=True),
+                    dcc.RadioItems(id=ids.DIRECTION, options=[{"label": "→", "value": "LR"},
+                                                              {"label": "↓", "value": "TB"}],
+                                   value="LR", inline=True),
+                    dcc.Input(id=ids.SEARCH, placeholder="find node or layer…", debounce=True),
+                    html.Span(id=ids.SEARCH_STATUS, className="status"),
+                    html.Button("expand layer", id=ids.EXPAND),
+                    html.Button("collapse all", id=ids.COLLAPSE_ALL),
+                    html.Span(id=ids.NODE_COUNT, className="status"),
+                ], className="toolbar"),
+                dcc.Loading(dcc.Graph(id=ids.GRAPH, config={"scrollZoom": True, "displaylogo": False},
+                                      style={"height": "62vh"})),
+                html.Div(id=ids.DIFF_SUMMARY, className="diff"),
+            ], className="main"),
+            html.Div([
+                _panel("Patterns",
+                       dcc.Dropdown(id=ids.PATTERN_BUILTIN, value="conv_bn",
+                                    options=[{"label": k, "value": k} for k in BUILTIN]),
+                       dcc.Textarea(id=ids.PATTERN_TEXT, placeholder="or type a pattern, e.g. Relu(Conv2D(*, *))",
+                                    style={"width": "100%", "height": "3em"}),
+                       html.Div(id=ids.PATTERN_ERROR, className="error"),
+                       html.Div(id=ids.MATCH_COUNT),
+                       html.Div(id=ids.MATCH_LIST, className="match-list"),
+                       html.Div(id=ids.EXPLAIN, className="explain")),
+                _panel("Selected", html.Div(id=ids.NODE_PANEL)),
+            ], className="side"),
+        ], className="row"),
+        html.Div([
+            _panel("Layers: fold and quantize",
+                   html.Div([
+                       html.Button("all 8-bit", id=ids.BULK_8),
+                       html.Button("first & last 8-bit, rest 4-bit", id=ids.BULK_FIRST_LAST),
+                       html.Button("fold all", id=ids.BULK_FOLD),
+                       html.Button("reset", id=ids.BULK_RESET),
+                       html.Button("undo", id=ids.UNDO), html.Button("redo", id=ids.REDO),
+                       html.Button("download recipe", id=ids.DOWNLOAD_RECIPE_BUTTON),
+                       html.Button("download model (.pb)", id=ids.DOWNLOAD_MODEL_BUTTON),
+                       dcc.Upload(id=ids.RECIPE_UPLOAD, children=html.A("upload recipe"), className="inline-upload"),
+                       html.Span(id=ids.RECIPE_ERROR, className="error"),
+                   ], className="toolbar"),
+                   dag.AgGrid(id=ids.GRID, columnDefs=[
+                       {"field": "layer", "pinned": "left"},
+                       {"field": "batch_norm", "headerName": "batch norm"},
+                       {"field": "foldable"},
+                       {"field": "fold", "editable": True, "cellDataType": "boolean"},
+                       {"field": "weight_bits", "headerName": "weight bits", "editable": True,
+                        "cellEditor": "agSelectCellEditor", "cellEditorParams": {"values": BITS}},
+                       {"field": "activation_bits", "headerName": "activation bits", "editable": True,
+                        "cellEditor": "agSelectCellEditor", "cellEditorParams": {"values": BITS}},
+                       {"field": "why", "headerName": "why not foldable", "flex": 2},
+                   ], rowData=[], getRowId="params.data.layer", defaultColDef={"resizable": True, "flex": 1},
+                       dashGridOptions={"rowSelection": "single", "singleClickEdit": True},
+                       style={"height": "260px"})),
+            _panel("Verification", html.Div(id=ids.VERIFY_PANEL), dcc.Graph(id=ids.LAYER_ERRORS)),
+        ], className="row bottom"),
+    ], className="qviz")

@@ -1,0 +1,113 @@
+"""What gets drawn: a graph's layer view or op view as a small networkx DiGraph.
+
+Constants (``Const`` and constant subgraphs such as weight reads) are not drawn:
+they show in the side panel of the op that reads them. In the **layer view**
+each layer is one node unless it is in ``expanded``, in which case its ops are
+drawn instead. Nodes removed by a rewrite can be drawn as ghosts.
+
+>>> from qviz.ir import Graph, Node
+>>> g = Graph([Node("x", "Placeholder"), Node("c/w", "Const"), Node("c/conv", "Conv2D", ["x", "c/w"]),
+...            Node("r/relu", "Relu", ["c/conv"])], outputs=["r/relu"])
+>>> sorted(view_graph(g).edges)
+[('layer:c', 'layer:r'), ('layer:x', 'layer:c')]
+>>> sorted(view_graph(g, expanded={"c"}).nodes)
+['layer:r', 'layer:x', 'op:c/conv']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import networkx as nx
+
+from ..ir import Graph, Node, parse_tensor_name
+
+__all__ = ["view_graph", "kind_of_op", "layer_kind", "KINDS"]
+
+#: Colour groups, in priority order for naming a layer after its main op.
+KINDS = {
+    "conv": {"Conv2D", "DepthwiseConv2dNative", "MatMul", "Conv3D", "BatchMatMulV2"},
+    "batchnorm": {"FusedBatchNorm", "FusedBatchNormV3", "Rsqrt"},
+    "quant": {"FakeQuantWithMinMaxVars", "FakeQuantWithMinMaxVarsPerChannel"},
+    "activation": {"Relu", "Relu6", "Sigmoid", "Tanh", "Softmax", "Elu", "Selu", "Swish", "LeakyRelu"},
+    "add": {"Add", "AddV2", "ConcatV2", "Mul"},
+    "pool": {"MaxPool", "AvgPool", "Mean"},
+    "io": {"Placeholder", "Identity"},
+}
+
+
+def kind_of_op(op: str) -> str:
+    for kind, ops in KINDS.items():
+        if op in ops:
+            return kind
+    return "other"
+
+
+def layer_kind(ops: Iterable[str]) -> tuple[str, str]:
+    """(kind, main op) of a layer from its op types."""
+    ops = list(ops)
+    for kind, members in KINDS.items():
+        for op in ops:
+            if op in members:
+                return kind, op
+    return "other", (ops[0] if ops else "")
+
+
+def view_graph(graph: Graph, mode: str = "layer", expanded: Iterable[str] = (),
+               removed: Iterable[Node] = (), status: dict | None = None) -> nx.DiGraph:
+    """The drawable graph.
+
+    Args:
+        mode: ``"layer"`` or ``"op"``.
+        expanded: layers drawn as their ops in the layer view.
+        removed: non-constant nodes of the original graph that a rewrite
+            removed (drawn as ghosts).
+        status: node name → ``"added"`` / ``"modified"`` (from a change record).
+
+    Node keys are ``"layer:<name>"`` or ``"op:<name>"``; node data: ``kind``,
+    ``label``, ``layer``, ``op``, ``ops`` (member count), ``status``, ``members``.
+    """
+    if mode not in ("layer", "op"):
+        raise ValueError(f"mode must be 'layer' or 'op', not {mode!r}")
+    expanded = set(expanded)
+    status = dict(status or {})
+    removed = list(removed)
+    for n in removed:
+        status[n.name] = "removed"
+    nodes = [n for n in graph.nodes if not graph.is_constant(n)] + removed
+    present = {n.name for n in nodes}
+
+    def key(node: Node) -> str:
+        if mode == "op" or node.layer in expanded:
+            return f"op:{node.name}"
+        return f"layer:{node.layer}"
+
+    out = nx.DiGraph()
+    members: dict[str, list[Node]] = {}
+    for n in nodes:
+        members.setdefault(key(n), []).append(n)
+    for k, ns in members.items():
+        states = {status.get(n.name) for n in ns} - {None}
+        if k.startswith("op:"):
+            n = ns[0]
+            kind, op, label = kind_of_op(n.op), n.op, n.name.rsplit("/", 1)[-1]
+        else:
+            kind, op = layer_kind(n.op for n in ns)
+            label = ns[0].layer
+        if states == {"removed"}:
+            st = "removed"
+        elif "added" in states and all(status.get(n.name) == "added" for n in ns):
+            st = "added"
+        elif states:
+            st = "modified"
+        else:
+            st = None
+        out.add_node(k, kind=kind, op=op, label=label, layer=ns[0].layer, ops=len(ns),
+                     status=st, members=[n.name for n in ns])
+    index = {n.name: key(n) for n in nodes}
+    for n in nodes:
+        for t in n.inputs:
+            src = parse_tensor_name(t)[0]
+            if src in present and index[src] != index[n.name]:
+                out.add_edge(index[src], index[n.name])
+    return out

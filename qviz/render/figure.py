@@ -1,0 +1,126 @@
+"""Plotly figures: the graph (WebGL), constant histograms, per-layer error bars.
+
+>>> import networkx as nx
+>>> from qviz.layout import layered_layout
+>>> g = nx.DiGraph([("layer:a", "layer:b")])
+>>> for n in g: g.nodes[n].update(kind="conv", op="Conv2D", label=n[6:], layer=n[6:], ops=1, status=None)
+>>> fig = graph_figure(g, layered_layout(g))
+>>> [t.type for t in fig.data][:2], list(fig.data[1].customdata)
+(['scatter', 'scattergl'], ['layer:a', 'layer:b'])
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import numpy as np
+import plotly.graph_objects as go
+
+__all__ = ["graph_figure", "histogram_figure", "layer_error_figure", "COLORS", "STATUS_COLORS"]
+
+COLORS = {"conv": "#1f77b4", "batchnorm": "#ff7f0e", "quant": "#9467bd", "activation": "#2ca02c",
+          "add": "#8c564b", "pool": "#17becf", "io": "#7f7f7f", "other": "#bcbd22"}
+STATUS_COLORS = {"added": "#00a651", "modified": "#f5a623", "removed": "#d0021b"}
+HALO_COLORS = ["#e6194b", "#3cb44b", "#4363d8", "#f58231", "#911eb4", "#46f0f0", "#f032e6",
+               "#bcf60c", "#fabebe", "#008080", "#e6beff", "#9a6324"]
+#: Above this many nodes, labels are left to hover (text on every node is slow and unreadable).
+MAX_LABELS = 300
+
+
+def _edges(g, pos):
+    """One line trace for all edges (None-separated) and a marker at each arrow head."""
+    xs, ys, hx, hy, angles = [], [], [], [], []
+    for u, v in g.edges:
+        (x0, y0), (x1, y1) = pos[u], pos[v]
+        xs += [x0, x1, None]
+        ys += [y0, y1, None]
+        # arrow head 80 % along the edge, pointing along it
+        hx.append(x0 + 0.8 * (x1 - x0))
+        hy.append(y0 + 0.8 * (y1 - y0))
+        angles.append(90 - math.degrees(math.atan2(y1 - y0, x1 - x0)))
+    lines = go.Scatter(x=xs, y=ys, mode="lines", line=dict(width=1, color="#9aa"), hoverinfo="skip",
+                       name="edges", showlegend=False)
+    heads = go.Scatter(x=hx, y=hy, mode="markers", hoverinfo="skip", showlegend=False, name="arrows",
+                       marker=dict(symbol="triangle-up", size=7, angle=angles, color="#9aa"))
+    return lines, heads
+
+
+def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None,
+                 selected: str | None = None, show_status: bool = True, title: str = "") -> go.Figure:
+    """The graph view.
+
+    Args:
+        g: a view graph (:func:`qviz.layout.view_graph`).
+        pos: its layout.
+        highlights: node key → match number (each match gets its own halo colour).
+        selected: node key drawn with a thick outline.
+        show_status: colour the outline by diff status (added/modified/removed).
+
+    The node trace's ``customdata`` is the node key, which click callbacks read.
+    """
+    keys = list(g.nodes)
+    data = [g.nodes[k] for k in keys]
+    lines, heads = _edges(g, pos)
+    hover = []
+    for k, d in zip(keys, data):
+        extra = d.get("hover", "")
+        state = f"<br>change: {d['status']}" if d.get("status") else ""
+        what = (f"layer {d['label']} ({d['ops']} ops, main op {d['op']})" if k.startswith("layer:")
+                else f"{d['label']} ({d['op']})<br>layer {d['layer']}")
+        hover.append(f"{what}{state}{extra}")
+    outline = []
+    widths = []
+    for k, d in zip(keys, data):
+        if k == selected:
+            outline.append("#000")
+            widths.append(4)
+        elif show_status and d.get("status"):
+            outline.append(STATUS_COLORS[d["status"]])
+            widths.append(3)
+        else:
+            outline.append("#fff")
+            widths.append(1)
+    nodes = go.Scattergl(
+        x=[pos[k][0] for k in keys], y=[pos[k][1] for k in keys], customdata=keys,
+        mode="markers+text" if len(keys) <= MAX_LABELS else "markers",
+        text=[d["label"] for d in data] if len(keys) <= MAX_LABELS else None,
+        textposition="bottom center", textfont=dict(size=10),
+        hovertext=hover, hoverinfo="text", name="nodes", showlegend=False,
+        marker=dict(size=[16 if k.startswith("layer:") else 11 for k in keys],
+                    color=[COLORS[d["kind"]] for d in data],
+                    opacity=[0.35 if d.get("status") == "removed" else 1.0 for d in data],
+                    line=dict(color=outline, width=widths)))
+    traces = [lines, nodes, heads]
+    if highlights:
+        hk = [k for k in keys if k in highlights]
+        traces.insert(1, go.Scattergl(
+            x=[pos[k][0] for k in hk], y=[pos[k][1] for k in hk], mode="markers", hoverinfo="skip",
+            name="matches", showlegend=False, customdata=hk,
+            marker=dict(size=30, opacity=0.45,
+                        color=[HALO_COLORS[highlights[k] % len(HALO_COLORS)] for k in hk])))
+    fig = go.Figure(traces)
+    fig.update_layout(
+        title=title or None, margin=dict(l=10, r=10, t=30 if title else 10, b=10), plot_bgcolor="#fff",
+        xaxis=dict(visible=False), yaxis=dict(visible=False, scaleanchor="x"),
+        dragmode="pan", uirevision="graph", hovermode="closest")
+    return fig
+
+
+def histogram_figure(values: np.ndarray, title: str, levels: np.ndarray | None = None) -> go.Figure:
+    """A histogram of a constant's values (optionally with quantization levels)."""
+    v = np.asarray(values, np.float64).ravel()
+    fig = go.Figure(go.Histogram(x=v, nbinsx=60, marker_color="#1f77b4", name="values"))
+    for x in (levels if levels is not None else ()):
+        fig.add_vline(x=float(x), line_width=1, line_color="#d0021b", opacity=0.6)
+    fig.update_layout(title=title, margin=dict(l=30, r=10, t=40, b=30), height=220, showlegend=False)
+    return fig
+
+
+def layer_error_figure(layers, sqnr) -> go.Figure:
+    """Per-layer SQNR (dB) as bars; infinite SQNR (exact) is drawn at 100 dB."""
+    y = [100.0 if math.isinf(s) else s for s in sqnr]
+    fig = go.Figure(go.Bar(x=list(layers), y=y, marker_color="#4363d8"))
+    fig.update_layout(title="per-layer SQNR (dB, higher is better)", height=240,
+                      margin=dict(l=30, r=10, t=40, b=60))
+    return fig

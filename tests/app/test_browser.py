@@ -1,0 +1,142 @@
+"""The app in a real browser: load, expand, patterns, fold/quantize, bad upload, two sessions."""
+
+import base64
+import json
+import time
+from pathlib import Path
+
+import pytest
+from selenium.webdriver.common.by import By
+
+from qviz.app import create_app
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+
+
+def _figure_nodes(dash_duo):
+    """Number of drawn graph nodes, read from the plotly figure in the page."""
+    return dash_duo.driver.execute_script(
+        "const g = document.querySelector('#graph .js-plotly-plot');"
+        "if (!g || !g.data) return -1;"
+        "const t = g.data.find(d => d.name === 'nodes'); return t ? t.x.length : -1;")
+
+
+def _halos(dash_duo):
+    return dash_duo.driver.execute_script(
+        "const g = document.querySelector('#graph .js-plotly-plot');"
+        "const t = g && g.data ? g.data.find(d => d.name === 'matches') : null; return t ? t.x.length : 0;")
+
+
+def _wait(cond, timeout=30, what="condition"):
+    end = time.time() + timeout
+    while time.time() < end:
+        try:
+            if cond():
+                return
+        except Exception:  # the page is still rendering
+            pass
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _start(dash_duo):
+    app = create_app()
+    dash_duo.start_server(app)
+    dash_duo.wait_for_contains_text("#model-status", "lenet_digits", timeout=60)
+    _wait(lambda: _figure_nodes(dash_duo) > 0, what="graph drawn")
+    return app
+
+
+def _set_cell(dash_duo, layer, col, value):
+    """Edit a layer-table cell through the grid's API, as typing into it would."""
+    dash_duo.driver.execute_script(
+        "const api = dash_ag_grid.getApi('layer-grid');"
+        "const node = api.getRowNode(arguments[0]); node.setDataValue(arguments[1], arguments[2]);",
+        layer, col, value)
+
+
+def test_loads_sample_and_expands_a_layer(dash_duo):
+    _start(dash_duo)
+    # lenet layers drawn: image, conv1, bn1, relu1, conv2, bn2, relu2, pool, flatten, fc1, bn3, relu3, logits
+    assert _figure_nodes(dash_duo) == 13
+    DOCS.mkdir(exist_ok=True)
+    dash_duo.driver.save_screenshot(str(DOCS / "layer_view.png"))
+    dash_duo.find_element("#search").send_keys("bn1\n")
+    _wait(lambda: "bn1" in dash_duo.find_element("#node-panel").text, what="bn1 selected")
+    dash_duo.find_element("#expand-button").click()
+    # bn1's unfused chain computes on x with two ops (x·scale, + shift); its constant
+    # part (rsqrt(σ²+ε)·γ, β − μ·scale) is hidden like every constant: 13 - 1 + 2
+    _wait(lambda: _figure_nodes(dash_duo) == 13 - 1 + 2, what="bn1 expanded")
+    dash_duo.find_element("#collapse-all-button").click()
+    _wait(lambda: _figure_nodes(dash_duo) == 13, what="collapsed")
+
+
+def test_builtin_pattern_highlights_matches_and_bad_text_errors(dash_duo):
+    _start(dash_duo)
+    _wait(lambda: "3 match(es)" in dash_duo.find_element("#match-count").text, what="conv_bn matches")
+    assert _halos(dash_duo) == 6  # 3 matches x (conv layer + bn layer)
+    dash_duo.find_element("#pattern-text").send_keys("Relu(Conv2D(*, *)")
+    _wait(lambda: "column" in dash_duo.find_element("#pattern-error").text, what="syntax error")
+    assert _figure_nodes(dash_duo) == 13  # the app still works
+
+
+def test_fold_and_four_bits_change_graph_and_verification(dash_duo):
+    _start(dash_duo)
+    _wait(lambda: "99.78% → 99.78%" in dash_duo.find_element("#verify-panel").text, what="verification")
+    dash_duo.find_element("#bulk-fold-all").click()
+    _wait(lambda: _figure_nodes(dash_duo) == 13 and "removed" in dash_duo.find_element("#diff-summary").text,
+          what="folded")
+    for layer, col, value in (("conv1", "fold", False), ("conv2", "weight_bits", "4"),
+                              ("conv2", "activation_bits", "4")):
+        before = dash_duo.find_element("#diff-summary").text
+        _set_cell(dash_duo, layer, col, value)   # one edit at a time, as a person would
+        _wait(lambda: dash_duo.find_element("#diff-summary").text != before, what=f"{layer}.{col} applied")
+    _wait(lambda: "SQNR" in dash_duo.find_element("#verify-panel").text
+          and "∞" not in dash_duo.find_element("#verify-panel").text, what="quantized verification")
+    text = dash_duo.find_element("#diff-summary").text
+    assert "added" in text
+    dash_duo.driver.save_screenshot(str(DOCS / "rewritten.png"))
+    # the table shows conv1 unfolded and conv2 at 4 bits
+    rows = dash_duo.driver.execute_script(
+        "const api = dash_ag_grid.getApi('layer-grid'); const out = [];"
+        "api.forEachNode(n => out.push(n.data)); return out;")
+    by = {r["layer"]: r for r in rows}
+    assert by["conv1"]["fold"] is False and by["conv2"]["weight_bits"] == "4"
+    dash_duo.find_element("#undo").click()
+    _wait(lambda: dash_ag_grid_value(dash_duo, "conv2", "activation_bits") == "float", what="undo")
+
+
+def dash_ag_grid_value(dash_duo, layer, col):
+    return dash_duo.driver.execute_script(
+        "return dash_ag_grid.getApi('layer-grid').getRowNode(arguments[0]).data[arguments[1]];", layer, col)
+
+
+def test_bad_upload_shows_error_and_app_keeps_working(dash_duo, tmp_path):
+    _start(dash_duo)
+    bad = tmp_path / "broken.pb"
+    bad.write_bytes(b"this is not a protobuf")
+    dash_duo.find_element("#model-upload input[type=file]").send_keys(str(bad))
+    _wait(lambda: "error: broken.pb" in dash_duo.find_element("#model-status").text, what="upload error")
+    assert "still showing lenet_digits" in dash_duo.find_element("#model-status").text
+    dash_duo.find_element("#bulk-fold-all").click()
+    _wait(lambda: "removed" in dash_duo.find_element("#diff-summary").text, what="still working")
+
+
+def test_two_sessions_do_not_share_state(dash_duo):
+    app = _start(dash_duo)
+    first = dash_duo.driver.current_window_handle
+    dash_duo.find_element("#bulk-fold-all").click()
+    _wait(lambda: "removed" in dash_duo.find_element("#diff-summary").text, what="first session folded")
+    dash_duo.driver.switch_to.new_window("window")
+    dash_duo.driver.get(dash_duo.server_url)
+    _wait(lambda: "resnet" not in dash_duo.find_element("#model-status").text
+          and "lenet_digits" in dash_duo.find_element("#model-status").text, what="second page")
+    # the second session picks another model; the first keeps its own
+    dash_duo.driver.execute_script("window.scrollTo(0, 0)")
+    dash_duo.select_dcc_dropdown("#model-picker", value="resnet_block")
+    _wait(lambda: "resnet_block" in dash_duo.find_element("#model-status").text, what="second model")
+    assert "changes nothing" in dash_duo.find_element("#diff-summary").text
+    assert len(app.qviz_sessions._sessions) == 2
+    dash_duo.driver.switch_to.window(first)
+    assert "lenet_digits" in dash_duo.find_element("#model-status").text
+    assert "removed" in dash_duo.find_element("#diff-summary").text
