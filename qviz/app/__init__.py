@@ -32,10 +32,10 @@ def create_app(model=None, *, model_name: str | None = None, default_sample: str
 
     store = SessionStore(sessions)
     app = dash.Dash(__name__, title="qviz", assets_folder=str(ASSETS), suppress_callback_exceptions=True)
-    app.layout = lambda: page(default_sample, store.new_id())
+    app.layout = lambda: page(None if model is not None else default_sample, store.new_id())
     app.server.config["MAX_CONTENT_LENGTH"] = int(max_upload_mb * 2**20 * 1.4) + 2**20  # base64 overhead
     options = {"model": model, "model_name": model_name or getattr(model, "source", "") or "model",
-               "max_upload_bytes": int(max_upload_mb * 2**20)}
+               "max_upload_bytes": int(max_upload_mb * 2**20), "default_sample": default_sample}
     callbacks.register(app, store, options)
     app.qviz_sessions = store  # for tests and diagnostics
     return app

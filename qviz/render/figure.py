@@ -6,7 +6,7 @@
 >>> for n in g: g.nodes[n].update(kind="conv", op="Conv2D", label=n[6:], layer=n[6:], ops=1, status=None)
 >>> fig = graph_figure(g, layered_layout(g))
 >>> [t.type for t in fig.data][:2], list(fig.data[1].customdata)
-(['scatter', 'scattergl'], ['layer:a', 'layer:b'])
+(['scattergl', 'scattergl'], ['layer:a', 'layer:b'])
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ HALO_COLORS = ["#e6194b", "#3cb44b", "#4363d8", "#f58231", "#911eb4", "#46f0f0",
                "#bcf60c", "#fabebe", "#008080", "#e6beff", "#9a6324"]
 #: Above this many nodes, labels are left to hover (text on every node is slow and unreadable).
 MAX_LABELS = 300
+#: Above this many edges, arrow heads are dropped (ranks already read left to right).
+MAX_ARROWS = 2000
 
 
 def _edges(g, pos):
@@ -39,7 +41,7 @@ def _edges(g, pos):
         hx.append(x0 + 0.8 * (x1 - x0))
         hy.append(y0 + 0.8 * (y1 - y0))
         angles.append(90 - math.degrees(math.atan2(y1 - y0, x1 - x0)))
-    lines = go.Scatter(x=xs, y=ys, mode="lines", line=dict(width=1, color="#9aa"), hoverinfo="skip",
+    lines = go.Scattergl(x=xs, y=ys, mode="lines", line=dict(width=1, color="#9aa"), hoverinfo="skip",
                        name="edges", showlegend=False)
     heads = go.Scatter(x=hx, y=hy, mode="markers", hoverinfo="skip", showlegend=False, name="arrows",
                        marker=dict(symbol="triangle-up", size=7, angle=angles, color="#9aa"))
@@ -47,7 +49,8 @@ def _edges(g, pos):
 
 
 def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None,
-                 selected: str | None = None, show_status: bool = True, title: str = "") -> go.Figure:
+                 selected: str | None = None, show_status: bool = True, title: str = "",
+                 hover: Mapping[str, str] | None = None) -> go.Figure:
     """The graph view.
 
     Args:
@@ -56,19 +59,23 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
         highlights: node key → match number (each match gets its own halo colour).
         selected: node key drawn with a thick outline.
         show_status: colour the outline by diff status (added/modified/removed).
+        hover: node key → extra hover lines (shapes, fold/bit state).
 
     The node trace's ``customdata`` is the node key, which click callbacks read.
     """
     keys = list(g.nodes)
     data = [g.nodes[k] for k in keys]
     lines, heads = _edges(g, pos)
-    hover = []
+    if g.number_of_edges() > MAX_ARROWS:
+        heads = None
+    hover = hover or {}
+    texts = []
     for k, d in zip(keys, data):
-        extra = d.get("hover", "")
+        extra = hover.get(k, "")
         state = f"<br>change: {d['status']}" if d.get("status") else ""
         what = (f"layer {d['label']} ({d['ops']} ops, main op {d['op']})" if k.startswith("layer:")
                 else f"{d['label']} ({d['op']})<br>layer {d['layer']}")
-        hover.append(f"{what}{state}{extra}")
+        texts.append(f"{what}{state}{extra}")
     outline = []
     widths = []
     for k, d in zip(keys, data):
@@ -86,12 +93,12 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
         mode="markers+text" if len(keys) <= MAX_LABELS else "markers",
         text=[d["label"] for d in data] if len(keys) <= MAX_LABELS else None,
         textposition="bottom center", textfont=dict(size=10),
-        hovertext=hover, hoverinfo="text", name="nodes", showlegend=False,
+        hovertext=texts, hoverinfo="text", name="nodes", showlegend=False,
         marker=dict(size=[16 if k.startswith("layer:") else 11 for k in keys],
                     color=[COLORS[d["kind"]] for d in data],
                     opacity=[0.35 if d.get("status") == "removed" else 1.0 for d in data],
                     line=dict(color=outline, width=widths)))
-    traces = [lines, nodes, heads]
+    traces = [t for t in (lines, nodes, heads) if t is not None]
     if highlights:
         hk = [k for k in keys if k in highlights]
         traces.insert(1, go.Scattergl(

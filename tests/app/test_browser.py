@@ -69,6 +69,18 @@ def test_loads_sample_and_expands_a_layer(dash_duo):
     _wait(lambda: _figure_nodes(dash_duo) == 13 - 1 + 2, what="bn1 expanded")
     dash_duo.find_element("#collapse-all-button").click()
     _wait(lambda: _figure_nodes(dash_duo) == 13, what="collapsed")
+    # hover carries the output shape and the layer's fold/bit state
+    hover = dash_duo.driver.execute_script(
+        "const g = document.querySelector('#graph .js-plotly-plot');"
+        "const t = g.data.find(d => d.name === 'nodes'); return t.hovertext[t.customdata.indexOf('layer:conv2')];")
+    assert "shape (None, 8, 8, 32)" in hover and "BN fold: off" in hover and "bits: float" in hover
+    # selecting a node selects its row in the layer table
+    search = dash_duo.find_element("#search")
+    search.clear()
+    search.send_keys("conv2\n")
+    _wait(lambda: dash_duo.driver.execute_script(
+        "return dash_ag_grid.getApi('layer-grid').getSelectedRows().map(r => r.layer);") == ["conv2"],
+        what="conv2 row selected")
 
 
 def test_builtin_pattern_highlights_matches_and_bad_text_errors(dash_duo):

@@ -93,7 +93,8 @@ def register(app, store) -> None:
         except PatternSyntaxError as exc:
             error, count = str(exc), ""
         sel = selected.get("key") if selected else None
-        fig = graph_figure(vg, pos, highlights=highlights, selected=sel, show_status=show != "original")
+        fig = graph_figure(vg, pos, highlights=highlights, selected=sel, show_status=show != "original",
+                           hover=_hover(s, graph, vg, current(data)))
         if sel in pos and selected.get("center"):
             _center(fig, pos, sel)
         c = result.changes
@@ -131,6 +132,17 @@ def register(app, store) -> None:
                 return {"key": hits[0], "center": True}, f"{len(hits)} found"
             return no_update, f"no node or layer matches {needle!r}"
         return no_update, ""
+
+    @app.callback(Output(ids.GRID, "selectedRows"), Input(ids.SELECTED, "data"), State(ids.SESSION, "data"),
+                  State(ids.SHOW, "value"), State(ids.RECIPE, "data"), prevent_initial_call=True)
+    def select_row(selected, session, show, data):
+        s = store.get(session["sid"])
+        if s is None or not selected:
+            return no_update
+        kind, _, name = selected["key"].partition(":")
+        graph, _ = _shown(s, data, show)
+        layer = name if kind == "layer" else (graph.node(name).layer if name in graph else None)
+        return {"ids": [layer]} if layer else no_update
 
     @app.callback(
         Output(ids.VIEW, "data"),
@@ -207,6 +219,34 @@ def register(app, store) -> None:
             lines.append(html.Div(f"test accuracy: {rep.accuracy_before:.2%} → {rep.accuracy:.2%}",
                                   id="verify-accuracy"))
         return lines, layer_error_figure([e.layer for e in rep.layers], [e.sqnr_db for e in rep.layers])
+
+
+def _hover(s, graph, vg, recipe) -> dict[str, str]:
+    """Extra hover lines: output shape, and the layer's fold/bit state."""
+    from ...analysis.verify import layer_outputs
+    from ...runtime import tensor_shapes
+
+    shapes = tensor_shapes(graph)
+    outputs = layer_outputs(graph)
+    foldable = {c.layer for c in fold_candidates(s.graph) if c.foldable}
+    quantizable = set(quantizable_layers(s.graph))
+    out = {}
+    for key, d in vg.nodes(data=True):
+        kind, _, name = key.partition(":")
+        tensor = outputs.get(name) if kind == "layer" else f"{name}:0"
+        lines = []
+        if tensor in shapes:
+            lines.append(f"shape {tuple(shapes[tensor])}")
+        layer = d["layer"]
+        if layer in foldable:
+            lines.append("BN fold: " + ("on" if recipe.folds(layer) else "off"))
+        if layer in quantizable:
+            b = recipe.bits(layer)
+            lines.append("bits: float" if b is None else
+                         f"bits: w {_bits_text(b.weight_bits)} / a {_bits_text(b.activation_bits)}")
+        if lines:
+            out[key] = "<br>" + "<br>".join(lines)
+    return out
 
 
 def _short(v) -> str:

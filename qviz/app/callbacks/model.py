@@ -72,6 +72,7 @@ def register(app, store, options) -> None:
             elif options.get("model") is not None and ctx.triggered_id != ids.MODEL_PICKER:
                 graph, name = options["model"], options["model_name"]
             else:
+                sample = sample or options["default_sample"]
                 graph, name = load(sample_path(sample)), sample
         except LoadError as exc:
             keep = store.get(sid)
