@@ -157,12 +157,13 @@ def _cmd_apply(args) -> int:
 
 def _cmd_serve(args) -> int:
     from .app import create_app
+    from .runtime import limit_threads
 
+    _quiet_tensorflow()
+    limit_threads((os.cpu_count() or 2) - 1)  # keep a core free for the web server
     model = None
     if args.model:
         model = _load(args)
-    else:
-        _quiet_tensorflow()
     app = create_app(model, model_name=args.model, max_upload_mb=args.max_upload_mb)
     print(f"qviz: serving on http://{args.host}:{args.port}/  (Ctrl-C stops)")
     app.run(host=args.host, port=args.port, debug=False)

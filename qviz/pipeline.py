@@ -17,8 +17,8 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -28,7 +28,7 @@ from .passes import fold_batch_norms, fold_candidates, quantize
 from .passes.recipe import Recipe
 from .passes.rewrite import Changes, PassResult, Skipped
 
-__all__ = ["apply", "Result"]
+__all__ = ["apply", "Result", "report_for"]
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ class Result:
 
 def apply(graph: Graph, recipe: Recipe, *, calibration: Sequence[np.ndarray] | None = None,
           verification: Sequence[np.ndarray] | None = None, labels: np.ndarray | None = None,
-          report: bool = True) -> Result:
+          report: bool = True, ranges: Mapping[str, tuple[float, float]] | None = None) -> Result:
     """Apply ``recipe`` to ``graph``: fold the chosen batch norms, then quantize.
 
     Args:
@@ -59,6 +59,8 @@ def apply(graph: Graph, recipe: Recipe, *, calibration: Sequence[np.ndarray] | N
         verification, labels: inputs (and labels) for the report; default: a
             sample's test split, else fixed-seed noise.
         report: compute the verification report (runs both graphs).
+        ranges: activation ranges measured already (``{tensor: (min, max)}``
+            of the folded graph); tensors not in it are calibrated.
 
     Raises:
         RecipeError: the recipe names layers the graph does not have, or asks
@@ -71,14 +73,24 @@ def apply(graph: Graph, recipe: Recipe, *, calibration: Sequence[np.ndarray] | N
     folded = PassResult(folded.graph, folded.changes,
                         tuple(s for s in folded.skipped if recipe.fold_default or s.layer in asked))
     config = recipe.quantize_config(folded.graph)
-    quantized = quantize(folded.graph, config, calibration=calibration)
+    quantized = quantize(folded.graph, config, calibration=calibration, ranges=ranges)
     out = quantized.graph
     changes = folded.changes.then(quantized.changes)
-    rep = None
+    result = Result(out, changes, None, folded, quantized)
     if report:
-        folded_into = {c.layer: c.bn_layer for c in fold_candidates(graph)
-                       if c.foldable and c.layer in set(recipe.fold_selection(graph))}
-        if verification is None:
-            verification, labels = verification_data(graph)
-        rep = verify(graph, out, verification, labels=labels, layer_map=folded_into)
-    return Result(out, changes, rep, folded, quantized)
+        result = replace(result, report=report_for(graph, recipe, result, verification, labels))
+    return result
+
+
+def report_for(graph: Graph, recipe: Recipe, result: Result,
+               verification: Sequence[np.ndarray] | None = None, labels: np.ndarray | None = None) -> Report:
+    """The verification report of ``result`` (``apply(graph, recipe, report=False)``).
+
+    Kept apart so an interactive caller can show the rewritten graph first and
+    the (slower: it runs both graphs) report when it is ready.
+    """
+    selected = set(recipe.fold_selection(graph))
+    folded_into = {c.layer: c.bn_layer for c in fold_candidates(graph) if c.foldable and c.layer in selected}
+    if verification is None:
+        verification, labels = verification_data(graph)
+    return verify(graph, result.graph, verification, labels=labels, layer_map=folded_into)

@@ -45,6 +45,19 @@ def _import_error(graph: Graph, exc: Exception) -> RunError:
     return RunError(f"cannot run the graph: TensorFlow rejected it: {first_line(exc)}")
 
 
+def limit_threads(intra_op: int) -> bool:
+    """Cap TensorFlow's intra-op threads (a server leaves a core for requests).
+
+    Only possible before TensorFlow runs anything; returns whether it applied.
+    """
+    tf = _tf()
+    try:
+        tf.config.threading.set_intra_op_parallelism_threads(max(1, int(intra_op)))
+        return True
+    except RuntimeError:  # TF is already initialized
+        return False
+
+
 def _wrapped(graph: Graph):
     """The graph imported into a ``tf.compat.v1.wrap_function`` (cached per graph)."""
     cached = graph._cache.get("runtime.wrapped")

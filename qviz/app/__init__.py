@@ -15,7 +15,7 @@ ASSETS = Path(__file__).resolve().parent.parent.parent / "assets"
 
 
 def create_app(model=None, *, model_name: str | None = None, default_sample: str = "lenet_digits",
-               max_upload_mb: float = 200, sessions: int = 32):
+               max_upload_mb: float = 200, sessions: int = 32, worker: bool = True):
     """Build the app.
 
     Args:
@@ -23,19 +23,23 @@ def create_app(model=None, *, model_name: str | None = None, default_sample: str
             default: the ``default_sample``.
         max_upload_mb: uploads larger than this are refused with a message.
         sessions: how many browser sessions are kept on the server (LRU).
+        worker: run calibration and verification in a spawned worker process
+            (:mod:`qviz.app.worker`) so they never stall the web server.
     """
     import dash
 
     from . import callbacks
     from .layout import page
     from .session import SessionStore
+    from .worker import Worker
 
     store = SessionStore(sessions)
     app = dash.Dash(__name__, title="qviz", assets_folder=str(ASSETS), suppress_callback_exceptions=True)
     app.layout = lambda: page(None if model is not None else default_sample, store.new_id())
     app.server.config["MAX_CONTENT_LENGTH"] = int(max_upload_mb * 2**20 * 1.4) + 2**20  # base64 overhead
     options = {"model": model, "model_name": model_name or getattr(model, "source", "") or "model",
-               "max_upload_bytes": int(max_upload_mb * 2**20), "default_sample": default_sample}
+               "max_upload_bytes": int(max_upload_mb * 2**20), "default_sample": default_sample,
+               "worker": Worker().start() if worker else None}
     callbacks.register(app, store, options)
     app.qviz_sessions = store  # for tests and diagnostics
     return app

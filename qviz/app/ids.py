@@ -6,6 +6,7 @@ RECIPE = "recipe-store"
 VIEW = "view-store"
 SELECTED = "selected-store"
 MODEL_VERSION = "model-version-store"
+DRAWN = "drawn-store"            # set when the graph for a recipe is drawn; verification follows it
 
 # model
 MODEL_PICKER = "model-picker"
@@ -54,5 +55,6 @@ LAYER_ABITS = "layer-activation-bits"
 
 # verification
 VERIFY_PANEL = "verify-panel"
+VERIFY_POLL = "verify-poll"      # dcc.Interval that polls a running report
 DIFF_SUMMARY = "diff-summary"
 LAYER_ERRORS = "layer-errors"

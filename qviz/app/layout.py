@@ -24,6 +24,7 @@ def page(default_sample: str, session_id: str):
         dcc.Store(id=ids.VIEW, data={"mode": "layer", "expanded": [], "direction": "LR"}),
         dcc.Store(id=ids.SELECTED),
         dcc.Store(id=ids.MODEL_VERSION),
+        dcc.Store(id=ids.DRAWN),
         dcc.Download(id=ids.DOWNLOAD_RECIPE),
         dcc.Download(id=ids.DOWNLOAD_MODEL),
         html.Div([
@@ -96,6 +97,8 @@ def page(default_sample: str, session_id: str):
                    ], rowData=[], getRowId="params.data.layer", defaultColDef={"resizable": True, "flex": 1},
                        dashGridOptions={"rowSelection": "single", "singleClickEdit": True},
                        style={"height": "260px"})),
-            _panel("Verification", html.Div(id=ids.VERIFY_PANEL), dcc.Graph(id=ids.LAYER_ERRORS)),
+            _panel("Verification", html.Div(id=ids.VERIFY_PANEL),
+                   dcc.Interval(id=ids.VERIFY_POLL, interval=300, disabled=True),
+                   dcc.Graph(id=ids.LAYER_ERRORS)),
         ], className="row bottom"),
     ], className="qviz")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 import uuid
 from collections import OrderedDict
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 from ..ir import Graph
@@ -21,20 +22,73 @@ from ..passes import Recipe
 class Session:
     graph: Graph
     name: str
-    results: OrderedDict = field(default_factory=OrderedDict)   # recipe json → Result
+    worker: object = None   # a qviz.app.worker.Worker; None computes in this process
+    results: OrderedDict = field(default_factory=OrderedDict)   # recipe json → Result (no report)
+    reports: OrderedDict = field(default_factory=OrderedDict)   # recipe json → Future[Report]
     layouts: dict = field(default_factory=dict)                 # view key → (view graph, positions)
+    latest: str = ""   # the recipe last drawn: reports for older ones are not worth computing
+    ranges: dict = field(default_factory=dict)                  # fold selection → activation ranges
+    key: str = field(default_factory=lambda: uuid.uuid4().hex)  # names this model in the worker
 
     def result(self, recipe: Recipe):
-        """``qviz.apply(original, recipe)``, cached (a few recipes: undo/redo is instant)."""
+        """``qviz.apply(original, recipe, report=False)``, cached (undo/redo is instant).
+
+        The passes take milliseconds; the report, which runs both graphs in
+        TensorFlow, is :meth:`report`, so the graph can be redrawn first.
+        """
         from ..pipeline import apply
 
+        def compute():
+            ranges = self._ranges(recipe) if recipe.quantize_config(self.graph).layers else None
+            return apply(self.graph, recipe, report=False, ranges=ranges)
+
+        return _cached(self.results, recipe, compute)
+
+    def _ranges(self, recipe: Recipe):
+        """Activation ranges for this fold selection (bits do not change them), cached."""
+        folds = tuple(recipe.fold_selection(self.graph))
+        if folds not in self.ranges and self.worker is not None:
+            self.ranges[folds] = self.worker.ranges(self.key, self.graph, folds).result()
+        return self.ranges.get(folds)
+
+    def report(self, recipe: Recipe):
+        """The verification report (blocking)."""
+        return self.report_future(recipe).result()
+
+    def report_future(self, recipe: Recipe) -> Future:
+        """The report as a future: run in the worker process, or here without one.
+
+        Reports still queued for recipes other than this one are cancelled: the
+        user has moved on, and their results would only delay this one.
+        """
+        from ..pipeline import report_for
+
         key = recipe.to_json(indent=None)
-        if key not in self.results:
-            self.results[key] = apply(self.graph, recipe)
-            while len(self.results) > 8:
-                self.results.popitem(last=False)
-        self.results.move_to_end(key)
-        return self.results[key]
+        if key in self.reports:
+            return self.reports[key]
+        for other, fut in list(self.reports.items()):
+            if other != key and not fut.done() and fut.cancel():
+                del self.reports[other]
+        if self.worker is None:
+            fut = Future()
+            fut.set_result(report_for(self.graph, recipe, self.result(recipe)))
+        else:
+            ranges = self._ranges(recipe) if recipe.quantize_config(self.graph).layers else None
+            fut = self.worker.report(self.key, self.graph, key, ranges)
+        self.reports[key] = fut
+        while len(self.reports) > 8:
+            self.reports.popitem(last=False)
+        return fut
+
+
+def _cached(cache: OrderedDict, recipe: Recipe, compute, size: int = 8):
+    key = recipe.to_json(indent=None)
+    if key not in cache:
+        cache[key] = compute()
+        while len(cache) > size:
+            cache.popitem(last=False)
+    cache.move_to_end(key)
+    return cache[key]
 
 
 class SessionStore:

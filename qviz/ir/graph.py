@@ -416,9 +416,23 @@ class Graph:
                 if n.op not in _NOT_OUTPUTS and n.name not in consumed
                 and n.name not in control_targets]
 
+    def __reduce__(self):
+        """Pickle as a GraphDef plus what it does not hold (layers, inputs, outputs,
+        scopes, source), so graphs can go to worker processes. Caches are not sent."""
+        layer_of = {n.name: n.layer for n in self._order}
+        return (_unpickle, (self.to_graph_def().SerializeToString(), self._inputs, self._outputs,
+                            layer_of, self._layer_scopes, self.source))
+
     def __repr__(self) -> str:
         return (f"<Graph {len(self._order)} nodes, {len(self._layers)} layers, "
                 f"inputs={list(self._inputs)}, outputs={list(self._outputs)}>")
+
+
+def _unpickle(graph_def_bytes, inputs, outputs, layer_of, layer_scopes, source) -> Graph:
+    gd = pb().GraphDef()
+    gd.ParseFromString(graph_def_bytes)
+    return Graph.from_graph_def(gd, inputs=inputs, outputs=outputs, layer_of=layer_of,
+                                layer_scopes=layer_scopes, copy=False, source=source)
 
 
 def _layer_order(nodes: Sequence[Node]) -> tuple[str, ...]:

@@ -1,16 +1,19 @@
 """The app in a real browser: load, expand, patterns, fold/quantize, bad upload, two sessions."""
 
-import base64
-import json
+import os
 import time
 from pathlib import Path
 
-import pytest
-from selenium.webdriver.common.by import By
-
 from qviz.app import create_app
 
-DOCS = Path(__file__).resolve().parents[2] / "docs"
+# Screenshots for the README: QVIZ_SCREENSHOTS=docs python -m pytest tests/app
+SHOTS = os.environ.get("QVIZ_SCREENSHOTS")
+
+
+def _shot(dash_duo, name):
+    if SHOTS:
+        Path(SHOTS).mkdir(parents=True, exist_ok=True)
+        dash_duo.driver.save_screenshot(str(Path(SHOTS) / name))
 
 
 def _figure_nodes(dash_duo):
@@ -59,8 +62,7 @@ def test_loads_sample_and_expands_a_layer(dash_duo):
     _start(dash_duo)
     # lenet layers drawn: image, conv1, bn1, relu1, conv2, bn2, relu2, pool, flatten, fc1, bn3, relu3, logits
     assert _figure_nodes(dash_duo) == 13
-    DOCS.mkdir(exist_ok=True)
-    dash_duo.driver.save_screenshot(str(DOCS / "layer_view.png"))
+    _shot(dash_duo, "layer_view.png")
     dash_duo.find_element("#search").send_keys("bn1\n")
     _wait(lambda: "bn1" in dash_duo.find_element("#node-panel").text, what="bn1 selected")
     dash_duo.find_element("#expand-button").click()
@@ -87,9 +89,17 @@ def test_builtin_pattern_highlights_matches_and_bad_text_errors(dash_duo):
     _start(dash_duo)
     _wait(lambda: "3 match(es)" in dash_duo.find_element("#match-count").text, what="conv_bn matches")
     assert _halos(dash_duo) == 6  # 3 matches x (conv layer + bn layer)
+    # op view: every computing op; the conv's side panel shows its weights' histogram
+    dash_duo.find_element("#view-mode input[value=op]").click()
+    _wait(lambda: _figure_nodes(dash_duo) > 20, what="op view")
+    dash_duo.find_element("#search").send_keys("conv1_1/convolution\n")
+    _wait(lambda: "op Conv2D, layer conv1" in dash_duo.find_element("#node-panel").text, what="conv selected")
+    _wait(lambda: len(dash_duo.find_elements("#node-panel .js-plotly-plot")) >= 1, what="weights histogram")
+    _shot(dash_duo, "op_view.png")
+    drawn = _figure_nodes(dash_duo)
     dash_duo.find_element("#pattern-text").send_keys("Relu(Conv2D(*, *)")
     _wait(lambda: "column" in dash_duo.find_element("#pattern-error").text, what="syntax error")
-    assert _figure_nodes(dash_duo) == 13  # the app still works
+    assert _figure_nodes(dash_duo) == drawn  # the graph is still there
 
 
 def test_fold_and_four_bits_change_graph_and_verification(dash_duo):
@@ -107,7 +117,7 @@ def test_fold_and_four_bits_change_graph_and_verification(dash_duo):
           and "∞" not in dash_duo.find_element("#verify-panel").text, what="quantized verification")
     text = dash_duo.find_element("#diff-summary").text
     assert "added" in text
-    dash_duo.driver.save_screenshot(str(DOCS / "rewritten.png"))
+    _shot(dash_duo, "rewritten.png")
     # the table shows conv1 unfolded and conv2 at 4 bits
     rows = dash_duo.driver.execute_script(
         "const api = dash_ag_grid.getApi('layer-grid'); const out = [];"

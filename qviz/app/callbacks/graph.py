@@ -67,6 +67,7 @@ def register(app, store) -> None:
         Output(ids.GRAPH, "figure"), Output(ids.NODE_COUNT, "children"),
         Output(ids.MATCH_COUNT, "children"), Output(ids.MATCH_LIST, "children"),
         Output(ids.PATTERN_ERROR, "children"), Output(ids.DIFF_SUMMARY, "children"),
+        Output(ids.DRAWN, "data"),
         Input(ids.RECIPE, "data"), Input(ids.VIEW, "data"), Input(ids.VIEW_MODE, "value"),
         Input(ids.SHOW, "value"), Input(ids.DIRECTION, "value"),
         Input(ids.PATTERN_BUILTIN, "value"), Input(ids.PATTERN_TEXT, "value"), Input(ids.SELECTED, "data"),
@@ -75,7 +76,7 @@ def register(app, store) -> None:
     def draw(data, view, mode, show, direction, builtin, text, selected, session):
         s = store.get(session["sid"])
         if s is None or not data:
-            return no_update, "", "", "", "", ""
+            return no_update, "", "", "", "", "", no_update
         graph, result = _shown(s, data, show)
         vg, pos = _view(s, graph, result, mode, view.get("expanded", []), direction, show != "original")
         error, highlights, items = "", {}, []
@@ -100,7 +101,9 @@ def register(app, store) -> None:
         c = result.changes
         diff = (f"rewrite: {len(c.added)} ops added, {len(c.removed)} removed, {len(c.modified)} modified"
                 if c else "no rewrite: the recipe changes nothing")
-        return fig, f"{vg.number_of_nodes()} nodes", count, items, error, diff
+        drawn = current(data).to_json(indent=None)
+        s.latest = drawn
+        return fig, f"{vg.number_of_nodes()} nodes", count, items, error, diff, drawn
 
     @app.callback(
         Output(ids.SELECTED, "data"), Output(ids.SEARCH_STATUS, "children"),
@@ -205,28 +208,45 @@ def register(app, store) -> None:
 
     @app.callback(
         Output(ids.VERIFY_PANEL, "children"), Output(ids.LAYER_ERRORS, "figure"),
-        Input(ids.RECIPE, "data"), State(ids.SESSION, "data"),
+        Output(ids.VERIFY_POLL, "disabled"),
+        Input(ids.DRAWN, "data"), Input(ids.VERIFY_POLL, "n_intervals"), State(ids.SESSION, "data"),
     )
-    def verification(data, session):
+    def verification(drawn, _tick, session):
+        # Follows DRAWN (not the recipe), so the redraw comes first; the report
+        # runs both graphs in TensorFlow in the worker, and this callback only
+        # polls it, so no request is held open while it runs.
         s = store.get(session["sid"])
-        if s is None or not data:
-            return "", {}
-        rep = s.result(current(data)).report
-        sq = "∞" if math.isinf(rep.sqnr_db) else f"{rep.sqnr_db:.1f}"
-        lines = [html.Div(f"output error on {rep.examples} examples: max |Δ| {rep.max_abs:.3g}, "
-                          f"relative {rep.rel_err:.3g}, SQNR {sq} dB", className="verify-output")]
-        if rep.accuracy is not None:
-            lines.append(html.Div(f"test accuracy: {rep.accuracy_before:.2%} → {rep.accuracy:.2%}",
-                                  id="verify-accuracy"))
-        return lines, layer_error_figure([e.layer for e in rep.layers], [e.sqnr_db for e in rep.layers])
+        if s is None or not drawn or not s.latest:
+            return "", {}, True
+        from ...passes import Recipe
+
+        future = s.report_future(Recipe.from_json(s.latest))
+        if not future.done():
+            return html.Div("verifying: running the original and rewritten graphs…",
+                            className="verify-running"), no_update, False
+        try:
+            rep = future.result()
+        except Exception as exc:  # the report failed (e.g. an op TF cannot run): say so
+            return html.Div(f"verification failed: {exc}", className="error"), {}, True
+        return _report_view(rep), layer_error_figure([e.layer for e in rep.layers],
+                                                     [e.sqnr_db for e in rep.layers]), True
+
+
+def _report_view(rep):
+    sq = "∞" if math.isinf(rep.sqnr_db) else f"{rep.sqnr_db:.1f}"
+    lines = [html.Div(f"output error on {rep.examples} examples: max |Δ| {rep.max_abs:.3g}, "
+                      f"relative {rep.rel_err:.3g}, SQNR {sq} dB", className="verify-output")]
+    if rep.accuracy is not None:
+        lines.append(html.Div(f"test accuracy: {rep.accuracy_before:.2%} → {rep.accuracy:.2%}",
+                              id="verify-accuracy"))
+    return lines
 
 
 def _hover(s, graph, vg, recipe) -> dict[str, str]:
     """Extra hover lines: output shape, and the layer's fold/bit state."""
     from ...analysis.verify import layer_outputs
-    from ...runtime import tensor_shapes
 
-    shapes = tensor_shapes(graph)
+    shapes = _shapes(s, graph)
     outputs = layer_outputs(graph)
     foldable = {c.layer for c in fold_candidates(s.graph) if c.foldable}
     quantizable = set(quantizable_layers(s.graph))
@@ -247,6 +267,25 @@ def _hover(s, graph, vg, recipe) -> dict[str, str]:
         if lines:
             out[key] = "<br>" + "<br>".join(lines)
     return out
+
+
+def _shapes(s, graph) -> dict:
+    """Tensor shapes of a rewritten graph without asking TensorFlow again: the
+    original's, and for new tensors (FakeQuant, BiasAdd: elementwise) their input's."""
+    from ...runtime import tensor_shapes
+
+    base = tensor_shapes(s.graph)
+    if graph is s.graph:
+        return base
+    cached = graph._cache.get("app.shapes")
+    if cached is None:
+        cached = dict(base)
+        for node in graph.nodes:
+            t = node.output(0)
+            if t not in cached and node.inputs and node.inputs[0] in cached:
+                cached[t] = cached[node.inputs[0]]
+        graph._cache["app.shapes"] = cached
+    return cached
 
 
 def _short(v) -> str:

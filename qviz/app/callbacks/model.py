@@ -78,7 +78,7 @@ def register(app, store, options) -> None:
             keep = store.get(sid)
             msg = f"error: {exc}" + (f" — still showing {keep.name}" if keep else "")
             return msg, no_update, no_update, no_update
-        store.put(sid, Session(graph, name))
+        store.put(sid, Session(graph, name, worker=options["worker"]))
         status = f"{name}: {len(graph)} ops, {len(graph.layers)} layers"
         recipe = {"history": [START_RECIPE.to_dict()], "pos": 0}
         return status, {"name": name, "sid": sid, "n": len(graph)}, recipe, {**view, "expanded": []}

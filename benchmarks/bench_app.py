@@ -1,0 +1,160 @@
+"""App speed: layout, figure, payload, crossings (vs Graphviz dot), and browser timings.
+
+    python benchmarks/bench_app.py [--nets MobileNetV2 ResNet50 DenseNet121 NASNetMobile]
+                                   [--synthetic 50000] [--no-dot] [--no-browser]
+
+Per graph and view: time to build the view and lay it out (the layered layout
+on networkx), time to build the plotly figure, the figure's JSON size, and
+edge crossings; the same view laid out by Graphviz ``dot`` (Debian
+``graphviz``) for crossings and time. In a headless Chromium (MobileNetV2):
+page load → graph drawn, and a fold toggle → re-rendered graph (median of 10).
+
+Targets: op view of NASNetMobile laid out + built <= 1 s; layer view <= 0.2 s;
+crossings <= 1.5x dot's; toggle -> re-rendered graph <= 500 ms median on
+MobileNetV2; the 50k-op synthetic graph opens in the layer view <= 5 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from synthetic import synthetic_graph  # noqa: E402
+
+from qviz.layout import count_crossings, layered_layout, view_graph  # noqa: E402
+from qviz.render import graph_figure  # noqa: E402
+
+
+def dot_layout(vg, timeout=600):
+    """(positions by rank index, seconds) from Graphviz dot, or (None, None) without it."""
+    if not shutil.which("dot"):
+        return None, None
+    names = {k: f"n{i}" for i, k in enumerate(vg.nodes)}
+    back = {v: k for k, v in names.items()}
+    text = "digraph G { rankdir=LR; node [shape=point];\n" + "".join(
+        f"{names[u]} -> {names[v]};\n" for u, v in vg.edges) + "".join(
+        f"{names[k]};\n" for k in vg.nodes) + "}\n"
+    t0 = time.perf_counter()
+    out = subprocess.run(["dot", "-Tplain"], input=text, capture_output=True, text=True, timeout=timeout)
+    dt = time.perf_counter() - t0
+    raw = {}
+    for line in out.stdout.splitlines():
+        parts = line.split()
+        if parts and parts[0] == "node":
+            raw[back[parts[1]]] = (float(parts[2]), float(parts[3]))
+    ranks = {x: i for i, x in enumerate(sorted({round(x, 3) for x, _ in raw.values()}))}
+    return {k: (float(ranks[round(x, 3)]), y) for k, (x, y) in raw.items()}, dt
+
+
+def measure(name, graph, mode, use_dot=True):
+    t0 = time.perf_counter()
+    vg = view_graph(graph, mode)
+    pos = layered_layout(vg)
+    t1 = time.perf_counter()
+    fig = graph_figure(vg, pos)
+    size = len(fig.to_json())
+    t2 = time.perf_counter()
+    crossings = count_crossings(vg, pos)
+    dot_pos, dot_s = dot_layout(vg) if use_dot else (None, None)
+    dot_cross = count_crossings(vg, dot_pos) if dot_pos else None
+    ratio = f"{crossings / dot_cross:.2f}" if dot_cross else ("—" if dot_cross is None else "n/a (dot 0)")
+    print(f"| {name} | {mode} | {vg.number_of_nodes()} | {(t1 - t0) * 1e3:.0f} | {(t2 - t1) * 1e3:.0f} | "
+          f"{(t2 - t0) * 1e3:.0f} | {size / 1024:.0f} | {crossings} | "
+          f"{dot_cross if dot_cross is not None else '—'} | {ratio} | "
+          f"{f'{dot_s:.2f}' if dot_s is not None else '—'} |", flush=True)
+
+
+def browser_timings(graph, toggles=10):
+    """(page load → graph drawn s, [toggle → re-rendered s]) in headless Chromium."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from werkzeug.serving import make_server
+
+    from qviz.app import create_app
+
+    app = create_app(graph, model_name="MobileNetV2")
+    server = make_server("127.0.0.1", 8765, app.server, threaded=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    options = Options()
+    options.binary_location = shutil.which("chromium") or ""
+    for arg in ("--headless", "--no-sandbox", "--disable-gpu", "--window-size=1600,1200"):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(options=options)
+    nodes_js = ("const g = document.querySelector('#graph .js-plotly-plot');"
+                "if (!g || !g.data) return -1; const t = g.data.find(d => d.name === 'nodes');"
+                "return t ? t.x.length : -1;")
+    try:
+        t0 = time.perf_counter()
+        driver.get("http://127.0.0.1:8765/")
+        while driver.execute_script(nodes_js) <= 0:
+            time.sleep(0.02)
+        load = time.perf_counter() - t0
+        driver.execute_script(
+            "const g = document.querySelector('#graph .js-plotly-plot');"
+            "window.__plots = 0; g.on('plotly_afterplot', () => { window.__plots += 1; });")
+        rows = driver.execute_script(
+            "const out = []; dash_ag_grid.getApi('layer-grid').forEachNode(n => out.push(n.data.layer));"
+            "return out;")
+        times = []
+        for i in range(toggles):
+            layer = rows[i % len(rows)]
+            before = driver.execute_script("return window.__plots;")
+            t = time.perf_counter()
+            driver.execute_script(
+                "const n = dash_ag_grid.getApi('layer-grid').getRowNode(arguments[0]);"
+                "n.setDataValue('fold', !n.data.fold);", layer)
+            while driver.execute_script("return window.__plots;") == before:
+                time.sleep(0.005)
+            times.append(time.perf_counter() - t)
+            time.sleep(0.3)
+        return load, times
+    finally:
+        driver.quit()
+        server.shutdown()
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--nets", nargs="*", default=["MobileNetV2", "ResNet50", "DenseNet121", "NASNetMobile"])
+    ap.add_argument("--synthetic", type=int, default=50_000)
+    ap.add_argument("--no-dot", action="store_true")
+    ap.add_argument("--no-browser", action="store_true")
+    args = ap.parse_args(argv)
+    import keras
+
+    import qviz
+    from qviz.runtime import limit_threads
+
+    limit_threads((os.cpu_count() or 2) - 1)  # as `qviz serve` does
+    print("| graph | view | nodes drawn | layout ms | figure ms | total ms | JSON KiB | crossings | "
+          "dot crossings | ratio | dot s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    graphs = {}
+    for net in args.nets:
+        graphs[net] = qviz.load(getattr(keras.applications, net)(weights=None, input_shape=(224, 224, 3)))
+        for mode in ("layer", "op"):
+            measure(net, graphs[net], mode, use_dot=not args.no_dot)
+    if args.synthetic:
+        g = synthetic_graph(args.synthetic)
+        measure(f"synthetic {args.synthetic // 1000}k", g, "layer", use_dot=False)
+    if not args.no_browser and "MobileNetV2" in graphs:
+        load, times = browser_timings(graphs["MobileNetV2"])
+        print(f"\nbrowser (MobileNetV2, layer view): page load → graph drawn {load:.2f} s; "
+              f"fold toggle → re-rendered graph median {statistics.median(times) * 1e3:.0f} ms "
+              f"(min {min(times) * 1e3:.0f}, max {max(times) * 1e3:.0f}, n={len(times)})")
+
+
+if __name__ == "__main__":
+    tempfile.tempdir = tempfile.gettempdir()
+    main()

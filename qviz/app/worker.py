@@ -1,0 +1,127 @@
+"""TensorFlow work for the app, in one long-lived worker process.
+
+Calibration and the verification report run both graphs in TensorFlow, and
+importing a graph into TF is Python code that holds the GIL for up to seconds
+on a large model: done in the web server's process, it stalls every other
+request (a fold toggle waited seconds for a redraw). The worker is *spawned*,
+not forked — TensorFlow deadlocks in a child forked after the parent has used
+it, which is also why Dash's ``DiskcacheManager`` (fork per job) cannot run
+this work — and it lives as long as the app, so TF is imported once.
+
+Jobs carry the original graph (graphs pickle as GraphDef + metadata) and a key;
+the worker keeps a few graphs by key so their compiled TF functions are reused.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import sys
+import threading
+import types
+from collections import OrderedDict
+from concurrent.futures import Future, ProcessPoolExecutor
+
+__all__ = ["Worker"]
+
+_GRAPHS: OrderedDict = OrderedDict()   # in the worker process only: key → Graph
+
+
+def _init():
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    import tensorflow as tf
+
+    # Leave a core to the web server: a redraw must not wait for a report.
+    spare = max(1, (os.cpu_count() or 2) - 1)
+    tf.config.threading.set_intra_op_parallelism_threads(spare)
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+
+
+def _graph(key, graph):
+    if key not in _GRAPHS:
+        _GRAPHS[key] = graph
+        while len(_GRAPHS) > 4:
+            _GRAPHS.popitem(last=False)
+    _GRAPHS.move_to_end(key)
+    return _GRAPHS[key]
+
+
+def _ranges_job(key, graph, fold_layers):
+    """Activation ranges of every quantizable layer of the graph folded as asked."""
+    from ..passes import LayerBits, QuantizeConfig, fold_batch_norms, quant_points, quantizable_layers
+    from ..passes.calibration import activation_ranges, default_inputs
+
+    graph = _graph(key, graph)
+    folded = fold_batch_norms(graph, layers=list(fold_layers)).graph
+    config = QuantizeConfig({name: LayerBits(8, 8) for name in quantizable_layers(folded)})
+    points, _ = quant_points(folded, config)
+    tensors = [p.tensor for p in points if p.kind != "weights"]
+    return activation_ranges(folded, tensors, default_inputs(graph))
+
+
+def _report_job(key, graph, recipe_json, ranges):
+    from ..passes import Recipe
+    from ..pipeline import apply, report_for
+
+    graph = _graph(key, graph)
+    recipe = Recipe.from_json(recipe_json)
+    return report_for(graph, recipe, apply(graph, recipe, ranges=ranges, report=False))
+
+
+class Worker:
+    """A one-process pool, started on first use."""
+
+    def __init__(self):
+        self._pool: ProcessPoolExecutor | None = None
+        self._lock = threading.Lock()
+
+    def start(self) -> "Worker":
+        """Launch the worker process now (it imports TensorFlow while the app starts).
+
+        Call from the main thread before serving: starting swaps ``__main__``.
+        """
+        self._get()
+        return self
+
+    def _get(self) -> ProcessPoolExecutor:
+        with self._lock:
+            if self._pool is None:
+                with _plain_main():
+                    pool = ProcessPoolExecutor(max_workers=1, initializer=_init,
+                                               mp_context=multiprocessing.get_context("spawn"))
+                    pool.submit(os.getpid)  # starts the process here, inside _plain_main
+                self._pool = pool
+                # Before concurrent.futures' own exit hook joins the worker (which,
+                # holding TensorFlow's threads, may never exit by itself): terminate it.
+                threading._register_atexit(self.close)
+            return self._pool
+
+    def ranges(self, key, graph, fold_layers) -> Future:
+        return self._get().submit(_ranges_job, key, graph, tuple(fold_layers))
+
+    def report(self, key, graph, recipe_json: str, ranges) -> Future:
+        return self._get().submit(_report_job, key, graph, recipe_json, ranges)
+
+    def close(self) -> None:
+        """Stop the worker process (it may be busy in TensorFlow: it is terminated)."""
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            processes = list((pool._processes or {}).values())
+            pool.shutdown(wait=False, cancel_futures=True)
+            for p in processes:
+                p.terminate()
+                p.join(5)
+
+
+@contextlib.contextmanager
+def _plain_main():
+    """Start processes without the parent's ``__main__``: a spawned child re-imports
+    it, and a script without a ``__name__`` guard would run again in the worker."""
+    main = sys.modules["__main__"]
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        sys.modules["__main__"] = main
