@@ -1,10 +1,13 @@
 """A layered (Sugiyama-style) layout on networkx.
 
-1. Ranks: ``networkx.topological_generations`` (each node one past its latest input).
+1. Ranks: ``networkx.topological_generations`` (each node one past its latest
+   input), then nodes with slack pulled towards their consumers.
 2. Long edges get virtual nodes on every rank they cross, so crossing reduction
    sees them (and they bend around nodes instead of through them).
 3. Crossing reduction: alternating down/up sweeps ordering each rank by the
-   median of its neighbours' positions in the previous rank.
+   median of its neighbours' positions in the previous rank, keeping the best
+   ordering seen; then adjacent transpositions (swap two neighbours in a rank
+   whenever that removes crossings) until nothing improves.
 4. Coordinates: rank → x (or y), position in rank → the other axis, each rank
    centred; virtual nodes are dropped from the result.
 
@@ -23,10 +26,18 @@ __all__ = ["layered_layout", "count_crossings"]
 
 
 def _ranks(g: nx.DiGraph) -> dict:
+    """Earliest ranks (topological generations), then each node pulled as late as
+    its consumers allow: shorter edges mean fewer virtual nodes and crossings."""
     rank = {}
-    for i, generation in enumerate(nx.topological_generations(g)):
+    generations = list(nx.topological_generations(g))
+    for i, generation in enumerate(generations):
         for n in generation:
             rank[n] = i
+    for generation in reversed(generations):
+        for n in generation:
+            succ = [rank[v] for v in g.successors(n)]
+            if succ:
+                rank[n] = max(rank[n], min(succ) - 1)
     return rank
 
 
@@ -72,7 +83,43 @@ def _sweep(layers, neighbours_of, order):
             order[n] = i
 
 
-def layered_layout(g: nx.DiGraph, direction: str = "LR", sweeps: int = 4) -> dict:
+def _pair_crossings(u, v, neighbours, order) -> int:
+    """Crossings between the edges of u and of v (u placed before v) towards one rank."""
+    count = 0
+    for a in neighbours.get(u, ()):
+        pa = order[a]
+        for b in neighbours.get(v, ()):
+            if pa > order[b]:
+                count += 1
+    return count
+
+
+def _rank_crossings(upper, down, order) -> int:
+    pairs = sorted((order[u], order[v]) for u in upper for v in down.get(u, ()))
+    return _inversions([b for _, b in pairs])
+
+
+def _total_crossings(layers, down, order) -> int:
+    return sum(_rank_crossings(layers[r], down, order) for r in range(len(layers) - 1))
+
+
+def _transpose(layers, down, up, order, max_rounds: int = 8) -> None:
+    for _ in range(max_rounds):
+        improved = False
+        for layer in layers:
+            for i in range(len(layer) - 1):
+                u, v = layer[i], layer[i + 1]
+                before = _pair_crossings(u, v, up, order) + _pair_crossings(u, v, down, order)
+                after = _pair_crossings(v, u, up, order) + _pair_crossings(v, u, down, order)
+                if after < before:
+                    layer[i], layer[i + 1] = v, u
+                    order[u], order[v] = i + 1, i
+                    improved = True
+        if not improved:
+            return
+
+
+def layered_layout(g: nx.DiGraph, direction: str = "LR", sweeps: int = 16) -> dict:
     """``{node: (x, y)}`` for a DAG; ``direction`` ``"LR"`` (left→right) or ``"TB"``.
 
     Raises ``networkx.NetworkXUnfeasible`` on a cycle.
@@ -83,12 +130,36 @@ def layered_layout(g: nx.DiGraph, direction: str = "LR", sweeps: int = 4) -> dic
         return {}
     rank = _ranks(g)
     layers, down, up = _with_virtual_nodes(g, rank)
+    # Initial order: depth-first discovery from the sources (as dot does), which
+    # keeps each branch together before any sweep.
+    seen: dict = {}
+    stack = [n for layer in layers[:1] for n in reversed(layer)]
+    stack += [n for n in reversed(list(down)) if not up.get(n)]
+    while stack:
+        n = stack.pop()
+        if n in seen:
+            continue
+        seen[n] = len(seen)
+        stack.extend(reversed(down.get(n, ())))
+    for layer in layers:
+        layer.sort(key=lambda n: seen.get(n, len(seen)))
     order = {n: i for layer in layers for i, n in enumerate(layer)}
+    best, best_count = [list(layer) for layer in layers], _total_crossings(layers, down, order)
     for i in range(sweeps):
+        if best_count == 0:
+            break
         if i % 2 == 0:
             _sweep(layers[1:], up, order)
         else:
             _sweep(list(reversed(layers[:-1])), down, order)
+        _transpose(layers, down, up, order, max_rounds=2)
+        count = _total_crossings(layers, down, order)
+        if count < best_count:
+            best, best_count = [list(layer) for layer in layers], count
+    layers = best
+    order = {n: i for layer in layers for i, n in enumerate(layer)}
+    if best_count:
+        _transpose(layers, down, up, order)
     pos = {}
     for r, layer in enumerate(layers):
         offset = (len(layer) - 1) / 2
