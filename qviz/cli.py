@@ -155,6 +155,29 @@ def _cmd_apply(args) -> int:
     return 0
 
 
+def _cmd_sensitivity(args) -> int:
+    from .analysis.sensitivity import sensitivity
+
+    graph = _load(args)
+
+    def progress(done, total):
+        print(f"\r  {done}/{total} runs", end="", file=sys.stderr, flush=True)
+
+    result = sensitivity(graph, bits=args.bits, progress=progress)
+    print(file=sys.stderr)
+    print("output SQNR (dB) with one layer quantized: weights (w) or activations (a)")
+    print(result.format())
+    recipe = result.suggest(args.target_sqnr)
+    print(f"\nsuggested recipe for ~{args.target_sqnr:g} dB overall:")
+    for name, b in recipe.quantize_layers.items():
+        print(f"  {name}: weights {b.weight_bits} bits, activations {b.activation_bits} bits")
+    if args.recipe_out:
+        with open(args.recipe_out, "w", encoding="utf-8") as f:
+            f.write(recipe.to_json())
+        print(f"wrote {args.recipe_out}")
+    return 0
+
+
 def _cmd_serve(args) -> int:
     from .app import create_app
     from .runtime import limit_threads
@@ -203,6 +226,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--saved-model", metavar="DIR", help="also write it as a SavedModel directory")
     p.add_argument("--report", metavar="JSON", help="write the verification report and changes as JSON")
     p.set_defaults(func=_cmd_apply)
+
+    p = sub.add_parser("sensitivity", help="per-layer output SQNR vs bit width, and a suggested recipe")
+    _add_model_args(p)
+    p.add_argument("--bits", type=int, nargs="+", default=[8, 6, 4, 3, 2])
+    p.add_argument("--target-sqnr", type=float, default=30.0, help="overall output SQNR to aim for (dB)")
+    p.add_argument("--recipe-out", metavar="JSON", help="write the suggested recipe")
+    p.set_defaults(func=_cmd_sensitivity)
 
     p = sub.add_parser("serve", help="open the app in the browser (default model: the lenet_digits sample)")
     p.add_argument("model", nargs="?", help="a model file or SavedModel directory")

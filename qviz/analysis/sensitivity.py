@@ -1,0 +1,129 @@
+"""Per-layer quantization sensitivity: which layers tolerate how few bits.
+
+Each layer is quantized on its own — its weights only, then its activations
+only — at each bit width, with every batch norm folded and everything else
+float; the output SQNR (and, for ``lenet_digits``, test accuracy) is measured.
+:meth:`Sensitivity.suggest` turns the table into a mixed-precision recipe.
+
+>>> import qviz
+>>> from qviz.samples import sample_path
+>>> s = sensitivity(qviz.load(sample_path("lenet_digits")), bits=(8, 2))
+>>> s.layers, s.bits
+(('conv1', 'conv2', 'fc1', 'logits'), (8, 2))
+>>> bool((s.weight_sqnr[:, 0] > s.weight_sqnr[:, 1]).all())   # 8 bits beat 2 bits everywhere
+True
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..ir import Graph
+from ..passes import LayerBits, Recipe, fold_batch_norms, quant_points, quantizable_layers
+from ..passes.calibration import activation_ranges, default_inputs
+from ..passes.quantize import QuantizeConfig
+from .verify import verification_data, verify
+
+__all__ = ["Sensitivity", "sensitivity"]
+
+
+@dataclass(frozen=True)
+class Sensitivity:
+    """Output SQNR (dB) per layer (rows) and bit width (columns)."""
+
+    layers: tuple[str, ...]
+    bits: tuple[int, ...]
+    weight_sqnr: np.ndarray
+    activation_sqnr: np.ndarray
+    weight_accuracy: np.ndarray | None = None
+    activation_accuracy: np.ndarray | None = None
+
+    def suggest(self, target_sqnr_db: float) -> Recipe:
+        """The fewest bits per layer that keep the whole model near ``target_sqnr_db``.
+
+        Quantization noise of independent quantizers adds up, so each of the
+        ``n`` quantizers (weights and activations of every layer) must reach
+        ``target + 10·log10(n)`` on its own; each picks the smallest bit width
+        in the sweep that does (the largest if none does).
+        """
+        n = 2 * len(self.layers)
+        need = target_sqnr_db + 10 * math.log10(max(n, 1))
+        order = np.argsort(self.bits)  # fewest bits first
+
+        def pick(row):
+            for j in order:
+                if row[j] >= need:
+                    return int(self.bits[j])
+            return int(max(self.bits))
+
+        layers = {name: LayerBits(pick(self.weight_sqnr[i]), pick(self.activation_sqnr[i]))
+                  for i, name in enumerate(self.layers)}
+        return Recipe(fold_default=True, quantize_default=None, quantize_layers=layers)
+
+    def format(self) -> str:
+        head = "layer".ljust(16) + "".join(f"{'w' + str(b):>8}" for b in self.bits) + \
+            "".join(f"{'a' + str(b):>8}" for b in self.bits)
+        rows = [head]
+        for i, name in enumerate(self.layers):
+            cells = [*self.weight_sqnr[i], *self.activation_sqnr[i]]
+            rows.append(name[:15].ljust(16) + "".join(
+                f"{'inf' if math.isinf(c) else f'{c:.1f}':>8}" for c in cells))
+        return "\n".join(rows)
+
+    def to_dict(self) -> dict:
+        def clean(a):
+            return None if a is None else [[None if math.isinf(x) else float(x) for x in row] for row in a]
+
+        return {"layers": list(self.layers), "bits": list(self.bits),
+                "weight_sqnr_db": clean(self.weight_sqnr), "activation_sqnr_db": clean(self.activation_sqnr),
+                "weight_accuracy": clean(self.weight_accuracy),
+                "activation_accuracy": clean(self.activation_accuracy)}
+
+
+def sensitivity(graph: Graph, *, bits: Sequence[int] = (8, 6, 4, 3, 2),
+                inputs: Sequence[np.ndarray] | None = None, labels: np.ndarray | None = None,
+                progress: Callable[[int, int], None] | None = None) -> Sensitivity:
+    """Sweep every quantizable layer over ``bits``, weights then activations.
+
+    Args:
+        graph: the original graph (batch norms are folded first, as ``apply`` does).
+        inputs, labels: what to measure on (default: the sample's test split, or noise).
+        progress: called with ``(done, total)`` after each measurement.
+    """
+    from ..pipeline import apply
+
+    bits = tuple(int(b) for b in bits)
+    for b in bits:
+        LayerBits(b, b)  # validates the range
+    if inputs is None:
+        inputs, labels = verification_data(graph)
+    layers = quantizable_layers(graph)
+    # One calibration for every run: the folded graph's activation ranges.
+    folded = fold_batch_norms(graph).graph
+    config = QuantizeConfig({name: LayerBits(8, 8) for name in quantizable_layers(folded)})
+    points, _ = quant_points(folded, config)
+    ranges = activation_ranges(folded, [p.tensor for p in points if p.kind != "weights"],
+                               default_inputs(graph))
+    shape = (len(layers), len(bits))
+    sq = {"w": np.zeros(shape), "a": np.zeros(shape)}
+    acc = {"w": np.zeros(shape), "a": np.zeros(shape)}
+    total, done = 2 * len(layers) * len(bits), 0
+    for i, layer in enumerate(layers):
+        for which in ("w", "a"):
+            for j, b in enumerate(bits):
+                lb = LayerBits(b, None) if which == "w" else LayerBits(None, b)
+                result = apply(graph, Recipe(quantize_default=None, quantize_layers={layer: lb}),
+                               ranges=ranges, report=False)
+                rep = verify(graph, result.graph, inputs, labels=labels, per_layer=False)
+                sq[which][i, j] = rep.sqnr_db
+                acc[which][i, j] = rep.accuracy if rep.accuracy is not None else np.nan
+                done += 1
+                if progress is not None:
+                    progress(done, total)
+    has_acc = labels is not None
+    return Sensitivity(tuple(layers), bits, sq["w"], sq["a"],
+                       acc["w"] if has_acc else None, acc["a"] if has_acc else None)

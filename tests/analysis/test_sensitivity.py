@@ -1,0 +1,46 @@
+"""The sensitivity sweep and the recipe it suggests."""
+
+import json
+
+import pytest
+
+import qviz
+from qviz.analysis.sensitivity import sensitivity
+from qviz.cli import main
+
+
+@pytest.fixture(scope="module")
+def sweep(samples):
+    graph = qviz.load(samples["lenet_digits"])
+    calls = []
+    result = sensitivity(graph, bits=(8, 4, 2), progress=lambda done, total: calls.append((done, total)))
+    return graph, result, calls
+
+
+def test_fewer_bits_hurt_every_layer(sweep):
+    _, s, calls = sweep
+    assert s.layers == ("conv1", "conv2", "fc1", "logits")
+    for table in (s.weight_sqnr, s.activation_sqnr):
+        assert (table[:, 0] > table[:, 1]).all() and (table[:, 1] > table[:, 2]).all()
+    assert s.weight_accuracy[:, 0].min() > 0.99          # one layer at 8 bits: as good as float
+    assert calls[-1] == (24, 24) and len(calls) == 24   # 4 layers x 2 kinds x 3 widths
+
+
+def test_suggested_recipe_meets_its_target(sweep):
+    graph, s, _ = sweep
+    strict, loose = s.suggest(30.0), s.suggest(10.0)
+    assert qviz.apply(graph, strict).report.sqnr_db >= 30.0
+    total = lambda r: sum(b.weight_bits + b.activation_bits for b in r.quantize_layers.values())  # noqa: E731
+    assert total(loose) < total(strict)
+    assert all(b.weight_bits in (8, 4, 2) for b in strict.quantize_layers.values())
+
+
+def test_cli_writes_the_suggestion(samples, tmp_path, capsys):
+    out = tmp_path / "s.json"
+    assert main(["sensitivity", str(samples["lenet_digits"]), "--bits", "8", "4",
+                 "--target-sqnr", "20", "--recipe-out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "w8" in text and "a4" in text and "suggested recipe" in text
+    recipe = qviz.Recipe.from_json(out.read_text())
+    assert set(recipe.quantize_layers) == {"conv1", "conv2", "fc1", "logits"}
+    assert json.loads(out.read_text())["fold"]["default"] is True
