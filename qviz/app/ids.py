@@ -53,6 +53,10 @@ LAYER_FOLD = "layer-fold"          # type of {"type": LAYER_FOLD, "layer": ...}
 LAYER_WBITS = "layer-weight-bits"
 LAYER_ABITS = "layer-activation-bits"
 
+# fold explainer (inside the node panel)
+FOLD_EXPLAIN_BUTTON = "fold-explain-button"
+FOLD_EXPLAINER = "fold-explainer"
+
 # verification
 VERIFY_PANEL = "verify-panel"
 VERIFY_POLL = "verify-poll"      # dcc.Interval that polls a running report

@@ -162,3 +162,18 @@ def test_two_sessions_do_not_share_state(dash_duo):
     dash_duo.driver.switch_to.window(first)
     assert "lenet_digits" in dash_duo.find_element("#model-status").text
     assert "removed" in dash_duo.find_element("#diff-summary").text
+
+
+def test_fold_explainer_shows_this_models_numbers(dash_duo):
+    _start(dash_duo)
+    dash_duo.find_element("#search").send_keys("conv1\n")
+    _wait(lambda: "layer conv1" in dash_duo.find_element("#node-panel").text, what="conv1 selected")
+    dash_duo.find_element("#fold-explain-button").click()
+    _wait(lambda: "max |Δ|" in dash_duo.find_element("#fold-explainer").text, timeout=60, what="explainer")
+    text = dash_duo.find_element("#fold-explainer").text
+    assert "conv1 (Conv2D, weights [3, 3, 1, 16]) absorbs bn1 (unfused batch norm)" in text
+    delta = float(text.split("layer → batch norm = ")[1].split()[0].rstrip("."))
+    assert delta < 1e-4
+    assert len(dash_duo.find_elements("#fold-explainer .fold-table tr")) == 9   # header + 8 channels
+    assert dash_duo.find_elements("#fold-explainer mjx-container, #fold-explainer .MathJax")  # formulas typeset
+    _shot(dash_duo, "fold_explainer.png")

@@ -1,0 +1,80 @@
+"""The numbers of one batch-norm fold, for teaching: per-channel γ, β, μ, σ², ε,
+the multiplier, old and new weights and bias, and a numeric check.
+
+>>> import qviz
+>>> from qviz.samples import sample_path
+>>> e = explain_fold(qviz.load(sample_path("lenet_digits")), "conv1")
+>>> e.bn_layer, e.kind, e.values.multiplier.shape, e.max_abs_diff < 1e-4
+('bn1', 'unfused', (16,), True)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..ir import Graph
+from ..passes import fold_batch_norms, fold_candidates
+from ..passes.calibration import default_inputs
+from ..passes.fold_batch_norms import FoldValues
+from .verify import layer_outputs
+
+__all__ = ["FoldExplanation", "explain_fold", "FORMULAS"]
+
+#: The fold, in Markdown with LaTeX (render with MathJax).
+FORMULAS = r"""
+A batch norm after the layer computes, per output channel $c$:
+
+$$y_c = \gamma_c \frac{x_c - \mu_c}{\sqrt{\sigma_c^2 + \varepsilon}} + \beta_c = s_c\,x_c + t_c,
+\qquad s_c = \frac{\gamma_c}{\sqrt{\sigma_c^2 + \varepsilon}},\quad t_c = \beta_c - \mu_c\,s_c$$
+
+Since $x_c = (w * \text{input})_c + b_c$ is linear in the weights of channel $c$, the scale moves into them:
+
+$$w'_{\cdot,c} = s_c\,w_{\cdot,c} \qquad b'_c = s_c\,b_c + t_c = \beta_c + (b_c - \mu_c)\,s_c$$
+"""
+
+
+@dataclass(frozen=True)
+class FoldExplanation:
+    layer: str
+    bn_layer: str
+    op: str                    # Conv2D | DepthwiseConv2dNative | MatMul
+    kind: str                  # "fused" | "unfused"
+    values: FoldValues
+    weights_shape: tuple
+    max_abs_diff: float        # folded layer output vs layer → batch norm, on sample inputs
+    examples: int
+
+    @property
+    def channel_norms(self) -> tuple[np.ndarray, np.ndarray]:
+        """L2 norm of each output channel's weights, before and after."""
+        return _channel_norms(self.values.weights, self.op), _channel_norms(self.values.folded_weights, self.op)
+
+
+def _channel_norms(w: np.ndarray, op: str) -> np.ndarray:
+    if op == "DepthwiseConv2dNative":       # [h, w, in, mult] → channel in·mult
+        return np.sqrt((w.astype(np.float64) ** 2).sum(axis=(0, 1)).reshape(-1))
+    return np.sqrt((w.astype(np.float64) ** 2).reshape(-1, w.shape[-1]).sum(axis=0))
+
+
+def explain_fold(graph: Graph, layer: str, inputs=None, examples: int = 8) -> FoldExplanation:
+    """Explain folding the batch norm after ``layer`` (a conv/dense layer name).
+
+    Raises:
+        ValueError: the layer has no foldable batch norm (the message says why).
+    """
+    cands = [c for c in fold_candidates(graph) if c.layer == layer]
+    if not cands:
+        raise ValueError(f"layer {layer!r} has no batch norm after it")
+    cand = cands[0]
+    if not cand.foldable:
+        raise ValueError(f"the batch norm after {layer} cannot be folded: {cand.reason}")
+    m = cand.match
+    folded = fold_batch_norms(graph, [layer]).graph
+    x = [a[:examples] for a in (inputs or default_inputs(graph))]
+    want = graph.run(*x, fetches=[layer_outputs(graph)[cand.bn_layer]])[0]
+    got = folded.run(*x, fetches=[layer_outputs(folded)[layer]])[0]
+    return FoldExplanation(layer, cand.bn_layer, m.layer_op.op, "fused" if m.fused else "unfused",
+                           cand.values, tuple(cand.values.weights.shape),
+                           float(np.abs(got.astype(np.float64) - want).max()), len(x[0]))
