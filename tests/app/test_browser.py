@@ -177,3 +177,15 @@ def test_fold_explainer_shows_this_models_numbers(dash_duo):
     assert len(dash_duo.find_elements("#fold-explainer .fold-table tr")) == 9   # header + 8 channels
     assert dash_duo.find_elements("#fold-explainer mjx-container, #fold-explainer .MathJax")  # formulas typeset
     _shot(dash_duo, "fold_explainer.png")
+    # quantization grid: conv1 at 4-bit weights shows 15 levels (narrow range) over the histogram
+    _set_cell(dash_duo, "conv1", "weight_bits", "4")
+    _wait(lambda: len(dash_duo.find_elements("#node-panel .quant-grid")) == 1, what="weights grid")
+    time.sleep(0.5)
+    _set_cell(dash_duo, "conv1", "activation_bits", "8")
+    _wait(lambda: len(dash_duo.find_elements("#node-panel .quant-grid")) == 2, what="activation grid")
+    shapes = dash_duo.driver.execute_script(
+        "return [...document.querySelectorAll('#node-panel .quant-grid .js-plotly-plot')]"
+        ".map(g => [g.layout.title.text, (g.layout.shapes || []).length]);")
+    weights = [n for title, n in shapes if title.startswith("weights at 4 bits (narrow range")]
+    assert weights == [15]
+    assert any(title.startswith("activation at 8 bits") and n == 256 for title, n in shapes)

@@ -219,6 +219,7 @@ def register(app, store) -> None:
                                               config={"displayModeBar": False}))
             why = explain(pattern, graph, name) if pattern is not None else ""
         body += _controls(s.graph, recipe, layer)
+        body += _grids(s, graph, layer)
         return html.Div(body), why
 
     @app.callback(
@@ -245,6 +246,40 @@ def register(app, store) -> None:
             return html.Div(f"verification failed: {exc}", className="error"), {}, True
         return _report_view(rep), layer_error_figure([e.layer for e in rep.layers],
                                                      [e.sqnr_db for e in rep.layers]), True
+
+
+def _grids(s, graph, layer):
+    """Quantization grids of the selected layer: weights and its activation, levels drawn over."""
+    from ...analysis.quant_grid import quant_grids
+    from ...analysis.verify import layer_outputs
+    from ...passes.calibration import default_inputs
+
+    if graph is s.graph or layer not in graph.layers:
+        return []
+    # the layer's own FakeQuants, and the activation FakeQuant a few ops downstream
+    near, frontier = {layer}, [layer_outputs(graph).get(layer)]
+    for _ in range(3):
+        nxt = []
+        for t in filter(None, frontier):
+            for c in graph.consumers(t):
+                near.add(c.layer)
+                nxt.append(c.output(0))
+        frontier = nxt
+    grids = [g for g in quant_grids(graph, near)
+             if g.kind == "weights" and graph.node(g.node).layer == layer or g.kind == "activation"]
+    grids = [g for g in grids if g.kind == "weights" or graph.producer(g.tensor).layer in near]
+    out = []
+    for g in grids[:3]:
+        if g.kind == "weights":
+            values = g.values
+        else:
+            values = graph.run(*[x[:64] for x in default_inputs(s.graph)], fetches=[g.tensor])[0]
+        lo, hi = float(np.ravel(g.lo)[0]), float(np.ravel(g.hi)[0])
+        title = (f"{g.kind} at {g.bits} bits ({'narrow' if g.narrow_range else 'full'} range, "
+                 f"{'per-channel, channel 0' if g.per_channel else 'per-tensor'}): [{lo:.3g}, {hi:.3g}]")
+        fig = histogram_figure(values if not g.per_channel else np.asarray(values)[..., 0], title, g.levels(0))
+        out.append(dcc.Graph(figure=fig, config={"displayModeBar": False}, className="quant-grid"))
+    return out
 
 
 def _explainer_view(e):

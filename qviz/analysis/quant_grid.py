@@ -1,0 +1,69 @@
+"""The quantization grid of a fake-quantized tensor: its levels and clipping range.
+
+TensorFlow's FakeQuant ops first *nudge* ``[min, max]`` so that zero is exactly
+representable, then round to ``2^bits`` levels (``2^bits − 1`` with
+``narrow_range``, which drops the lowest).
+
+>>> lv = quant_levels(-1.0, 1.0, 2, narrow_range=True)
+>>> [round(float(x), 3) for x in lv]
+[-1.0, 0.0, 1.0]
+>>> len(quant_levels(0.0, 6.0, 4))
+16
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..ir import Graph
+from ..passes.constants import constant_value
+from ..passes.quantize import FAKE_QUANT_OPS
+
+__all__ = ["quant_levels", "QuantGrid", "quant_grids"]
+
+
+def quant_levels(lo: float, hi: float, bits: int, narrow_range: bool = False) -> np.ndarray:
+    """The values a FakeQuant with this range can output (TF's nudging included)."""
+    qmin = 1 if narrow_range else 0
+    qmax = 2 ** bits - 1
+    scale = (hi - lo) / (qmax - qmin)
+    zero = qmin - lo / scale
+    zero = float(np.clip(np.round(zero), qmin, qmax))
+    nudged_lo = (qmin - zero) * scale
+    return nudged_lo + scale * np.arange(qmax - qmin + 1)
+
+
+@dataclass(frozen=True)
+class QuantGrid:
+    node: str            # the FakeQuant op
+    kind: str            # "weights" | "activation"
+    tensor: str          # the tensor it quantizes
+    bits: int
+    narrow_range: bool
+    per_channel: bool
+    lo: np.ndarray       # clipping range (per channel: one per output channel)
+    hi: np.ndarray
+    values: np.ndarray | None   # the weights (activations are sampled by the caller)
+
+    def levels(self, channel: int = 0) -> np.ndarray:
+        lo = float(np.ravel(self.lo)[channel if self.per_channel else 0])
+        hi = float(np.ravel(self.hi)[channel if self.per_channel else 0])
+        return quant_levels(lo, hi, self.bits, self.narrow_range)
+
+
+def quant_grids(graph: Graph, layers: set[str]) -> list[QuantGrid]:
+    """The FakeQuant ops of a rewritten graph that belong to ``layers``."""
+    out = []
+    for node in graph.nodes:
+        if node.op not in FAKE_QUANT_OPS or node.layer not in layers:
+            continue
+        source = node.inputs[0]
+        kind = "weights" if graph.is_constant(source) else "activation"
+        lo, hi = (constant_value(graph, t) for t in node.inputs[1:3])
+        out.append(QuantGrid(node.name, kind, source, int(node.attrs["num_bits"]),
+                             bool(node.attrs.get("narrow_range", False)),
+                             node.op.endswith("PerChannel"), lo, hi,
+                             constant_value(graph, source) if kind == "weights" else None))
+    return out
