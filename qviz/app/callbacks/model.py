@@ -21,6 +21,10 @@ START_RECIPE = Recipe(fold_default=False, quantize_default=None)
 UPLOAD_SUFFIXES = (".keras", ".h5", ".hdf5", ".pb", ".pbtxt", ".zip")
 
 
+def _size(n: int) -> str:
+    return f"{n / 2**20:.1f} MB" if n >= 2**20 else f"{n / 2**10:.1f} KB"
+
+
 def load_upload(contents: str, filename: str, max_bytes: int):
     """Decode a ``dcc.Upload`` payload and load it; raises LoadError with a one-line cause."""
     name = Path(filename or "upload").name
@@ -33,7 +37,7 @@ def load_upload(contents: str, filename: str, max_bytes: int):
     except (IndexError, binascii.Error):
         raise LoadError(name, "the upload could not be decoded") from None
     if len(data) > max_bytes:
-        raise LoadError(name, f"is {len(data) / 2**20:.1f} MB, over the {max_bytes / 2**20:.0f} MB limit")
+        raise LoadError(name, f"is {_size(len(data))}, over the {_size(max_bytes)} upload limit")
     tmp = Path(tempfile.mkdtemp(prefix="qviz-upload-"))
     path = tmp / name
     path.write_bytes(data)

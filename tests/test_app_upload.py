@@ -1,0 +1,43 @@
+"""Uploads: every bad file is refused with a one-line error naming it (no browser needed)."""
+
+import base64
+import io
+import zipfile
+
+import pytest
+
+from qviz.app.callbacks.model import load_upload
+from qviz.importers import LoadError
+
+
+def _payload(data: bytes) -> str:
+    return "data:application/octet-stream;base64," + base64.b64encode(data).decode()
+
+
+def _zip(files: dict) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for name, data in files.items():
+            z.writestr(name, data)
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("name,data,cause", [
+    ("model.exe", b"x", "unsupported file type '.exe'"),
+    ("big.pb", b"x" * 2048, "is 2.0 KB, over the 1.0 KB upload limit"),
+    ("broken.pb", b"not a protobuf", "not a binary GraphDef"),
+    ("m.zip", b"not a zip", "not a valid zip archive"),
+    ("m.zip", _zip({"readme.txt": "hi"}), "no SavedModel"),
+    ("m.zip", _zip({"../evil/saved_model.pb": "x"}), "unsafe path"),
+])
+def test_bad_uploads(name, data, cause):
+    limit = 1024 if name == "big.pb" else 10 * 2**20
+    with pytest.raises(LoadError) as info:
+        load_upload(_payload(data), name, limit)
+    msg = str(info.value)
+    assert msg.startswith(f"{name}: ") and cause in msg and "\n" not in msg
+
+
+def test_good_upload(samples):
+    g = load_upload(_payload(samples["lenet_digits"].read_bytes()), "lenet_digits.keras", 10 * 2**20)
+    assert "conv1" in g.layers
