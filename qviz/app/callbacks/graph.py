@@ -265,9 +265,10 @@ def _grids(s, graph, layer):
                 near.add(c.layer)
                 nxt.append(c.output(0))
         frontier = nxt
+    # its weights, and activations produced within reach of its output
     grids = [g for g in quant_grids(graph, near)
-             if g.kind == "weights" and graph.node(g.node).layer == layer or g.kind == "activation"]
-    grids = [g for g in grids if g.kind == "weights" or graph.producer(g.tensor).layer in near]
+             if (graph.node(g.node).layer == layer if g.kind == "weights"
+                 else graph.producer(g.tensor).layer in near)]
     out = []
     for g in grids[:3]:
         if g.kind == "weights":

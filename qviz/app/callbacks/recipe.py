@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+from dataclasses import replace
 
 from dash import ALL, Input, Output, State, ctx, dcc, no_update
 
@@ -56,20 +57,14 @@ def set_layer(recipe: Recipe, layer: str, field: str, value) -> Recipe:
 def bulk(graph, recipe: Recipe, action: str) -> Recipe:
     layers = list(quantizable_layers(graph))
     if action == ids.BULK_8:
-        return Recipe(**{**_fields(recipe), "quantize_default": LayerBits(8, 8), "quantize_layers": {}})
+        return replace(recipe, quantize_default=LayerBits(8, 8), quantize_layers={})
     if action == ids.BULK_FIRST_LAST:
         edge = {layers[0], layers[-1]} if layers else set()
-        q = {name: LayerBits(8, 8) if name in edge else LayerBits(4, 4) for name in layers}
-        return Recipe(**{**_fields(recipe), "quantize_layers": q})
+        return replace(recipe, quantize_layers={
+            name: LayerBits(8, 8) if name in edge else LayerBits(4, 4) for name in layers})
     if action == ids.BULK_FOLD:
-        return Recipe(**{**_fields(recipe), "fold_default": True, "fold_layers": {}})
+        return replace(recipe, fold_default=True, fold_layers={})
     return Recipe(fold_default=False, quantize_default=None)
-
-
-def _fields(recipe: Recipe) -> dict:
-    return {k: getattr(recipe, k) for k in ("fold_default", "fold_layers", "quantize_default",
-                                            "quantize_layers", "narrow_range", "symmetric",
-                                            "per_channel", "ema_decay")}
 
 
 def current(data) -> Recipe:
