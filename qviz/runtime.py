@@ -16,7 +16,7 @@ import numpy as np
 from ._text import first_line
 from .ir import Graph, Shape, parse_tensor_name
 
-__all__ = ["RunError", "run", "evaluate", "tensor_shapes"]
+__all__ = ["RunError", "run", "compiled", "evaluate", "tensor_shapes"]
 
 _lock = threading.Lock()
 
@@ -77,7 +77,7 @@ def _wrapped(graph: Graph):
     return wrapped
 
 
-def _compiled(graph: Graph, fetches: tuple[str, ...] | None = None):
+def compiled(graph: Graph, fetches: tuple[str, ...] | None = None):
     """A callable from the graph inputs to ``fetches`` (default: the outputs), cached."""
     key = ("runtime.fn", fetches)
     cached = graph._cache.get(key)
@@ -136,7 +136,7 @@ def run(graph: Graph, *arrays, feeds: Mapping | None = None,
         fetches = tuple(graph._checked_tensor(t, "fetch") for t in fetches)
         if not fetches:
             return []
-    fn = _compiled(graph, fetches)
+    fn = compiled(graph, fetches)
     tf = _tf()
     dtypes = graph._cache["runtime.feed_dtypes"]
     tensors = [tf.convert_to_tensor(np.asarray(a), dtype=d) for a, d in zip(arrays, dtypes)]

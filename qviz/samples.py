@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["SAMPLES", "SAMPLE_DIR", "list_samples", "sample_path", "sample_data"]
+__all__ = ["SAMPLES", "SAMPLE_DIR", "list_samples", "sample_path", "sample_data", "randomize_batch_norms"]
 
 SAMPLE_DIR = Path(__file__).resolve().parent.parent / "sample_models"
 
@@ -60,3 +60,22 @@ def sample_name_of(path) -> str | None:
         if resolved == (SAMPLE_DIR / fname).resolve():
             return name
     return None
+
+
+def randomize_batch_norms(model, rng: np.random.Generator | int = 1) -> None:
+    """Give every BatchNormalization of a Keras model random, non-trivial γ, β,
+    moving mean and variance (untrained ones fold into near-identity and prove
+    nothing). Used to make the samples and by the zoo proofs; BNs built with
+    ``scale=False`` / ``center=False`` get only the weights they have."""
+    if not isinstance(rng, np.random.Generator):
+        rng = np.random.default_rng(rng)
+    for layer in model._flatten_layers(include_self=False, recursive=True):
+        if type(layer).__name__ == "BatchNormalization":
+            n = layer.get_weights()[-1].shape
+            new = []
+            if layer.scale:
+                new.append(rng.uniform(0.5, 1.5, n))
+            if layer.center:
+                new.append(rng.normal(0, 0.3, n))
+            new += [rng.normal(0, 0.3, n), rng.uniform(0.3, 2.0, n)]
+            layer.set_weights([w.astype("float32") for w in new])

@@ -20,6 +20,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import numpy as np  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))  # runnable from a checkout without installing
+
+from qviz.samples import randomize_batch_norms  # noqa: E402
 SEED = 20261122
 
 
@@ -29,20 +32,6 @@ def _seed():
 
     keras.utils.set_random_seed(SEED)
     tf.config.experimental.enable_op_determinism()
-
-
-def randomize_batch_norms(model, rng: np.random.Generator) -> None:
-    """Give every BatchNormalization random gamma, beta, moving mean and variance."""
-    for layer in model._flatten_layers(include_self=False, recursive=True):
-        if type(layer).__name__ == "BatchNormalization":
-            gamma, beta, mean, var = layer.get_weights()
-            n = gamma.shape
-            layer.set_weights([
-                rng.uniform(0.5, 1.5, n).astype("float32"),
-                rng.normal(0, 0.3, n).astype("float32"),
-                rng.normal(0, 0.3, n).astype("float32"),
-                rng.uniform(0.3, 2.0, n).astype("float32"),
-            ])
 
 
 def digits_split():

@@ -14,7 +14,7 @@ from hypothesis import settings
 settings.register_profile("qviz", deadline=None)
 settings.load_profile("qviz")
 
-from qviz.samples import sample_path
+from qviz.samples import randomize_batch_norms, sample_path
 
 ZOO_SIZE = 64  # small inputs keep keras.applications fast while the graphs stay real
 
@@ -79,22 +79,6 @@ def zoo_model(name: str):
         _zoo_cache[name] = getattr(keras.applications, name)(
             weights=None, input_shape=(ZOO_SIZE, ZOO_SIZE, 3))
     return _zoo_cache[name]
-
-
-def randomize_batch_norms(model, seed: int = 1) -> None:
-    """Random non-trivial γ, β, moving mean and variance in every BatchNormalization
-    (untouched ones fold into near-identity and prove nothing)."""
-    rng = np.random.default_rng(seed)
-    for layer in model._flatten_layers(include_self=False, recursive=True):
-        if type(layer).__name__ == "BatchNormalization":
-            n = layer.get_weights()[-1].shape
-            new = []
-            if layer.scale:
-                new.append(rng.uniform(0.5, 1.5, n))
-            if layer.center:
-                new.append(rng.normal(0, 0.3, n))
-            new += [rng.normal(0, 0.3, n), rng.uniform(0.3, 2.0, n)]
-            layer.set_weights([w.astype("float32") for w in new])
 
 
 _random_bn_cache: dict = {}

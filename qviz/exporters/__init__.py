@@ -41,16 +41,14 @@ def save_saved_model(graph: Graph, directory) -> Path:
     """
     import tensorflow as tf
 
-    from ..runtime import _wrapped
+    from ..runtime import compiled
 
     directory = Path(directory)
     if directory.exists() and any(directory.iterdir()):
         raise ExportError(f"{directory}: exists and is not empty")
-    wrapped = _wrapped(graph)
-    tfg = wrapped.graph
-    feeds = [tfg.get_tensor_by_name(t) for t in graph.inputs]
-    fn = wrapped.prune(feeds=feeds, fetches=[tfg.get_tensor_by_name(t) for t in graph.outputs])
-    specs = [tf.TensorSpec(f.shape, f.dtype, name=f.op.name.replace("/", "_")) for f in feeds]
+    fn = compiled(graph)
+    specs = [tf.TensorSpec(s.shape, s.dtype, name=s.name.split(":")[0].replace("/", "_"))
+             for s in fn.inputs]
 
     def serve(*xs):
         out = fn(*xs)

@@ -8,7 +8,8 @@ from qviz.ir import GraphError
 from qviz.passes import fold_batch_norms, fold_candidates, fold_values
 from qviz.passes.rewrite import GraphEditor
 from qviz.summary import FUSED_BATCH_NORMS, batch_norm_nodes
-from tests.conftest import ZOO_SIZE, randomize_batch_norms, rel_err, zoo_model_random_bn
+from qviz.samples import randomize_batch_norms
+from tests.conftest import ZOO_SIZE, rel_err, zoo_model_random_bn
 
 
 def _x(graph, n=4, seed=0):
