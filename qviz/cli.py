@@ -155,6 +155,27 @@ def _cmd_apply(args) -> int:
     return 0
 
 
+def _cmd_export_qat(args) -> int:
+    from .qat import export_qat
+
+    from .passes import RecipeError
+
+    recipe = _read_recipe(args.recipe)
+    try:
+        qat = export_qat(args.model, recipe, args.output, folding_mode=args.folding_mode,
+                         freeze_bn_delay=args.freeze_bn_delay, ema_decay=args.ema_decay)
+    except RecipeError as exc:
+        raise RecipeError(f"--recipe {args.recipe}: {exc}") from None
+    kinds = sum(type(layer).__name__ == "FoldedQuantLayer" for layer in qat.layers)
+    quantizers = sum(type(layer).__name__ == "OutputQuantizer" for layer in qat.layers)
+    print(f"wrote {args.output}: {kinds} conv/dense layer(s) with fake-quantized weights "
+          f"({sum(1 for l in qat.layers if getattr(l, 'bn_config', None))} with a trainable folded batch norm, "
+          f"{args.folding_mode}), {quantizers} activation quantizer(s)")
+    print("train it with model.fit (it is compiled like the original if that was compiled); "
+          "`import qviz.keras_layers` before keras.models.load_model to read it back")
+    return 0
+
+
 def _cmd_sensitivity(args) -> int:
     from .analysis.sensitivity import sensitivity
 
@@ -227,6 +248,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--report", metavar="JSON", help="write the verification report and changes as JSON")
     p.set_defaults(func=_cmd_apply)
 
+    p = sub.add_parser("export-qat", help="write a Keras model for quantization-aware training of a recipe")
+    p.add_argument("model", help="a Keras model (.keras or .h5)")
+    p.add_argument("--recipe", required=True, help="recipe JSON (see `qviz recipe`)")
+    p.add_argument("-o", "--output", required=True, help="the QAT model to write (.keras)")
+    p.add_argument("--folding-mode", choices=["ema_stats_folding", "batch_stats_folding"],
+                   default="ema_stats_folding", help="how folded batch norms train (see qviz.passes.fold_training)")
+    p.add_argument("--freeze-bn-delay", type=int, default=None, metavar="STEPS",
+                   help="training steps after which the moving statistics are used (default: never)")
+    p.add_argument("--ema-decay", type=float, default=0.99, help="decay of the activation-range moving average")
+    p.set_defaults(func=_cmd_export_qat)
+
     p = sub.add_parser("sensitivity", help="per-layer output SQNR vs bit width, and a suggested recipe")
     _add_model_args(p)
     p.add_argument("--bits", type=int, nargs="+", default=[8, 6, 4, 3, 2])
@@ -254,13 +286,15 @@ def main(argv=None) -> int:
     from .passes import RecipeError
     from .passes.calibration import CalibrationError
     from .patterns import PatternSyntaxError
+    from .qat import QATPlanError
     from .runtime import RunError
 
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except (LoadError, GraphError, RunError, RecipeError, CalibrationError, ExportError, _UsageError) as exc:
+    except (LoadError, GraphError, RunError, RecipeError, CalibrationError, ExportError, QATPlanError,
+            _UsageError) as exc:
         print(f"qviz: error: {exc}", file=sys.stderr)
         return 2
     except PatternSyntaxError as exc:

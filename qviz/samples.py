@@ -12,7 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["SAMPLES", "SAMPLE_DIR", "list_samples", "sample_path", "sample_data", "randomize_batch_norms"]
+__all__ = ["SAMPLES", "SAMPLE_DIR", "list_samples", "sample_path", "sample_data", "randomize_batch_norms",
+           "digits_split"]
 
 SAMPLE_DIR = Path(__file__).resolve().parent.parent / "sample_models"
 
@@ -79,3 +80,16 @@ def randomize_batch_norms(model, rng: np.random.Generator | int = 1) -> None:
                 new.append(rng.normal(0, 0.3, n))
             new += [rng.normal(0, 0.3, n), rng.uniform(0.3, 2.0, n)]
             layer.set_weights([w.astype("float32") for w in new])
+
+
+def digits_split():
+    """``(x_train, x_test, y_train, y_test)`` of scikit-learn's bundled 8x8 digits,
+    the split ``lenet_digits`` was trained and tested on (needs scikit-learn;
+    no download)."""
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
+
+    digits = load_digits()
+    x = (digits.images / 16.0).astype("float32")[..., None]
+    y = digits.target.astype("int64")
+    return train_test_split(x, y, test_size=0.25, random_state=0, stratify=y)

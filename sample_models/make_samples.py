@@ -22,7 +22,7 @@ import numpy as np  # noqa: E402
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # runnable from a checkout without installing
 
-from qviz.samples import randomize_batch_norms  # noqa: E402
+from qviz.samples import digits_split, randomize_batch_norms  # noqa: E402
 SEED = 20261122
 
 
@@ -32,16 +32,6 @@ def _seed():
 
     keras.utils.set_random_seed(SEED)
     tf.config.experimental.enable_op_determinism()
-
-
-def digits_split():
-    from sklearn.datasets import load_digits
-    from sklearn.model_selection import train_test_split
-
-    digits = load_digits()
-    x = (digits.images / 16.0).astype("float32")[..., None]
-    y = digits.target.astype("int64")
-    return train_test_split(x, y, test_size=0.25, random_state=0, stratify=y)
 
 
 def make_lenet_digits():

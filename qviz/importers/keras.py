@@ -177,6 +177,8 @@ def load_keras_file(path: Path, *, input_shape=None, safe_mode: bool = True) -> 
         raise LoadError(str(path), "a zip archive, but not a Keras model: it has no config.json")
     import keras
 
+    from .. import keras_layers  # noqa: F401  (registers qviz's QAT layers with Keras)
+
     try:
         model = keras.saving.load_model(path, compile=False, safe_mode=safe_mode)
     except Exception as exc:  # Keras raises a zoo of types for bad files

@@ -1,0 +1,59 @@
+"""Quantization-aware training: a recipe carried over to a trainable Keras model.
+
+``qviz export-qat MODEL --recipe R.json -o model_qat.keras`` (or
+:func:`export_qat`) writes a Keras model whose folded layers keep their batch
+norm trainable (QKeras' ``ema_stats_folding`` / ``batch_stats_folding``) and
+fake-quantize their weights and activations at the recipe's bits with a
+straight-through estimator; ``model.fit`` it, and load it back with
+:func:`qviz.load` to see the FakeQuant ops.
+
+:mod:`.plan` needs no TensorFlow; :mod:`.build` and :mod:`qviz.keras_layers`
+import Keras when first used.
+"""
+
+from __future__ import annotations
+
+from .plan import LayerPlan, OutputQuant, QATPlan, QATPlanError, qat_plan
+
+__all__ = ["QATPlan", "LayerPlan", "OutputQuant", "QATPlanError", "qat_plan", "export_qat"]
+
+
+def export_qat(model, recipe, out=None, *, folding_mode: str = "ema_stats_folding",
+               freeze_bn_delay: int | None = None, ema_decay: float = 0.99, calibration=None):
+    """Build (and with ``out``, save as .keras) the QAT model of a Keras ``model``.
+
+    Args:
+        model: a ``keras.Model`` or the path of a ``.keras`` / ``.h5`` file.
+        recipe: a :class:`qviz.Recipe`.
+        out: where to write the ``.keras`` file (optional).
+
+    Returns:
+        The QAT ``keras.Model`` (compiled like the original, if it was).
+
+    Raises:
+        QATPlanError, RecipeError, LoadError: with the cause in one line.
+    """
+    from ..importers import load
+    from ..importers.errors import LoadError
+    from .build import build_qat_model, save_qat_model
+
+    keras_model = model
+    if not hasattr(model, "layers"):
+        import keras
+
+        path = str(model)
+        if not path.endswith((".keras", ".h5")):
+            raise QATPlanError(f"{path}: export-qat needs a Keras model (.keras or .h5); a frozen graph "
+                               "has no trainable layers to rebuild")
+        try:
+            keras_model = keras.models.load_model(path, compile=True)
+        except Exception as exc:  # Keras raises many types for unreadable files
+            raise LoadError(f"{path}: cannot load the Keras model: {str(exc).splitlines()[0]}") from exc
+    graph = load(model)  # a path keeps its source, so a sample's own calibration data is used
+    plan = qat_plan(graph, recipe, calibration=calibration)
+    qat = build_qat_model(keras_model, plan, folding_mode=folding_mode, freeze_bn_delay=freeze_bn_delay,
+                          ema_decay=ema_decay)
+    if out is not None:
+        save_qat_model(qat, out)
+    return qat
+
