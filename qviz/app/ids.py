@@ -62,3 +62,26 @@ VERIFY_PANEL = "verify-panel"
 VERIFY_POLL = "verify-poll"      # dcc.Interval that polls a running report
 DIFF_SUMMARY = "diff-summary"
 LAYER_ERRORS = "layer-errors"
+
+# training-mode fold (inside the fold explainer)
+TRAIN_FOLD_MODE = "train-fold-mode"
+TRAIN_FOLD_PHASE = "train-fold-phase"
+TRAIN_FOLD_VIEW = "train-fold-view"
+
+# sensitivity sweep (a background job in the worker; polled)
+SWEEP_BITS = "sweep-bits"
+SWEEP_TARGET = "sweep-target"
+SWEEP_RUN = "sweep-run"
+SWEEP_POLL = "sweep-poll"
+SWEEP_PROGRESS = "sweep-progress"
+SWEEP_STATUS = "sweep-status"
+SWEEP_HEATMAP = "sweep-heatmap"
+SWEEP_SUGGESTION = "sweep-suggestion"
+SWEEP_APPLY = "sweep-apply"
+
+# QAT export (a background job in the worker; polled)
+QAT_MODE = "qat-folding-mode"
+QAT_BUTTON = "qat-export-button"
+QAT_POLL = "qat-poll"
+QAT_STATUS = "qat-status"
+QAT_DOWNLOAD = "qat-download"

@@ -101,4 +101,43 @@ def page(default_sample: str, session_id: str):
                    dcc.Interval(id=ids.VERIFY_POLL, interval=300, disabled=True),
                    dcc.Graph(id=ids.LAYER_ERRORS)),
         ], className="row bottom"),
+        html.Div([_sweep_panel(), _qat_panel()], className="row bottom"),
     ], className="qviz")
+
+
+def _sweep_panel():
+    return _panel(
+        "Sensitivity: output SQNR with one layer quantized at a time",
+        html.Div([
+            dcc.Checklist(id=ids.SWEEP_BITS, options=[{"label": f"{b}", "value": b} for b in (8, 6, 4, 3, 2)],
+                          value=[8, 6, 4, 3, 2], inline=True),
+            html.Span("bits; target SQNR"),
+            dcc.Input(id=ids.SWEEP_TARGET, type="number", value=30, min=0, max=120, step=1,
+                      style={"width": "4em"}),
+            html.Span("dB"),
+            html.Button("run sweep", id=ids.SWEEP_RUN),
+            html.Progress(id=ids.SWEEP_PROGRESS, value="0", max="1", style={"display": "none"}),
+            html.Span(id=ids.SWEEP_STATUS, className="status"),
+        ], className="toolbar"),
+        dcc.Interval(id=ids.SWEEP_POLL, interval=400, disabled=True),
+        dcc.Graph(id=ids.SWEEP_HEATMAP, config={"displayModeBar": False}, style={"display": "none"}),
+        html.Div(id=ids.SWEEP_SUGGESTION),
+        html.Button("apply suggestion", id=ids.SWEEP_APPLY, disabled=True))
+
+
+def _qat_panel():
+    return _panel(
+        "Quantization-aware training",
+        dcc.Markdown("A Keras model of the current recipe, ready for `model.fit`: folded layers keep "
+                     "their batch norm trainable, weights and activations are fake-quantized at the "
+                     "recipe's bits (straight-through estimator). Needs a model opened from a "
+                     "`.keras`/`.h5` file."),
+        html.Div([
+            dcc.Dropdown(id=ids.QAT_MODE, value="ema_stats_folding", clearable=False,
+                         options=[{"label": m, "value": m} for m in ("ema_stats_folding", "batch_stats_folding")],
+                         style={"width": "14em"}),
+            html.Button("download QAT model (.keras)", id=ids.QAT_BUTTON),
+            html.Span(id=ids.QAT_STATUS, className="status"),
+        ], className="toolbar"),
+        dcc.Interval(id=ids.QAT_POLL, interval=400, disabled=True),
+        dcc.Download(id=ids.QAT_DOWNLOAD))

@@ -23,7 +23,7 @@ import types
 from collections import OrderedDict
 from concurrent.futures import Future, ProcessPoolExecutor
 
-__all__ = ["Worker"]
+__all__ = ["Worker", "read_progress", "write_progress", "run_sensitivity", "run_qat_export"]
 
 _GRAPHS: OrderedDict = OrderedDict()   # in the worker process only: key → Graph
 
@@ -69,6 +69,51 @@ def _report_job(key, graph, recipe_json, ranges):
     return report_for(graph, recipe, apply(graph, recipe, ranges=ranges, report=False))
 
 
+def run_sensitivity(graph, bits, progress_path):
+    """The per-layer sweep; progress goes to a small file the app polls."""
+    from ..analysis.sensitivity import sensitivity
+
+    def progress(done, total):
+        write_progress(progress_path, done, total)
+
+    return sensitivity(graph, bits=tuple(bits), progress=progress)
+
+
+def _sensitivity_job(key, graph, bits, progress_path):
+    return run_sensitivity(_graph(key, graph), bits, progress_path)
+
+
+def run_qat_export(source, recipe_json, folding_mode, freeze_bn_delay):
+    """The ``.keras`` bytes of the QAT model of a Keras model file."""
+    import tempfile
+    from pathlib import Path
+
+    from ..passes import Recipe
+    from ..qat import export_qat
+
+    with tempfile.TemporaryDirectory(prefix="qviz-qat-") as tmp:
+        out = Path(tmp) / "model_qat.keras"
+        export_qat(source, Recipe.from_json(recipe_json), out, folding_mode=folding_mode,
+                   freeze_bn_delay=freeze_bn_delay)
+        return out.read_bytes()
+
+
+def write_progress(path, done: int, total: int) -> None:
+    tmp = f"{path}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(f"{done} {total}")
+    os.replace(tmp, path)  # readers never see a half-written file
+
+
+def read_progress(path) -> tuple[int, int] | None:
+    try:
+        with open(path, encoding="utf-8") as f:
+            done, total = f.read().split()
+        return int(done), int(total)
+    except (OSError, ValueError):
+        return None
+
+
 class Worker:
     """A one-process pool, started on first use."""
 
@@ -102,6 +147,12 @@ class Worker:
 
     def report(self, key, graph, recipe_json: str, ranges) -> Future:
         return self._get().submit(_report_job, key, graph, recipe_json, ranges)
+
+    def sensitivity(self, key, graph, bits, progress_path) -> Future:
+        return self._get().submit(_sensitivity_job, key, graph, tuple(bits), str(progress_path))
+
+    def qat(self, source, recipe_json: str, folding_mode: str, freeze_bn_delay) -> Future:
+        return self._get().submit(run_qat_export, str(source), recipe_json, folding_mode, freeze_bn_delay)
 
     def close(self) -> None:
         """Stop the worker process (it may be busy in TensorFlow: it is terminated)."""

@@ -131,3 +131,26 @@ def layer_error_figure(layers, sqnr) -> go.Figure:
     fig.update_layout(title="per-layer SQNR (dB, higher is better)", height=240,
                       margin=dict(l=30, r=10, t=40, b=60))
     return fig
+
+
+def sensitivity_figure(layers, bits, weight_sqnr, activation_sqnr, need_db: float | None = None) -> go.Figure:
+    """Two heatmaps (layers × bits): output SQNR with one layer's weights, then its
+    activations, quantized. Cells at or above ``need_db`` (what each quantizer
+    must reach for the target) are outlined by their text in bold."""
+    from plotly.subplots import make_subplots
+
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("weights quantized", "activations quantized"),
+                        shared_yaxes=True, horizontal_spacing=0.04)
+    x = [f"{b} bits" for b in bits]
+    for col, z in ((1, weight_sqnr), (2, activation_sqnr)):
+        z = np.where(np.isinf(np.asarray(z, np.float64)), 100.0, z).tolist()  # lists: readable in the page
+        text = [[(f"<b>{v:.0f}</b>" if need_db is not None and v >= need_db else f"{v:.0f}") for v in row]
+                for row in z]
+        fig.add_trace(go.Heatmap(z=z, x=x, y=list(layers), text=text, texttemplate="%{text}",
+                                 colorscale="RdYlGn", zmin=0, zmax=60, showscale=col == 2,
+                                 colorbar=dict(title="dB"),
+                                 hovertemplate="%{y} at %{x}: %{z:.1f} dB<extra></extra>"), 1, col)
+    fig.update_yaxes(autorange="reversed")
+    fig.update_layout(height=max(220, 40 + 28 * len(layers)), margin=dict(l=10, r=10, t=30, b=30),
+                      title=None)
+    return fig

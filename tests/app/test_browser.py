@@ -189,3 +189,92 @@ def test_fold_explainer_shows_this_models_numbers(dash_duo):
     weights = [n for title, n in shapes if title.startswith("weights at 4 bits (narrow range")]
     assert weights == [15]
     assert any(title.startswith("activation at 8 bits") and n == 256 for title, n in shapes)
+
+
+def _click_label(dash_duo, container, text):
+    """Click the radio/checklist option of ``container`` whose label is ``text``."""
+    for label in dash_duo.find_elements(f"{container} label"):
+        if (label.get_attribute("textContent") or "").strip() == text:
+            dash_duo.driver.execute_script("arguments[0].scrollIntoView(); arguments[0].click();", label)
+            return
+    raise AssertionError(f"no option {text!r} in {container}")
+
+
+def _fold_graph_labels(dash_duo):
+    return dash_duo.driver.execute_script(
+        "return [...document.querySelectorAll('#train-fold-view .fold-graph .js-plotly-plot')].map(g => {"
+        "  const t = g.data.find(d => d.name === 'nodes'); return t && t.text ? t.text : []; });")
+
+
+def test_training_fold_view_switches_modes_and_phases(dash_duo):
+    _start(dash_duo)
+    dash_duo.find_element("#search").send_keys("conv2\n")
+    _wait(lambda: "layer conv2" in dash_duo.find_element("#node-panel").text, what="conv2 selected")
+    dash_duo.find_element("#fold-explain-button").click()
+    _wait(lambda: "batch norm with batch statistics" in dash_duo.find_element("#train-fold-check").text,
+          timeout=60, what="training fold (tf_contrib, before the freeze)")
+    check = dash_duo.find_element("#train-fold-check").text
+    assert float(check.rsplit("= ", 1)[1].rstrip(".")) < 1e-3
+    inference, training = _fold_graph_labels(dash_duo)
+    assert "convolution" in inference and "correction_recip" not in inference
+    assert "correction_recip" in training and "batch_mean" in training and "post_conv_mul" in training
+    dash_duo.driver.execute_script("document.querySelector('.train-fold').scrollIntoView();")
+    _shot(dash_duo, "training_fold.png")
+    _click_label(dash_duo, "#train-fold-mode", "QKeras batch_stats_folding")
+    _click_label(dash_duo, "#train-fold-phase", "after the freeze (moving statistics)")
+    _wait(lambda: "the inference fold" in dash_duo.find_element("#train-fold-check").text, timeout=60,
+          what="batch_stats_folding after the freeze")
+    _wait(lambda: "correction_recip" not in _fold_graph_labels(dash_duo)[1], what="redrawn for the new mode")
+    assert "folded_kernel" in _fold_graph_labels(dash_duo)[1]
+
+
+def test_sensitivity_sweep_heatmap_and_one_click_apply(dash_duo):
+    _start(dash_duo)
+    for b in ("6", "3", "2"):   # sweep 8 and 4 bits only: 4 layers × 2 × 2 = 16 measurements
+        _click_label(dash_duo, "#sweep-bits", b)
+    dash_duo.find_element("#sweep-run").click()
+    _wait(lambda: dash_duo.find_element("#sweep-status").text.startswith("done: 16"), timeout=120,
+          what="sweep finished")
+    z = dash_duo.driver.execute_script(
+        "const g = document.querySelector('#sweep-heatmap .js-plotly-plot'); return g.data.map(d => d.z);")
+    assert len(z) == 2 and all(len(rows) == 4 and all(len(r) == 2 for r in rows) for rows in z)
+    assert all(r[0] > r[1] for rows in z for r in rows)      # 8 bits beat 4 bits for every layer
+    suggestion = dash_duo.find_element("#sweep-suggested").text
+    _shot(dash_duo, "sensitivity.png")
+    # the suggestion lists "conv1 w/a, …"; applying it puts those bits in the table
+    picked = dict(p.rsplit(" ", 1) for p in suggestion.split(": ", 1)[1].split(", "))
+    dash_duo.find_element("#sweep-apply").click()
+
+    def table():
+        rows = dash_duo.driver.execute_script(
+            "const api = dash_ag_grid.getApi('layer-grid'); const out = [];"
+            "api.forEachNode(n => out.push(n.data)); return out;")
+        return {r["layer"]: f"{r['weight_bits']}/{r['activation_bits']}" for r in rows if r["layer"] in picked}
+
+    _wait(lambda: table() == picked, what="suggested bits in the table")
+    assert all(r["fold"] for r in dash_duo.driver.execute_script(
+        "const api = dash_ag_grid.getApi('layer-grid'); const out = [];"
+        "api.forEachNode(n => out.push(n.data)); return out;") if r["foldable"] == "yes")
+
+
+def test_qat_export_downloads_a_model_with_the_recipes_bits(dash_duo):
+    import qviz
+    from qviz.passes.quantize import FAKE_QUANT_OPS
+
+    _start(dash_duo)
+    dash_duo.find_element("#bulk-fold-all").click()
+    dash_duo.find_element("#bulk-first-last-8-rest-4").click()
+    _wait(lambda: "4" in dash_duo.driver.execute_script(
+        "return dash_ag_grid.getApi('layer-grid').getRowNode('conv2').data.weight_bits"), what="bulk bits")
+    dash_duo.find_element("#qat-export-button").click()
+    _wait(lambda: dash_duo.find_element("#qat-status").text.startswith("downloaded"), timeout=120,
+          what="QAT model downloaded")
+    path = Path(dash_duo.download_path) / "lenet_digits_qat.keras"
+    _wait(lambda: path.exists() and path.stat().st_size > 0, what="the file on disk")
+    back = qviz.load(path)
+    bits = {}
+    for n in back.nodes:
+        if n.op in FAKE_QUANT_OPS:
+            bits.setdefault(n.layer, set()).add(n.attrs["num_bits"])
+    assert bits["conv1"] == {8} and bits["conv2"] == {4} and bits["fc1"] == {4} and bits["logits"] == {8}
+    assert bits["relu2_act_quant"] == {4}

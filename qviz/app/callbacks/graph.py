@@ -136,21 +136,6 @@ def register(app, store) -> None:
             return no_update, f"no node or layer matches {needle!r}"
         return no_update, ""
 
-    @app.callback(Output(ids.FOLD_EXPLAINER, "children"), Input(ids.FOLD_EXPLAIN_BUTTON, "n_clicks"),
-                  State(ids.SELECTED, "data"), State(ids.SESSION, "data"), prevent_initial_call=True)
-    def explain_fold_panel(_n, selected, session):
-        from ...analysis.fold_explainer import explain_fold
-
-        s = store.get(session["sid"])
-        if s is None or not selected:
-            return no_update
-        kind, _, name = selected["key"].partition(":")
-        layer = name if kind == "layer" else s.graph.node(name).layer if name in s.graph else None
-        try:
-            return _explainer_view(explain_fold(s.graph, layer))
-        except ValueError as exc:
-            return html.Div(str(exc), className="error")
-
     @app.callback(Output(ids.GRID, "selectedRows"), Input(ids.SELECTED, "data"), State(ids.SESSION, "data"),
                   State(ids.SHOW, "value"), State(ids.RECIPE, "data"), prevent_initial_call=True)
     def select_row(selected, session, show, data):
@@ -281,42 +266,6 @@ def _grids(s, graph, layer):
         fig = histogram_figure(values if not g.per_channel else np.asarray(values)[..., 0], title, g.levels(0))
         out.append(dcc.Graph(figure=fig, config={"displayModeBar": False}, className="quant-grid"))
     return out
-
-
-def _explainer_view(e):
-    """The fold explainer panel: formulas, this model's numbers, the check."""
-    import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
-
-    from ...analysis.fold_explainer import FORMULAS
-
-    v = e.values
-    before, after = e.channel_norms
-    ch = list(range(len(v.multiplier)))
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("weight norm per channel", "bias per channel"))
-    fig.add_trace(go.Bar(x=ch, y=before, name="before", marker_color="#9aa"), 1, 1)
-    fig.add_trace(go.Bar(x=ch, y=after, name="after", marker_color="#1f77b4"), 1, 1)
-    fig.add_trace(go.Bar(x=ch, y=v.bias, name="b", marker_color="#9aa", showlegend=False), 1, 2)
-    fig.add_trace(go.Bar(x=ch, y=v.folded_bias, name="b'", marker_color="#ff7f0e", showlegend=False), 1, 2)
-    fig.update_layout(height=230, margin=dict(l=30, r=10, t=30, b=20), barmode="group")
-    head = ["channel", "γ", "β", "μ", "σ²", "s = γ/√(σ²+ε)", "t = β − μ·s", "b", "b'"]
-    rows = [html.Tr([html.Th(h) for h in head])]
-    for c in ch[:8]:
-        cells = [c, v.gamma[c], v.beta[c], v.mean[c], v.variance[c], v.multiplier[c], v.offset[c],
-                 v.bias[c], v.folded_bias[c]]
-        rows.append(html.Tr([html.Td(f"{x:.4g}" if isinstance(x, float) or hasattr(x, "dtype") else x)
-                             for x in cells]))
-    notes = [f"{e.layer} ({e.op}, weights {list(e.weights_shape)}) absorbs {e.bn_layer} "
-             f"({e.kind} batch norm), ε = {v.epsilon:g}."]
-    if e.op == "DepthwiseConv2dNative":
-        notes.append(f"Depthwise: s is laid out as [in, multiplier] = {list(e.weights_shape[2:])} "
-                     "to scale the kernel [h, w, in, multiplier].")
-    notes.append(f"Check on {e.examples} inputs: max |Δ| between the folded layer and "
-                 f"layer → batch norm = {e.max_abs_diff:.3g}.")
-    return html.Div([dcc.Markdown(FORMULAS, mathjax=True), *[html.P(n, className="fold-note") for n in notes],
-                     html.Table(rows, className="fold-table"),
-                     html.Div(f"(first {min(8, len(ch))} of {len(ch)} channels)"),
-                     dcc.Graph(figure=fig, config={"displayModeBar": False})], id="fold-explainer-body")
 
 
 def _report_view(rep):

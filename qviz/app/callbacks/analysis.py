@@ -1,0 +1,110 @@
+"""The sensitivity sweep and the QAT export: long jobs in the worker, polled by intervals."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from dash import Input, Output, State, ctx, dcc, html, no_update
+
+from ...render import sensitivity_figure
+from .. import ids
+from ..worker import read_progress
+from .recipe import current, push
+
+KERAS_SUFFIXES = (".keras", ".h5", ".hdf5")
+
+
+def _need_db(sweep, target) -> float:
+    """What each quantizer must reach for the model to reach ``target`` (see Sensitivity.suggest)."""
+    return float(target) + 10 * math.log10(max(2 * len(sweep.layers), 1))
+
+
+def _suggestion_view(sweep, target):
+    recipe = sweep.suggest(float(target))
+    parts = []
+    for layer in sweep.layers:
+        b = recipe.bits(layer)
+        parts.append(f"{layer} {b.weight_bits}/{b.activation_bits}")
+    return [html.Div(f"suggested bits (weights/activations) for ≥ {target:g} dB overall, each quantizer "
+                     f"≥ {_need_db(sweep, target):.1f} dB: " + ", ".join(parts), id="sweep-suggested")]
+
+
+def register(app, store) -> None:
+    @app.callback(
+        Output(ids.SWEEP_POLL, "disabled"), Output(ids.SWEEP_PROGRESS, "value"),
+        Output(ids.SWEEP_PROGRESS, "max"), Output(ids.SWEEP_PROGRESS, "style"),
+        Output(ids.SWEEP_STATUS, "children"), Output(ids.SWEEP_HEATMAP, "figure"),
+        Output(ids.SWEEP_HEATMAP, "style"), Output(ids.SWEEP_SUGGESTION, "children"),
+        Output(ids.SWEEP_APPLY, "disabled"),
+        Input(ids.SWEEP_RUN, "n_clicks"), Input(ids.SWEEP_POLL, "n_intervals"), Input(ids.SWEEP_TARGET, "value"),
+        Input(ids.MODEL_VERSION, "data"),
+        State(ids.SWEEP_BITS, "value"), State(ids.SESSION, "data"), prevent_initial_call=True,
+    )
+    def sweep(_run, _tick, target, _model, bits, session):
+        hidden, shown = {"display": "none"}, {"display": "block"}
+        s = store.get(session["sid"])
+        idle = (True, "0", "1", hidden, "", no_update, hidden, "", True)
+        if s is None or ctx.triggered_id == ids.MODEL_VERSION:
+            return idle
+        if ctx.triggered_id == ids.SWEEP_RUN:
+            if not bits:
+                return (True, "0", "1", hidden, "choose at least one bit width", no_update, hidden, "", True)
+            s.sensitivity_future(sorted(bits, reverse=True))
+        if s.sweep is None:
+            return idle
+        _, future, path = s.sweep
+        if not future.done():
+            done, total = read_progress(path) or (0, 1)
+            return (False, str(done), str(total), shown, f"{done} of {total} measurements…", no_update,
+                    no_update, no_update, True)
+        try:
+            result = future.result()
+        except Exception as exc:  # the sweep failed in TF: say why, keep the app
+            return (True, "0", "1", hidden, f"sweep failed: {exc}", no_update, hidden, "", True)
+        target = 30.0 if target is None else float(target)
+        fig = sensitivity_figure(result.layers, result.bits, result.weight_sqnr, result.activation_sqnr,
+                                 need_db=_need_db(result, target))
+        n = 2 * len(result.layers) * len(result.bits)
+        return (True, str(n), str(n), hidden, f"done: {n} measurements", fig, shown,
+                _suggestion_view(result, target), False)
+
+    @app.callback(Output(ids.RECIPE, "data", allow_duplicate=True), Input(ids.SWEEP_APPLY, "n_clicks"),
+                  State(ids.SWEEP_TARGET, "value"), State(ids.RECIPE, "data"), State(ids.SESSION, "data"),
+                  prevent_initial_call=True)
+    def apply_suggestion(_n, target, data, session):
+        s = store.get(session["sid"])
+        if s is None or s.sweep is None or not s.sweep[1].done() or not data:
+            return no_update
+        suggested = s.sweep[1].result().suggest(30.0 if target is None else float(target))
+        if suggested == current(data):
+            return no_update
+        return push(data, suggested)
+
+    @app.callback(
+        Output(ids.QAT_DOWNLOAD, "data"), Output(ids.QAT_POLL, "disabled"), Output(ids.QAT_STATUS, "children"),
+        Input(ids.QAT_BUTTON, "n_clicks"), Input(ids.QAT_POLL, "n_intervals"),
+        State(ids.QAT_MODE, "value"), State(ids.RECIPE, "data"), State(ids.SESSION, "data"),
+        prevent_initial_call=True,
+    )
+    def export_qat(_n, _tick, mode, data, session):
+        s = store.get(session["sid"])
+        if s is None or not data:
+            return no_update, True, ""
+        if ctx.triggered_id == ids.QAT_BUTTON:
+            source = s.graph.source or ""
+            if not str(source).lower().endswith(KERAS_SUFFIXES):
+                return (no_update, True, f"{s.name} was not opened from a .keras/.h5 file: a frozen graph "
+                                         "has no trainable layers to rebuild")
+            s.qat = s.qat_future(current(data), mode)
+        if s.qat is None:
+            return no_update, True, ""
+        if not s.qat.done():
+            return no_update, False, "building the QAT model…"
+        future, s.qat = s.qat, None
+        try:
+            blob = future.result()
+        except Exception as exc:  # QATPlanError, RecipeError, LoadError: one line each
+            return no_update, True, f"QAT export failed: {exc}"
+        name = f"{Path(s.name).stem}_qat.keras"
+        return dcc.send_bytes(blob, name), True, f"downloaded {name} ({len(blob) / 1024:.0f} KB)"

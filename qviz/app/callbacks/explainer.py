@@ -1,0 +1,123 @@
+"""The fold explainer: the inference fold with this model's numbers, and the
+training-mode fold (QAT) beside it, with the formulas of each mode."""
+
+from __future__ import annotations
+
+from dash import Input, Output, State, dcc, html, no_update
+
+from ...layout import layered_layout, view_graph
+from ...render import graph_figure
+from .. import ids
+
+PHASES = {"before": "before the freeze (batch statistics)", "after": "after the freeze (moving statistics)"}
+
+
+def _layer_of(s, selected):
+    kind, _, name = selected["key"].partition(":")
+    return name if kind == "layer" else s.graph.node(name).layer if name in s.graph else None
+
+
+def register(app, store) -> None:
+    @app.callback(Output(ids.FOLD_EXPLAINER, "children"), Input(ids.FOLD_EXPLAIN_BUTTON, "n_clicks"),
+                  State(ids.SELECTED, "data"), State(ids.SESSION, "data"), prevent_initial_call=True)
+    def explain_fold_panel(_n, selected, session):
+        from ...analysis.fold_explainer import explain_fold
+
+        s = store.get(session["sid"])
+        if s is None or not selected:
+            return no_update
+        kind, _, name = selected["key"].partition(":")
+        layer = name if kind == "layer" else s.graph.node(name).layer if name in s.graph else None
+        try:
+            return [*_explainer_view(explain_fold(s.graph, layer)), _training_controls()]
+        except ValueError as exc:
+            return html.Div(str(exc), className="error")
+
+
+    @app.callback(Output(ids.TRAIN_FOLD_VIEW, "children"), Input(ids.TRAIN_FOLD_MODE, "value"),
+                  Input(ids.TRAIN_FOLD_PHASE, "value"), State(ids.SELECTED, "data"), State(ids.SESSION, "data"))
+    def training_fold(mode, phase, selected, session):
+        from ...analysis.training_fold import TRAINING_FORMULAS, explain_training_fold
+
+        s = store.get(session["sid"])
+        if s is None or not selected or mode is None:
+            return no_update
+        layer = _layer_of(s, selected)
+        try:
+            e = explain_training_fold(s.graph, layer, mode, frozen=phase == "after")
+        except ValueError as exc:
+            return html.Div(str(exc), className="error")
+        return [dcc.Markdown(TRAINING_FORMULAS[mode], mathjax=True),
+                html.P(f"Check on {e.examples} inputs, {PHASES[phase]}: max |Δ| between the training fold "
+                       f"and {e.reference} = {e.max_abs_diff:.3g}.", id="train-fold-check"),
+                html.Div([_layer_figure(e.inference, layer, "inference fold"),
+                          _layer_figure(e.graph, layer, f"training fold: {mode}")], className="fold-graphs")]
+
+
+def _training_controls():
+    return html.Div([
+        html.H5("Training-mode fold (quantization-aware training)"),
+        dcc.RadioItems(id=ids.TRAIN_FOLD_MODE, value="tf_contrib", inline=True,
+                       options=[{"label": "TF contrib / TFLite", "value": "tf_contrib"},
+                                {"label": "QKeras ema_stats_folding", "value": "ema_stats_folding"},
+                                {"label": "QKeras batch_stats_folding", "value": "batch_stats_folding"}]),
+        dcc.RadioItems(id=ids.TRAIN_FOLD_PHASE, value="before", inline=True,
+                       options=[{"label": v, "value": k} for k, v in PHASES.items()]),
+        dcc.Loading(html.Div(id=ids.TRAIN_FOLD_VIEW)),
+    ], className="train-fold")
+
+
+def _layer_figure(graph, layer, title):
+    """The layer's ops (and its neighbouring layers) of ``graph``; constants hidden."""
+    vg = view_graph(graph, "layer", expanded=[layer])
+    keep = {k for k, d in vg.nodes(data=True) if d.get("layer") == layer}
+    near = set(keep)
+    for k in keep:
+        near.update(vg.predecessors(k))
+        near.update(vg.successors(k))
+    sub = vg.subgraph(near).copy()
+    pos = layered_layout(sub, "TB")
+    fig = graph_figure(sub, pos, title=f"{title} ({len(keep)} ops)")
+    # A tall, free-aspect drawing: the panel is narrow, and one row per rank keeps labels apart.
+    ranks = len({round(y, 3) for _, y in pos.values()})
+    fig.update_layout(height=80 + 42 * ranks, yaxis=dict(scaleanchor=None), xaxis=dict(range=None))
+    fig.update_traces(textfont_size=9, selector=dict(name="nodes"))
+    return dcc.Graph(figure=fig, config={"displayModeBar": False}, className="fold-graph")
+
+
+def _explainer_view(e):
+    """The fold explainer panel: formulas, this model's numbers, the check."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    from ...analysis.fold_explainer import FORMULAS
+
+    v = e.values
+    before, after = e.channel_norms
+    ch = list(range(len(v.multiplier)))
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("weight norm per channel", "bias per channel"))
+    fig.add_trace(go.Bar(x=ch, y=before, name="before", marker_color="#9aa"), 1, 1)
+    fig.add_trace(go.Bar(x=ch, y=after, name="after", marker_color="#1f77b4"), 1, 1)
+    fig.add_trace(go.Bar(x=ch, y=v.bias, name="b", marker_color="#9aa", showlegend=False), 1, 2)
+    fig.add_trace(go.Bar(x=ch, y=v.folded_bias, name="b'", marker_color="#ff7f0e", showlegend=False), 1, 2)
+    fig.update_layout(height=230, margin=dict(l=30, r=10, t=30, b=20), barmode="group")
+    head = ["channel", "γ", "β", "μ", "σ²", "s = γ/√(σ²+ε)", "t = β − μ·s", "b", "b'"]
+    rows = [html.Tr([html.Th(h) for h in head])]
+    for c in ch[:8]:
+        cells = [c, v.gamma[c], v.beta[c], v.mean[c], v.variance[c], v.multiplier[c], v.offset[c],
+                 v.bias[c], v.folded_bias[c]]
+        rows.append(html.Tr([html.Td(f"{x:.4g}" if isinstance(x, float) or hasattr(x, "dtype") else x)
+                             for x in cells]))
+    notes = [f"{e.layer} ({e.op}, weights {list(e.weights_shape)}) absorbs {e.bn_layer} "
+             f"({e.kind} batch norm), ε = {v.epsilon:g}."]
+    if e.op == "DepthwiseConv2dNative":
+        notes.append(f"Depthwise: s is laid out as [in, multiplier] = {list(e.weights_shape[2:])} "
+                     "to scale the kernel [h, w, in, multiplier].")
+    notes.append(f"Check on {e.examples} inputs: max |Δ| between the folded layer and "
+                 f"layer → batch norm = {e.max_abs_diff:.3g}.")
+    return [html.Div([dcc.Markdown(FORMULAS, mathjax=True), *[html.P(n, className="fold-note") for n in notes],
+                      html.Table(rows, className="fold-table"),
+                      html.Div(f"(first {min(8, len(ch))} of {len(ch)} channels)"),
+                      dcc.Graph(figure=fig, config={"displayModeBar": False})], id="fold-explainer-body")]
+
+
