@@ -218,7 +218,7 @@ def test_training_fold_view_switches_modes_and_phases(dash_duo):
     inference, training = _fold_graph_labels(dash_duo)
     assert "convolution" in inference and "correction_recip" not in inference
     assert "correction_recip" in training and "batch_mean" in training and "post_conv_mul" in training
-    dash_duo.driver.execute_script("document.querySelector('.train-fold').scrollIntoView();")
+    dash_duo.driver.execute_script("document.querySelectorAll('.fold-graph')[1].scrollIntoView();")
     _shot(dash_duo, "training_fold.png")
     _click_label(dash_duo, "#train-fold-mode", "QKeras batch_stats_folding")
     _click_label(dash_duo, "#train-fold-phase", "after the freeze (moving statistics)")
