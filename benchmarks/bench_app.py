@@ -32,14 +32,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from synthetic import synthetic_graph  # noqa: E402
 
-from qviz.layout import count_crossings, layered_layout, view_graph  # noqa: E402
+from qviz.layout import count_crossings, layered_routes, view_graph  # noqa: E402
 from qviz.render import graph_figure  # noqa: E402
 
 
 def dot_layout(vg, timeout=600):
-    """(positions by rank index, seconds) from Graphviz dot, or (None, None) without it."""
+    """(positions by rank index, edge routes, seconds) from Graphviz dot, or
+    (None, None, None) without it. Routes are dot's spline control points, with x
+    mapped to (fractional) rank indices, so crossings are counted along the
+    edges dot draws, as ours are along our bends."""
     if not shutil.which("dot"):
-        return None, None
+        return None, None, None
+    import numpy as np
+
     names = {k: f"n{i}" for i, k in enumerate(vg.nodes)}
     back = {v: k for k, v in names.items()}
     text = "digraph G { rankdir=LR; node [shape=point];\n" + "".join(
@@ -48,26 +53,37 @@ def dot_layout(vg, timeout=600):
     t0 = time.perf_counter()
     out = subprocess.run(["dot", "-Tplain"], input=text, capture_output=True, text=True, timeout=timeout)
     dt = time.perf_counter() - t0
-    raw = {}
+    raw, splines = {}, {}
     for line in out.stdout.splitlines():
         parts = line.split()
         if parts and parts[0] == "node":
             raw[back[parts[1]]] = (float(parts[2]), float(parts[3]))
-    ranks = {x: i for i, x in enumerate(sorted({round(x, 3) for x, _ in raw.values()}))}
-    return {k: (float(ranks[round(x, 3)]), y) for k, (x, y) in raw.items()}, dt
+        elif parts and parts[0] == "edge":
+            n = int(parts[3])
+            pts = [(float(parts[4 + 2 * i]), float(parts[5 + 2 * i])) for i in range(n)]
+            splines[(back[parts[1]], back[parts[2]])] = pts
+    xs = sorted({round(x, 3) for x, _ in raw.values()})
+    ranks = {x: i for i, x in enumerate(xs)}
+
+    def rank_of(x):
+        return float(np.interp(x, xs, range(len(xs))))
+
+    pos = {k: (float(ranks[round(x, 3)]), y) for k, (x, y) in raw.items()}
+    routes = {e: [(rank_of(x), y) for x, y in pts] for e, pts in splines.items()}
+    return pos, routes, dt
 
 
 def measure(name, graph, mode, use_dot=True):
     t0 = time.perf_counter()
     vg = view_graph(graph, mode)
-    pos = layered_layout(vg)
+    pos, routes = layered_routes(vg)
     t1 = time.perf_counter()
-    fig = graph_figure(vg, pos)
+    fig = graph_figure(vg, pos, routes=routes)
     size = len(fig.to_json())
     t2 = time.perf_counter()
-    crossings = count_crossings(vg, pos)
-    dot_pos, dot_s = dot_layout(vg) if use_dot else (None, None)
-    dot_cross = count_crossings(vg, dot_pos) if dot_pos else None
+    crossings = count_crossings(vg, pos, routes=routes)
+    dot_pos, dot_routes, dot_s = dot_layout(vg) if use_dot else (None, None, None)
+    dot_cross = count_crossings(vg, dot_pos, routes=dot_routes) if dot_pos else None
     ratio = f"{crossings / dot_cross:.2f}" if dot_cross else ("—" if dot_cross is None else "n/a (dot 0)")
     print(f"| {name} | {mode} | {vg.number_of_nodes()} | {(t1 - t0) * 1e3:.0f} | {(t2 - t1) * 1e3:.0f} | "
           f"{(t2 - t0) * 1e3:.0f} | {size / 1024:.0f} | {crossings} | "

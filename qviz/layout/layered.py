@@ -9,7 +9,9 @@
    ordering seen; then adjacent transpositions (swap two neighbours in a rank
    whenever that removes crossings) until nothing improves.
 4. Coordinates: rank → x (or y), position in rank → the other axis, each rank
-   centred; virtual nodes are dropped from the result.
+   centred. A long edge is drawn through its virtual nodes' places
+   (:func:`layered_routes`), so the crossings the sweeps removed stay removed in
+   the drawing; :func:`layered_layout` gives the node positions alone.
 
 >>> import networkx as nx
 >>> g = nx.DiGraph([("a", "b"), ("a", "c"), ("b", "d"), ("c", "d")])
@@ -22,7 +24,7 @@ from __future__ import annotations
 
 import networkx as nx
 
-__all__ = ["layered_layout", "count_crossings"]
+__all__ = ["layered_layout", "layered_routes", "count_crossings"]
 
 
 def _ranks(g: nx.DiGraph) -> dict:
@@ -124,10 +126,23 @@ def layered_layout(g: nx.DiGraph, direction: str = "LR", sweeps: int = 16) -> di
 
     Raises ``networkx.NetworkXUnfeasible`` on a cycle.
     """
+    return layered_routes(g, direction, sweeps)[0]
+
+
+def layered_routes(g: nx.DiGraph, direction: str = "LR", sweeps: int = 16) -> tuple[dict, dict]:
+    """``(positions, routes)``: the layout, and for each edge spanning more than
+    one rank the points it bends through, one per rank crossed
+    (``{(u, v): [(x, y), ...]}``, endpoints excluded).
+
+    >>> g = nx.DiGraph([("a", "b"), ("b", "c"), ("a", "c")])
+    >>> pos, routes = layered_routes(g)
+    >>> list(routes), len(routes[("a", "c")])
+    ([('a', 'c')], 1)
+    """
     if direction not in ("LR", "TB"):
         raise ValueError(f"direction must be 'LR' or 'TB', not {direction!r}")
     if g.number_of_nodes() == 0:
-        return {}
+        return {}, {}
     rank = _ranks(g)
     layers, down, up = _with_virtual_nodes(g, rank)
     # Initial order: depth-first discovery from the sources (as dot does), which
@@ -160,40 +175,61 @@ def layered_layout(g: nx.DiGraph, direction: str = "LR", sweeps: int = 16) -> di
     order = {n: i for layer in layers for i, n in enumerate(layer)}
     if best_count:
         _transpose(layers, down, up, order)
-    pos = {}
+    pos, bends = {}, {}
     for r, layer in enumerate(layers):
         offset = (len(layer) - 1) / 2
         for i, n in enumerate(layer):
-            if isinstance(n, tuple) and n and n[0] == "__virtual__":
-                continue
             across = i - offset
-            pos[n] = (float(r), float(-across)) if direction == "LR" else (float(across), float(-r))
-    return pos
+            xy = (float(r), float(-across)) if direction == "LR" else (float(across), float(-r))
+            if isinstance(n, tuple) and n and n[0] == "__virtual__":
+                bends[n] = xy
+            else:
+                pos[n] = xy
+    routes = {}
+    for u, v in g.edges:
+        if rank[v] - rank[u] > 1:
+            routes[(u, v)] = [bends[("__virtual__", u, v, r)] for r in range(rank[u] + 1, rank[v])]
+    return pos, routes
 
 
-def count_crossings(g: nx.DiGraph, pos: dict, direction: str = "LR") -> int:
-    """Edge crossings between adjacent ranks of a layout (long edges as straight
-    segments split per rank), for comparing layouts."""
+def count_crossings(g: nx.DiGraph, pos: dict, direction: str = "LR", routes: dict | None = None) -> int:
+    """Edge crossings between adjacent ranks of a layout, for comparing layouts.
+
+    Ranks are the integer coordinates along ``direction``. An edge is drawn
+    through its ``routes`` points if it has any, else straight; either way it is
+    cut into one segment per pair of adjacent ranks (interpolating where it
+    crosses each rank).
+    """
     axis, other = (0, 1) if direction == "LR" else (1, 0)
     segments: dict[float, list[tuple[float, float]]] = {}
     for u, v in g.edges:
-        a, b = pos[u], pos[v]
-        r0, r1 = a[axis], b[axis]
+        points = [pos[u], *(routes or {}).get((u, v), ()), pos[v]]
+        r0, r1 = points[0][axis], points[-1][axis]
         if r0 == r1:
             continue
-        steps = int(round(abs(r1 - r0)))
-        for s in range(steps):
-            t0, t1 = s / steps, (s + 1) / steps
-            y0 = a[other] + (b[other] - a[other]) * t0
-            y1 = a[other] + (b[other] - a[other]) * t1
-            key = min(r0, r1) + s if r1 > r0 else r0 - s - 1
-            segments.setdefault(key, []).append((y0, y1))
+        if r1 < r0:
+            points.reverse()
+            r0, r1 = r1, r0
+        at = [_across_at(points, r, axis, other) for r in range(int(round(r0)), int(round(r1)) + 1)]
+        for s in range(len(at) - 1):
+            segments.setdefault(round(r0) + s, []).append((at[s], at[s + 1]))
     crossings = 0
     for segs in segments.values():
         segs.sort()
         tails = [y1 for _, y1 in segs]
         crossings += _inversions(tails)
     return crossings
+
+
+def _across_at(points, r, axis, other) -> float:
+    """Where a polyline (sorted along ``axis``) is at rank coordinate ``r``."""
+    for (a, b) in zip(points, points[1:]):
+        if a[axis] <= r <= b[axis]:
+            if b[axis] == a[axis]:
+                return a[other]
+            t = (r - a[axis]) / (b[axis] - a[axis])
+            return a[other] + t * (b[other] - a[other])
+    return points[-1][other] if r > points[-1][axis] else points[0][other]
 
 
 def _inversions(values: list) -> int:

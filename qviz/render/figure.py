@@ -30,14 +30,17 @@ MAX_LABELS = 300
 MAX_ARROWS = 2000
 
 
-def _edges(g, pos):
-    """One line trace for all edges (None-separated) and a marker at each arrow head."""
+def _edges(g, pos, routes=None):
+    """One line trace for all edges (None-separated; a long edge through its bends)
+    and a marker at each arrow head."""
     xs, ys, hx, hy, angles = [], [], [], [], []
+    routes = routes or {}
     for u, v in g.edges:
-        (x0, y0), (x1, y1) = pos[u], pos[v]
-        xs += [x0, x1, None]
-        ys += [y0, y1, None]
-        # arrow head 80 % along the edge, pointing along it
+        points = [pos[u], *routes.get((u, v), ()), pos[v]]
+        xs += [p[0] for p in points] + [None]
+        ys += [p[1] for p in points] + [None]
+        (x0, y0), (x1, y1) = points[-2], points[-1]
+        # arrow head 80 % along the last segment, pointing along it
         hx.append(x0 + 0.8 * (x1 - x0))
         hy.append(y0 + 0.8 * (y1 - y0))
         angles.append(90 - math.degrees(math.atan2(y1 - y0, x1 - x0)))
@@ -50,7 +53,7 @@ def _edges(g, pos):
 
 def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None,
                  selected: str | None = None, show_status: bool = True, title: str = "",
-                 hover: Mapping[str, str] | None = None) -> go.Figure:
+                 hover: Mapping[str, str] | None = None, routes: Mapping | None = None) -> go.Figure:
     """The graph view.
 
     Args:
@@ -60,12 +63,14 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
         selected: node key drawn with a thick outline.
         show_status: colour the outline by diff status (added/modified/removed).
         hover: node key → extra hover lines (shapes, fold/bit state).
+        routes: ``{(u, v): [(x, y), ...]}`` bends of long edges
+            (:func:`qviz.layout.layered_routes`); other edges are straight.
 
     The node trace's ``customdata`` is the node key, which click callbacks read.
     """
     keys = list(g.nodes)
     data = [g.nodes[k] for k in keys]
-    lines, heads = _edges(g, pos)
+    lines, heads = _edges(g, pos, routes)
     if g.number_of_edges() > MAX_ARROWS:
         heads = None
     hover = hover or {}

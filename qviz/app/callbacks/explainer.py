@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dash import Input, Output, State, dcc, html, no_update
 
-from ...layout import layered_layout, view_graph
+from ...layout import layered_routes, view_graph
 from ...render import graph_figure
 from .. import ids
 
@@ -76,8 +76,8 @@ def _layer_figure(graph, layer, title):
         near.update(vg.predecessors(k))
         near.update(vg.successors(k))
     sub = vg.subgraph(near).copy()
-    pos = layered_layout(sub, "TB")
-    fig = graph_figure(sub, pos, title=f"{title} ({len(keep)} ops)")
+    pos, routes = layered_routes(sub, "TB")
+    fig = graph_figure(sub, pos, routes=routes, title=f"{title} ({len(keep)} ops)")
     # A tall, free-aspect drawing: the panel is narrow, and one row per rank keeps labels apart.
     ranks = len({round(y, 3) for _, y in pos.values()})
     fig.update_layout(height=80 + 42 * ranks, yaxis=dict(scaleanchor=None), xaxis=dict(range=None))

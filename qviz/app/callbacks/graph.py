@@ -7,7 +7,7 @@ import math
 import numpy as np
 from dash import ALL, Input, Output, State, ctx, dcc, html, no_update
 
-from ...layout import layered_layout, view_graph
+from ...layout import layered_routes, view_graph
 from ...matcher import explain, explain_layer, find_matches
 from ...passes import fold_candidates, quantizable_layers
 from ...patterns import BUILTIN, PatternSyntaxError, parse
@@ -24,7 +24,7 @@ def _shown(s, data, show):
 
 
 def _view(s, graph, result, mode, expanded, direction, diff: bool):
-    """The view graph and its layout, cached per (graph, view)."""
+    """(view graph, positions, edge routes), cached per (graph, view)."""
     key = (id(graph), mode, tuple(sorted(expanded)), direction, diff)
     cached = s.layouts.get(key)
     if cached is None:
@@ -34,7 +34,7 @@ def _view(s, graph, result, mode, expanded, direction, diff: bool):
             status.update({n: "modified" for n in result.changes.modified})
             removed = [s.graph.node(n) for n in result.changes.removed if not s.graph.is_constant(n)]
         vg = view_graph(graph, mode, expanded, removed=removed, status=status)
-        cached = (vg, layered_layout(vg, direction))
+        cached = (vg, *layered_routes(vg, direction))
         if len(s.layouts) > 16:
             s.layouts.clear()
         s.layouts[key] = cached
@@ -78,7 +78,8 @@ def register(app, store) -> None:
         if s is None or not data:
             return no_update, "", "", "", "", "", no_update
         graph, result = _shown(s, data, show)
-        vg, pos = _view(s, graph, result, mode, view.get("expanded", []), direction, show != "original")
+        vg, pos, routes = _view(s, graph, result, mode, view.get("expanded", []), direction,
+                                show != "original")
         error, highlights, items = "", {}, []
         try:
             pattern = _pattern(builtin, text)
@@ -94,7 +95,8 @@ def register(app, store) -> None:
         except PatternSyntaxError as exc:
             error, count = str(exc), ""
         sel = selected.get("key") if selected else None
-        fig = graph_figure(vg, pos, highlights=highlights, selected=sel, show_status=show != "original",
+        fig = graph_figure(vg, pos, routes=routes, highlights=highlights, selected=sel,
+                           show_status=show != "original",
                            hover=_hover(s, graph, vg, current(data)))
         if sel in pos and selected.get("center"):
             _center(fig, pos, sel)
@@ -125,7 +127,7 @@ def register(app, store) -> None:
             if s is None:
                 return no_update, ""
             graph, result = _shown(s, data, show)
-            vg, _ = _view(s, graph, result, mode, view.get("expanded", []), direction, show != "original")
+            vg, _, _ = _view(s, graph, result, mode, view.get("expanded", []), direction, show != "original")
             needle = search.strip()
             for key in (f"layer:{needle}", f"op:{needle}"):
                 if key in vg:

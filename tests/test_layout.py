@@ -1,0 +1,67 @@
+"""The layered layout: ranks follow edges, long edges bend through their
+virtual nodes, and crossings are counted along what is drawn."""
+
+import networkx as nx
+import numpy as np
+import pytest
+
+import qviz
+from qviz.layout import count_crossings, layered_layout, layered_routes, view_graph
+
+
+def _random_dag(n=160, p=0.03, seed=0):
+    rng = np.random.default_rng(seed)
+    g = nx.DiGraph()
+    g.add_nodes_from(range(n))
+    for i in range(n):
+        for j in range(i + 1, n):
+            if rng.random() < p:
+                g.add_edge(i, j)
+    return g
+
+
+@pytest.mark.parametrize("direction", ["LR", "TB"])
+def test_ranks_follow_edges_and_long_edges_bend_once_per_rank(direction):
+    g = _random_dag()
+    pos, routes = layered_routes(g, direction)
+    axis = 0 if direction == "LR" else 1
+    sign = 1 if direction == "LR" else -1
+    for u, v in g.edges:
+        span = sign * (pos[v][axis] - pos[u][axis])
+        assert span >= 1
+        bends = routes.get((u, v), [])
+        assert len(bends) == round(span) - 1
+        along = [sign * p[axis] for p in [pos[u], *bends, pos[v]]]
+        assert along == sorted(along) and len(set(along)) == len(along)
+    assert layered_layout(g, direction) == pos
+
+
+def test_counting_follows_the_drawn_route():
+    # a→d spans two ranks; b→e one. Straight, a→d passes above e's end: one crossing.
+    g = nx.DiGraph([("a", "d"), ("b", "e")])
+    pos = {"a": (0.0, 0.0), "b": (0.0, 1.0), "d": (2.0, 1.0), "e": (1.0, 0.0)}
+    assert count_crossings(g, pos) == 1
+    # Bent below e (as its virtual node would place it), it crosses nothing.
+    assert count_crossings(g, pos, routes={("a", "d"): [(1.0, -1.0)]}) == 0
+    # Top to bottom, ranks run along y (downwards).
+    tb = {k: (y, -x) for k, (x, y) in pos.items()}
+    assert count_crossings(g, tb, "TB") == 1
+    assert count_crossings(g, tb, "TB", routes={("a", "d"): [(-1.0, -1.0)]}) == 0
+
+
+def test_routing_removes_crossings_on_a_real_view(samples):
+    vg = view_graph(qviz.load(samples["resnet_block"]), "op")
+    pos, routes = layered_routes(vg)
+    assert count_crossings(vg, pos, routes=routes) <= count_crossings(vg, pos)
+
+
+def test_figure_draws_edges_through_bends():
+    from qviz.render import graph_figure
+
+    g = nx.DiGraph([("a", "b"), ("b", "c"), ("a", "c")])
+    for n in g:
+        g.nodes[n].update(kind="conv", label=n, layer=n, op="Conv2D", ops=1)
+    pos, routes = layered_routes(g)
+    edges = next(t for t in graph_figure(g, pos, routes=routes).data if t.name == "edges")
+    # three edges, the long one with one bend: 2 + 2 + 3 points and three None separators
+    assert len(edges.x) == 2 + 2 + 3 + 3
