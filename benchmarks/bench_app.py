@@ -91,7 +91,7 @@ def measure(name, graph, mode, use_dot=True):
           f"{f'{dot_s:.2f}' if dot_s is not None else '—'} |", flush=True)
 
 
-def browser_timings(graph, toggles=10):
+def browser_timings(graph, toggles=10, name="MobileNetV2", port=8765):
     """(page load → graph drawn s, [toggle → re-rendered s]) in headless Chromium."""
     from selenium import webdriver
     from selenium.webdriver.chrome.options import Options
@@ -99,8 +99,8 @@ def browser_timings(graph, toggles=10):
 
     from qviz.app import create_app
 
-    app = create_app(graph, model_name="MobileNetV2")
-    server = make_server("127.0.0.1", 8765, app.server, threaded=True)
+    app = create_app(graph, model_name=name)
+    server = make_server("127.0.0.1", port, app.server, threaded=True)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     options = Options()
     options.binary_location = shutil.which("chromium") or ""
@@ -112,7 +112,7 @@ def browser_timings(graph, toggles=10):
                 "return t ? t.x.length : -1;")
     try:
         t0 = time.perf_counter()
-        driver.get("http://127.0.0.1:8765/")
+        driver.get(f"http://127.0.0.1:{port}/")
         while driver.execute_script(nodes_js) <= 0:
             time.sleep(0.02)
         load = time.perf_counter() - t0
@@ -161,14 +161,20 @@ def main(argv=None):
         graphs[net] = qviz.load(getattr(keras.applications, net)(weights=None, input_shape=(224, 224, 3)))
         for mode in ("layer", "op"):
             measure(net, graphs[net], mode, use_dot=not args.no_dot)
+    synthetic = None
     if args.synthetic:
-        g = synthetic_graph(args.synthetic)
-        measure(f"synthetic {args.synthetic // 1000}k", g, "layer", use_dot=False)
+        synthetic = synthetic_graph(args.synthetic)
+        measure(f"synthetic {args.synthetic // 1000}k", synthetic, "layer", use_dot=False)
     if not args.no_browser and "MobileNetV2" in graphs:
         load, times = browser_timings(graphs["MobileNetV2"])
         print(f"\nbrowser (MobileNetV2, layer view): page load → graph drawn {load:.2f} s; "
               f"fold toggle → re-rendered graph median {statistics.median(times) * 1e3:.0f} ms "
               f"(min {min(times) * 1e3:.0f}, max {max(times) * 1e3:.0f}, n={len(times)})")
+    if not args.no_browser and synthetic is not None:
+        label = f"synthetic {args.synthetic // 1000}k"
+        # with constant values, so the layer table can tell which batch norms fold
+        load, _ = browser_timings(synthetic_graph(args.synthetic, values=True), toggles=0, name=label, port=8766)
+        print(f"browser ({label} ops, layer view): page load → graph drawn {load:.2f} s")
 
 
 if __name__ == "__main__":

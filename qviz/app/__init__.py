@@ -23,15 +23,16 @@ def create_app(model=None, *, model_name: str | None = None, default_sample: str
             default: the ``default_sample``.
         max_upload_mb: uploads larger than this are refused with a message.
         sessions: how many browser sessions are kept on the server (LRU).
-        worker: run calibration and verification in a spawned worker process
-            (:mod:`qviz.app.worker`) so they never stall the web server.
+        worker: run calibration, verification, sweeps and QAT exports in a
+            spawned worker process (:mod:`qviz.app.worker`) so they never stall
+            the web server — or, with ``REDIS_URL`` set, in Celery workers
+            (:mod:`qviz.app.tasks`) shared by every web process.
     """
     import dash
 
     from . import callbacks
     from .layout import page
     from .session import SessionStore
-    from .worker import Worker
 
     store = SessionStore(sessions)
     app = dash.Dash(__name__, title="qviz", assets_folder=str(ASSETS), suppress_callback_exceptions=True)
@@ -39,7 +40,20 @@ def create_app(model=None, *, model_name: str | None = None, default_sample: str
     app.server.config["MAX_CONTENT_LENGTH"] = int(max_upload_mb * 2**20 * 1.4) + 2**20  # base64 overhead
     options = {"model": model, "model_name": model_name or getattr(model, "source", "") or "model",
                "max_upload_bytes": int(max_upload_mb * 2**20), "default_sample": default_sample,
-               "worker": Worker().start() if worker else None}
+               "worker": _worker() if worker else None}
     callbacks.register(app, store, options)
     app.qviz_sessions = store  # for tests and diagnostics
     return app
+
+
+def _worker():
+    import os
+
+    url = os.environ.get("REDIS_URL")
+    if url:
+        from .celery_worker import CeleryWorker
+
+        return CeleryWorker(url)
+    from .worker import Worker
+
+    return Worker().start()

@@ -8,8 +8,6 @@ pure functions of (model, recipe), so they are cached by the recipe's JSON.
 
 from __future__ import annotations
 
-import os
-import tempfile
 import threading
 import uuid
 from collections import OrderedDict
@@ -31,7 +29,7 @@ class Session:
     latest: str = ""   # the recipe last drawn: reports for older ones are not worth computing
     ranges: dict = field(default_factory=dict)                  # fold selection → activation ranges
     key: str = field(default_factory=lambda: uuid.uuid4().hex)  # names this model in the worker
-    sweep: tuple | None = None   # (bits, Future[Sensitivity], progress file) of the last sweep
+    sweep: tuple | None = None   # (bits, Future[Sensitivity]) of the last sweep
     qat: Future | None = None    # the running QAT export (bytes of a .keras file)
 
     def result(self, recipe: Recipe):
@@ -85,46 +83,27 @@ class Session:
         return fut
 
 
-    def sensitivity_future(self, bits) -> tuple[Future, str]:
-        """Start (or return the running) sensitivity sweep over ``bits``; (future, progress file)."""
+    def sensitivity_future(self, bits) -> Future:
+        """Start (or return the running) sensitivity sweep over ``bits``: a future
+        with a ``progress()`` method giving ``(done, total)``."""
+        from .worker import sensitivity_in_thread
+
         bits = tuple(int(b) for b in bits)
         if self.sweep is not None and self.sweep[0] == bits and not self.sweep[1].cancelled():
-            return self.sweep[1], self.sweep[2]
+            return self.sweep[1]
         if self.sweep is not None:
             self.sweep[1].cancel()
-        from .worker import run_sensitivity, write_progress
-
-        path = os.path.join(tempfile.gettempdir(), f"qviz-sweep-{self.key}-{uuid.uuid4().hex[:8]}")
-        write_progress(path, 0, 1)
-        if self.worker is not None:
-            fut = self.worker.sensitivity(self.key, self.graph, bits, path)
-        else:
-            fut = _in_thread(run_sensitivity, self.graph, bits, path)
-        self.sweep = (bits, fut, path)
-        return fut, path
+        fut = (self.worker.sensitivity(self.key, self.graph, bits) if self.worker is not None
+               else sensitivity_in_thread(self.graph, bits))
+        self.sweep = (bits, fut)
+        return fut
 
     def qat_future(self, recipe: Recipe, folding_mode: str, freeze_bn_delay=None) -> Future:
         """The ``.keras`` bytes of the QAT model (the model must come from a Keras file)."""
-        from .worker import run_qat_export
+        from .worker import in_thread, run_qat_export
 
         args = (self.graph.source, recipe.to_json(indent=None), folding_mode, freeze_bn_delay)
-        return self.worker.qat(*args) if self.worker is not None else _in_thread(run_qat_export, *args)
-
-
-def _in_thread(fn, *args) -> Future:
-    """Run ``fn`` in a daemon thread (the app without a worker process, e.g. in tests)."""
-    fut = Future()
-
-    def run():
-        if not fut.set_running_or_notify_cancel():
-            return
-        try:
-            fut.set_result(fn(*args))
-        except BaseException as exc:  # handed to whoever polls the future
-            fut.set_exception(exc)
-
-    threading.Thread(target=run, daemon=True).start()
-    return fut
+        return self.worker.qat(*args) if self.worker is not None else in_thread(run_qat_export, *args)
 
 
 def _cached(cache: OrderedDict, recipe: Recipe, compute, size: int = 8):

@@ -18,12 +18,14 @@ import contextlib
 import multiprocessing
 import os
 import sys
+import tempfile
 import threading
 import types
+import uuid
 from collections import OrderedDict
 from concurrent.futures import Future, ProcessPoolExecutor
 
-__all__ = ["Worker", "read_progress", "write_progress", "run_sensitivity", "run_qat_export"]
+__all__ = ["Worker", "in_thread", "sensitivity_in_thread", "run_sensitivity", "run_qat_export"]
 
 _GRAPHS: OrderedDict = OrderedDict()   # in the worker process only: key → Graph
 
@@ -69,18 +71,16 @@ def _report_job(key, graph, recipe_json, ranges):
     return report_for(graph, recipe, apply(graph, recipe, ranges=ranges, report=False))
 
 
-def run_sensitivity(graph, bits, progress_path):
-    """The per-layer sweep; progress goes to a small file the app polls."""
+def run_sensitivity(graph, bits, progress=None):
+    """The per-layer sweep; ``progress(done, total)`` after each measurement."""
     from ..analysis.sensitivity import sensitivity
-
-    def progress(done, total):
-        write_progress(progress_path, done, total)
 
     return sensitivity(graph, bits=tuple(bits), progress=progress)
 
 
 def _sensitivity_job(key, graph, bits, progress_path):
-    return run_sensitivity(_graph(key, graph), bits, progress_path)
+    # The app is another process: progress goes to a small file it polls.
+    return run_sensitivity(_graph(key, graph), bits, lambda done, total: write_progress(progress_path, done, total))
 
 
 def run_qat_export(source, recipe_json, folding_mode, freeze_bn_delay):
@@ -148,8 +148,13 @@ class Worker:
     def report(self, key, graph, recipe_json: str, ranges) -> Future:
         return self._get().submit(_report_job, key, graph, recipe_json, ranges)
 
-    def sensitivity(self, key, graph, bits, progress_path) -> Future:
-        return self._get().submit(_sensitivity_job, key, graph, tuple(bits), str(progress_path))
+    def sensitivity(self, key, graph, bits) -> Future:
+        """The sweep as a future with a ``progress()`` method: ``(done, total)``."""
+        path = os.path.join(tempfile.gettempdir(), f"qviz-sweep-{key}-{uuid.uuid4().hex[:8]}")
+        write_progress(path, 0, 1)
+        fut = self._get().submit(_sensitivity_job, key, graph, tuple(bits), path)
+        fut.progress = lambda: read_progress(path) or (0, 1)
+        return fut
 
     def qat(self, source, recipe_json: str, folding_mode: str, freeze_bn_delay) -> Future:
         return self._get().submit(run_qat_export, str(source), recipe_json, folding_mode, freeze_bn_delay)
@@ -164,6 +169,34 @@ class Worker:
             for p in processes:
                 p.terminate()
                 p.join(5)
+
+
+def in_thread(fn, *args) -> Future:
+    """Run ``fn`` in a daemon thread of this process (the app without a worker, e.g. in tests)."""
+    fut = Future()
+
+    def run():
+        if not fut.set_running_or_notify_cancel():
+            return
+        try:
+            fut.set_result(fn(*args))
+        except BaseException as exc:  # handed to whoever polls the future
+            fut.set_exception(exc)
+
+    threading.Thread(target=run, daemon=True).start()
+    return fut
+
+
+def sensitivity_in_thread(graph, bits) -> Future:
+    """:meth:`Worker.sensitivity` without a worker process."""
+    state = [0, 1]
+
+    def progress(done, total):
+        state[:] = [done, total]
+
+    fut = in_thread(run_sensitivity, graph, tuple(bits), progress)
+    fut.progress = lambda: tuple(state)
+    return fut
 
 
 @contextlib.contextmanager

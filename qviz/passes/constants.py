@@ -71,6 +71,8 @@ def _evaluate(graph: Graph, tensor: str, memo: dict) -> np.ndarray:
     node_name, index = parse_tensor_name(tensor)
     node = graph.node(node_name)
     if node.op == "Const":
+        if "value" not in node.attrs:  # a malformed GraphDef: say so instead of a KeyError
+            raise NotConstantError(f"{node.name} is a Const without a value")
         return np.asarray(node.value)
     args = []
     if index == 0 and (node.op in _UNARY or node.op in _BINARY or node.op in ("Squeeze", "Cast")):

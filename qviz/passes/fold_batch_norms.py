@@ -36,7 +36,7 @@ from ..matcher import GraphMatcher, explain_layer
 from ..patterns import BUILTIN
 from ..summary import FUSED_BATCH_NORMS, batch_norm_nodes
 from .constants import NotConstantError, constant_value
-from .rewrite import GraphEditor, PassResult, Skipped, const_node
+from .rewrite import Changes, GraphEditor, PassResult, Skipped, const_node
 
 __all__ = ["BatchNormMatch", "FoldCandidate", "FoldValues", "fold_batch_norms", "fold_candidates",
            "fold_values"]
@@ -310,6 +310,8 @@ def fold_batch_norms(graph: Graph, layers: Iterable[str] | None = None) -> PassR
         if unknown:
             raise GraphError(f"fold_batch_norms: no layer named {unknown[0]!r} in the graph")
         wanted = set(wanted)
+        if not wanted:
+            return PassResult(graph, Changes(), ())
     editor = GraphEditor(graph)
     skipped = []
     for cand in fold_candidates(graph):

@@ -43,7 +43,7 @@ from ..matcher import find_matches
 from ..patterns.builtin import BUILTIN, LAYER_TYPES
 from .calibration import activation_ranges, default_inputs
 from .constants import constant_value
-from .rewrite import GraphEditor, PassResult, Skipped, const_node
+from .rewrite import Changes, GraphEditor, PassResult, Skipped, const_node
 
 __all__ = ["LayerBits", "QuantizeConfig", "QuantPoint", "quantize", "quant_points",
            "quantizable_layers", "weight_range", "MIN_BITS", "MAX_BITS"]
@@ -208,6 +208,8 @@ def quantize(graph: Graph, config: QuantizeConfig, *, calibration: Sequence[np.n
     Raises:
         GraphError: a layer in ``config`` is not in the graph.
     """
+    if not config.layers:
+        return PassResult(graph, Changes(), ())
     points, skipped = quant_points(graph, config)
     ranges = dict(ranges or {})
     need = [p.tensor for p in points if p.kind != "weights" and p.tensor not in ranges]

@@ -116,6 +116,8 @@ class Recipe:
 
     def fold_selection(self, graph: Graph) -> list[str]:
         """The absorbing layers whose batch norms this recipe folds in ``graph``."""
+        if not self.fold_default and not any(self.fold_layers.values()):
+            return []  # nothing to fold: no need to look for batch norms at all
         return [c.layer for c in fold_candidates(graph) if c.foldable and self.folds(c.layer)]
 
     def quantize_config(self, graph: Graph) -> QuantizeConfig:
@@ -127,13 +129,13 @@ class Recipe:
 
     def validate(self, graph: Graph) -> "Recipe":
         """Check every layer named exists and can do what is asked; returns ``self``."""
-        foldable = {c.layer for c in fold_candidates(graph) if c.layer is not None}
+        foldable = {c.layer for c in fold_candidates(graph) if c.layer is not None} if self.fold_layers else set()
         for name in self.fold_layers:
             if name not in graph.layers:
                 _fail(f"fold.layers.{name}", "no such layer in the graph")
             if name not in foldable:
                 _fail(f"fold.layers.{name}", "this layer has no batch norm after it to fold")
-        quantizable = set(quantizable_layers(graph))
+        quantizable = set(quantizable_layers(graph)) if self.quantize_layers else set()
         for name in self.quantize_layers:
             if name not in graph.layers:
                 _fail(f"quantize.layers.{name}", "no such layer in the graph")

@@ -143,6 +143,7 @@ class GraphEditor:
         self._added: list[str] = []
         self._outputs = list(graph.outputs)
         self._consumers: dict[str, list[str]] | None = None
+        self._edited = False   # nothing edited: finish() hands back the original graph
 
     # -- lookup ----------------------------------------------------------------
 
@@ -176,6 +177,7 @@ class GraphEditor:
             if after not in self._nodes:
                 raise GraphError(f"cannot place {node.name!r} after {after!r}: no such node")
         self._nodes[node.name] = node
+        self._edited = True
         self._after.setdefault(after, []).append(node.name)
         self._added.append(node.name)
         self._index_inputs(node, +1)
@@ -188,6 +190,7 @@ class GraphEditor:
             raise GraphError(f"cannot replace node {node.name!r}: no such node")
         self._index_inputs(old, -1)
         self._nodes[node.name] = node
+        self._edited = True
         self._index_inputs(node, +1)
         return node
 
@@ -205,6 +208,7 @@ class GraphEditor:
             users = ", ".join(n.name for n in self.consumers_of_node(name))
             raise GraphError(f"cannot remove {name!r}: it still feeds {users}")
         self._index_inputs(self._nodes.pop(name), -1)
+        self._edited = True
 
     def consumers_of_node(self, name: str) -> list[Node]:
         index = self._index()
@@ -238,6 +242,7 @@ class GraphEditor:
         if old_tensor not in self._outputs:
             return False
         self._outputs = [new_tensor if t == old_tensor else t for t in self._outputs]
+        self._edited = True
         return True
 
     # -- result ------------------------------------------------------------------
@@ -251,6 +256,8 @@ class GraphEditor:
         edges from the variables they replaced) does not keep it alive; such
         edges to dropped nodes are removed.
         """
+        if not self._edited:
+            return PassResult(self.original, Changes(), tuple(skipped))
         order = []
         pending_end = self._after.get(None, [])
         for name in _emit(self.original.nodes, self._after):

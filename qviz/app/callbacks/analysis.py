@@ -9,7 +9,6 @@ from dash import Input, Output, State, ctx, dcc, html, no_update
 
 from ...render import sensitivity_figure
 from .. import ids
-from ..worker import read_progress
 from .recipe import current, push
 
 KERAS_SUFFIXES = (".keras", ".h5", ".hdf5")
@@ -53,9 +52,9 @@ def register(app, store) -> None:
             s.sensitivity_future(sorted(bits, reverse=True))
         if s.sweep is None:
             return idle
-        _, future, path = s.sweep
+        _, future = s.sweep
         if not future.done():
-            done, total = read_progress(path) or (0, 1)
+            done, total = future.progress() or (0, 1)
             return (False, str(done), str(total), shown, f"{done} of {total} measurements…", no_update,
                     no_update, no_update, True)
         try:

@@ -17,6 +17,10 @@ from ..layout import BITS
 from .recipe import _bits_text, current
 
 
+#: Matches listed by name (all are highlighted); thousands of buttons would slow the page.
+MAX_LISTED = 200
+
+
 def _shown(s, data, show):
     """(graph to draw, result or None): the rewritten graph unless 'original' is asked."""
     result = s.result(current(data))
@@ -88,9 +92,12 @@ def register(app, store) -> None:
                 keys = {k for k in (_key_of(vg, graph, n) for n in m.body()) if k}
                 for k in keys:
                     highlights.setdefault(k, i)
-                root = _key_of(vg, graph, m.root.name)
-                items.append(html.Button(f"{i + 1}. {m.root.layer} ({m.root.op})", className="match-item",
-                                         id={"type": "match-item", "key": root or ""}))
+                if i < MAX_LISTED:
+                    root = _key_of(vg, graph, m.root.name)
+                    items.append(html.Button(f"{i + 1}. {m.root.layer} ({m.root.op})", className="match-item",
+                                             id={"type": "match-item", "key": root or ""}))
+            if len(matches) > MAX_LISTED:
+                items.append(html.Div(f"… and {len(matches) - MAX_LISTED} more (all highlighted)"))
             count = f"{len(matches)} match(es)"
         except PatternSyntaxError as exc:
             error, count = str(exc), ""

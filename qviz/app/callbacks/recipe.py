@@ -77,12 +77,14 @@ def push(data, recipe: Recipe) -> dict:
 
 
 def register(app, store) -> None:
-    @app.callback(Output(ids.GRID, "rowData"), Input(ids.RECIPE, "data"), State(ids.SESSION, "data"))
-    def rows(data, session):
+    # The table follows the drawn recipe, not the recipe store: on a big model the
+    # graph is what the user waits for, so it is drawn first and the table after.
+    @app.callback(Output(ids.GRID, "rowData"), Input(ids.DRAWN, "data"), State(ids.SESSION, "data"))
+    def rows(drawn, session):
         s = store.get(session["sid"])
-        if s is None or not data:
+        if s is None or not drawn:
             return []
-        return layer_rows(s.graph, current(data))
+        return layer_rows(s.graph, Recipe.from_json(drawn))
 
     @app.callback(
         Output(ids.RECIPE, "data"), Output(ids.RECIPE_ERROR, "children"),

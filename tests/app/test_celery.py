@@ -1,0 +1,92 @@
+"""A shared deployment: with REDIS_URL set, the app's jobs run in Celery workers
+through a real Redis (``redis-server``, installed by .ci/run)."""
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import qviz
+from qviz.passes import LayerBits, Recipe
+from qviz.samples import sample_path
+
+pytestmark = pytest.mark.skipif(shutil.which("redis-server") is None and not os.environ.get("CI"),
+                                reason="needs redis-server (installed by .ci/run)")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def redis_url(tmp_path_factory):
+    """A private Redis and one Celery worker (solo pool) for this module."""
+    port = _free_port()
+    redis = subprocess.Popen(["redis-server", "--port", str(port), "--save", "", "--appendonly", "no",
+                              "--bind", "127.0.0.1"], stdout=subprocess.DEVNULL)
+    url = f"redis://127.0.0.1:{port}/0"
+    # CI runs as root; Celery refuses pickle as root unless forced (never do this in a deployment).
+    env = {**os.environ, "REDIS_URL": url, "TF_CPP_MIN_LOG_LEVEL": "3", "C_FORCE_ROOT": "1"}
+    log = tmp_path_factory.mktemp("celery") / "worker.log"
+    worker = subprocess.Popen([sys.executable, "-m", "celery", "-A", "qviz.app.tasks", "worker", "--pool", "solo",
+                               "--loglevel", "warning"], env=env, stdout=open(log, "w"), stderr=subprocess.STDOUT)
+    from qviz.app.tasks import make_celery
+
+    app = make_celery(url)
+    end = time.time() + 60
+    while not app.control.ping(timeout=0.5):
+        if time.time() > end or worker.poll() is not None:
+            raise AssertionError(f"the Celery worker did not start:\n{log.read_text()[-2000:]}")
+    yield url
+    worker.terminate()
+    worker.wait(10)
+    redis.terminate()
+    redis.wait(10)
+
+
+def test_jobs_run_in_celery_and_match_in_process(redis_url):
+    from qviz.analysis.sensitivity import sensitivity
+    from qviz.app.celery_worker import CeleryWorker
+    from qviz.pipeline import apply, report_for
+
+    g = qviz.load(sample_path("lenet_digits"))
+    recipe = Recipe.default(g, LayerBits(4, 4))
+    w = CeleryWorker(redis_url)
+    ranges = w.ranges("k", g, recipe.fold_selection(g)).result(timeout=120)
+    rep = w.report("k", g, recipe.to_json(indent=None), ranges).result(timeout=120)
+    here = report_for(g, recipe, apply(g, recipe, report=False))
+    assert rep.accuracy == here.accuracy and rep.sqnr_db == pytest.approx(here.sqnr_db, abs=0.05)
+
+    fut = w.sensitivity("k", g, (8, 4))
+    seen = set()
+    while not fut.done():
+        seen.add(fut.progress())
+        time.sleep(0.05)
+    swept = fut.result()
+    assert any(p is not None and 0 < p[0] < p[1] == 16 for p in seen), seen   # 4 layers × 2 × 2 bits
+    np.testing.assert_allclose(swept.weight_sqnr, sensitivity(g, bits=(8, 4)).weight_sqnr, rtol=1e-6)
+
+    blob = w.qat(str(sample_path("lenet_digits")), recipe.to_json(indent=None), "ema_stats_folding", None)
+    assert blob.result(timeout=120)[:2] == b"PK"   # a .keras archive
+    bad = w.qat("/nonexistent/model.pb", recipe.to_json(indent=None), "ema_stats_folding", None)
+    with pytest.raises(Exception, match="export-qat needs a Keras model"):
+        bad.result(timeout=60)
+
+
+def test_app_verifies_through_celery(redis_url, dash_duo, monkeypatch):
+    from tests.app.test_browser import _set_cell, _start, _wait
+
+    monkeypatch.setenv("REDIS_URL", redis_url)
+    app = _start(dash_duo)
+    assert type(app.qviz_sessions.get(next(iter(app.qviz_sessions._sessions))).worker).__name__ == "CeleryWorker"
+    _set_cell(dash_duo, "conv1", "fold", True)
+    _set_cell(dash_duo, "conv2", "weight_bits", "4")
+    _wait(lambda: "test accuracy" in dash_duo.find_element("#verify-panel").text, timeout=120,
+          what="verification from the Celery worker")
