@@ -27,7 +27,7 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def redis_url(tmp_path_factory):
-    """A private Redis and one Celery worker (solo pool) for this module."""
+    """A private Redis and a Celery worker (prefork, as documented; one child) for this module."""
     port = _free_port()
     redis = subprocess.Popen(["redis-server", "--port", str(port), "--save", "", "--appendonly", "no",
                               "--bind", "127.0.0.1"], stdout=subprocess.DEVNULL)
@@ -35,7 +35,7 @@ def redis_url(tmp_path_factory):
     # CI runs as root; Celery refuses pickle as root unless forced (never do this in a deployment).
     env = {**os.environ, "REDIS_URL": url, "TF_CPP_MIN_LOG_LEVEL": "3", "C_FORCE_ROOT": "1"}
     log = tmp_path_factory.mktemp("celery") / "worker.log"
-    worker = subprocess.Popen([sys.executable, "-m", "celery", "-A", "qviz.app.tasks", "worker", "--pool", "solo",
+    worker = subprocess.Popen([sys.executable, "-m", "celery", "-A", "qviz.app.tasks", "worker", "--concurrency", "1",
                                "--loglevel", "warning"], env=env, stdout=open(log, "w"), stderr=subprocess.STDOUT)
     from qviz.app.tasks import make_celery
 
