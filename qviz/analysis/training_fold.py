@@ -64,7 +64,8 @@ $y_\text{corr} = \sigma/\sigma_B$ and the bias uses the batch statistics:
 batch's before the freeze, the moving ones after — and there is no output correction:
 
 $$w' = w\,\frac{\gamma}{\sigma_\ast},\qquad b' = \beta + (b - \mu_\ast)\,\frac{\gamma}{\sigma_\ast},\qquad
-(\mu_\ast, \sigma_\ast) = \begin{cases}(\mu_B, \sigma_B) & \text{before the freeze}\\ (\mu, \sigma) & \text{after}\end{cases}$$
+(\mu_\ast, \sigma_\ast) = \begin{cases}(\mu_B, \sigma_B) & \text{before the freeze}\\
+(\mu, \sigma) & \text{after}\end{cases}$$
 
 The quantized weights then change with every batch until the freeze.
 """,

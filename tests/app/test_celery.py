@@ -35,8 +35,9 @@ def redis_url(tmp_path_factory):
     # CI runs as root; Celery refuses pickle as root unless forced (never do this in a deployment).
     env = {**os.environ, "REDIS_URL": url, "TF_CPP_MIN_LOG_LEVEL": "3", "C_FORCE_ROOT": "1"}
     log = tmp_path_factory.mktemp("celery") / "worker.log"
-    worker = subprocess.Popen([sys.executable, "-m", "celery", "-A", "qviz.app.tasks", "worker", "--concurrency", "1",
-                               "--loglevel", "warning"], env=env, stdout=open(log, "w"), stderr=subprocess.STDOUT)
+    worker = subprocess.Popen([sys.executable, "-m", "celery", "-A", "qviz.app.tasks", "worker",
+                               "--concurrency", "1", "--loglevel", "warning"],
+                              env=env, stdout=open(log, "w"), stderr=subprocess.STDOUT)
     from qviz.app.tasks import make_celery
 
     app = make_celery(url)
