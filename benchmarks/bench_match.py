@@ -59,7 +59,7 @@ def main(argv=None) -> None:
             graph = qviz.load(getattr(keras.applications, net)(weights=None, input_shape=(224, 224, 3)))
             bench(net, graph, args.repeat)
     for size in args.sizes:
-        bench(f"synthetic", synthetic_graph(size), 1 if size >= 1_000_000 else args.repeat)
+        bench("synthetic", synthetic_graph(size), 1 if size >= 1_000_000 else args.repeat)
 
 
 if __name__ == "__main__":

@@ -306,7 +306,7 @@ class Failure:
             if reason.startswith("expected "):
                 return f"it is a {self.node.op}, {reason}"
             return f"it {reason}"
-        (first, i0), rest = self.path[0], self.path[1:]
+        (_, i0), rest = self.path[0], self.path[1:]
         route = f"its input {i0}"
         for parent, i in rest:
             route += f" → {parent.name!r} ({parent.op}) input {i}"

@@ -83,7 +83,7 @@ def compiled(graph: Graph, fetches: tuple[str, ...] | None = None):
     cached = graph._cache.get(key)
     if cached is not None:
         return cached
-    tf = _tf()
+    _tf()  # imported (and configured) before taking the lock
     with _lock:
         cached = graph._cache.get(key)
         if cached is not None:

@@ -10,6 +10,9 @@ from ..samples import list_samples
 from . import ids
 
 BITS = ["float", "16", "8", "6", "4", "3", "2"]
+#: An empty plot without axes (instead of plotly's default empty grid).
+NO_FIGURE = {"data": [], "layout": {"xaxis": {"visible": False}, "yaxis": {"visible": False},
+                                    "height": 60, "margin": {"l": 0, "r": 0, "t": 0, "b": 0}}}
 
 
 def _panel(title, *children):
@@ -99,7 +102,7 @@ def page(default_sample: str, session_id: str):
                        style={"height": "260px"})),
             _panel("Verification", html.Div(id=ids.VERIFY_PANEL),
                    dcc.Interval(id=ids.VERIFY_POLL, interval=300, disabled=True),
-                   dcc.Graph(id=ids.LAYER_ERRORS)),
+                   dcc.Graph(id=ids.LAYER_ERRORS, figure=NO_FIGURE)),
         ], className="row bottom"),
         html.Div([_sweep_panel(), _qat_panel()], className="row bottom"),
     ], className="qviz")

@@ -35,7 +35,7 @@ from ..ir import Graph, GraphError, Node
 from ..matcher import GraphMatcher, explain_layer
 from ..patterns import BUILTIN
 from ..summary import FUSED_BATCH_NORMS, batch_norm_nodes
-from .constants import NotConstantError, constant_value
+from .constants import constant_value
 from .rewrite import Changes, GraphEditor, PassResult, Skipped, const_node
 
 __all__ = ["BatchNormMatch", "FoldCandidate", "FoldValues", "fold_batch_norms", "fold_candidates",

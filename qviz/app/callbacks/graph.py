@@ -13,7 +13,7 @@ from ...passes import fold_candidates, quantizable_layers
 from ...patterns import BUILTIN, PatternSyntaxError, parse
 from ...render import graph_figure, histogram_figure, layer_error_figure
 from .. import ids
-from ..layout import BITS
+from ..layout import BITS, NO_FIGURE
 from .recipe import _bits_text, current
 
 
@@ -227,7 +227,7 @@ def register(app, store) -> None:
         # polls it, so no request is held open while it runs.
         s = store.get(session["sid"])
         if s is None or not drawn or not s.latest:
-            return "", {}, True
+            return "", NO_FIGURE, True
         from ...passes import Recipe
 
         future = s.report_future(Recipe.from_json(s.latest))
@@ -237,7 +237,7 @@ def register(app, store) -> None:
         try:
             rep = future.result()
         except Exception as exc:  # the report failed (e.g. an op TF cannot run): say so
-            return html.Div(f"verification failed: {exc}", className="error"), {}, True
+            return html.Div(f"verification failed: {exc}", className="error"), NO_FIGURE, True
         return _report_view(rep), layer_error_figure([e.layer for e in rep.layers],
                                                      [e.sqnr_db for e in rep.layers]), True
 
