@@ -239,6 +239,9 @@ def test_sensitivity_sweep_heatmap_and_one_click_apply(dash_duo):
         "const g = document.querySelector('#sweep-heatmap .js-plotly-plot'); return g.data.map(d => d.z);")
     assert len(z) == 2 and all(len(rows) == 4 and all(len(r) == 2 for r in rows) for rows in z)
     assert all(r[0] > r[1] for rows in z for r in rows)      # 8 bits beat 4 bits for every layer
+    accuracy = dash_duo.driver.execute_script(
+        "const g = document.querySelector('#sweep-heatmap .js-plotly-plot'); return g.data[0].customdata;")
+    assert all(90 < a <= 100 for row in accuracy for a in row)   # lenet_digits' test accuracy, in %
     suggestion = dash_duo.find_element("#sweep-suggested").text
     _shot(dash_duo, "sensitivity.png")
     # the suggestion lists "conv1 w/a, …"; applying it puts those bits in the table

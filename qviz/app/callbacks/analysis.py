@@ -63,7 +63,8 @@ def register(app, store) -> None:
             return (True, "0", "1", hidden, f"sweep failed: {exc}", no_update, hidden, "", True)
         target = 30.0 if target is None else float(target)
         fig = sensitivity_figure(result.layers, result.bits, result.weight_sqnr, result.activation_sqnr,
-                                 need_db=_need_db(result, target))
+                                 need_db=_need_db(result, target), weight_accuracy=result.weight_accuracy,
+                                 activation_accuracy=result.activation_accuracy)
         n = 2 * len(result.layers) * len(result.bits)
         return (True, str(n), str(n), hidden, f"done: {n} measurements", fig, shown,
                 _suggestion_view(result, target), False)
