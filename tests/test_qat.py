@@ -147,6 +147,19 @@ def test_cli_export_qat_and_its_errors(samples, tmp_path, capsys):
     assert "export-qat needs a Keras model" in capsys.readouterr().err
     assert main(["export-qat", str(samples["resnet_block"]), "--recipe", str(recipe), "-o", str(out)]) == 2
     assert f"--recipe {recipe}: " in capsys.readouterr().err
+    assert main(["export-qat", str(samples["fused_bn_tf_keras"]), "--recipe", str(recipe), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "export-qat rebuilds Keras 3 models" in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("sample", ["mobilenet_block", "resnet_block"])
+def test_depthwise_and_bypass_models_start_at_ptq(samples, sample):
+    """Depthwise folds and bypass-Add quantizers carry over exactly too."""
+    g = qviz.load(samples[sample])
+    recipe = qviz.Recipe.default(g, qviz.LayerBits(4, 8))
+    x = np.random.default_rng(0).normal(size=(8, *g.producer(g.inputs[0]).attrs["shape"][1:])).astype("float32")
+    ptq = qviz.apply(g, recipe, report=False).graph.run(x)[0]
+    assert rel_err(export_qat(samples[sample], recipe).predict(x, verbose=0), ptq) < 1e-4
 
 
 def test_bad_folding_mode():

@@ -33,6 +33,7 @@ def export_qat(model, recipe, out=None, *, folding_mode: str = "ema_stats_foldin
     Raises:
         QATPlanError, RecipeError, LoadError: with the cause in one line.
     """
+    from .._text import first_line
     from ..importers import load
     from ..importers.errors import LoadError
     from .build import build_qat_model, save_qat_model
@@ -48,7 +49,8 @@ def export_qat(model, recipe, out=None, *, folding_mode: str = "ema_stats_foldin
         try:
             keras_model = keras.models.load_model(path, compile=True)
         except Exception as exc:  # Keras raises many types for unreadable files
-            raise LoadError(f"{path}: cannot load the Keras model: {str(exc).splitlines()[0]}") from exc
+            raise LoadError(path, "export-qat rebuilds Keras 3 models, and Keras 3 cannot read this one "
+                                  f"(a tf_keras / Keras 2 file?): {first_line(exc, 160)}") from None
     graph = load(model)  # a path keeps its source, so a sample's own calibration data is used
     plan = qat_plan(graph, recipe, calibration=calibration)
     qat = build_qat_model(keras_model, plan, folding_mode=folding_mode, freeze_bn_delay=freeze_bn_delay,
