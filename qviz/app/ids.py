@@ -12,6 +12,7 @@ DRAWN = "drawn-store"            # set when the graph for a recipe is drawn; ver
 MODEL_PICKER = "model-picker"
 UPLOAD = "model-upload"
 MODEL_STATUS = "model-status"
+MODEL_POLL = "model-poll"        # dcc.Interval that polls a model being loaded in the worker
 
 # graph
 GRAPH = "graph"

@@ -38,6 +38,7 @@ def page(default_sample: str, session_id: str):
                                                          " (.keras .h5 .pb .pbtxt, zipped SavedModel)"]),
                        className="upload"),
             html.Span(id=ids.MODEL_STATUS, className="status"),
+            dcc.Interval(id=ids.MODEL_POLL, interval=250, disabled=True),
         ], className="topbar"),
         html.Div([
             html.Div([

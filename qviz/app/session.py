@@ -30,7 +30,7 @@ class Session:
     ranges: dict = field(default_factory=dict)                  # fold selection → activation ranges
     key: str = field(default_factory=lambda: uuid.uuid4().hex)  # names this model in the worker
     sweep: tuple | None = None   # (bits, Future[Sensitivity]) of the last sweep
-    qat: Future | None = None    # the running QAT export (bytes of a .keras file)
+    qat: object = None           # the QAT export: a Future (bytes of a .keras file), then its answer
 
     def result(self, recipe: Recipe):
         """``qviz.apply(original, recipe, report=False)``, cached (undo/redo is instant).
@@ -123,6 +123,7 @@ class SessionStore:
         self._sessions: OrderedDict[str, Session] = OrderedDict()
         self._lock = threading.Lock()
         self.capacity = capacity
+        self.loading: dict[str, tuple] = {}   # session id → (Future[Graph], name) of a model being opened
 
     @staticmethod
     def new_id() -> str:

@@ -12,3 +12,6 @@ class LoadError(Exception):
         self.source = source
         self.cause = cause
         super().__init__(f"{source}: {cause}")
+
+    def __reduce__(self):  # picklable: loads run in worker processes
+        return type(self), (self.source, self.cause)

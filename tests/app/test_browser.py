@@ -45,7 +45,7 @@ def _wait(cond, timeout=30, what="condition"):
 def _start(dash_duo):
     app = create_app()
     dash_duo.start_server(app)
-    dash_duo.wait_for_contains_text("#model-status", "lenet_digits", timeout=60)
+    dash_duo.wait_for_contains_text("#model-status", "lenet_digits:", timeout=60)
     _wait(lambda: _figure_nodes(dash_duo) > 0, what="graph drawn")
     return app
 
@@ -152,11 +152,13 @@ def test_two_sessions_do_not_share_state(dash_duo):
     dash_duo.driver.switch_to.new_window("window")
     dash_duo.driver.get(dash_duo.server_url)
     _wait(lambda: "resnet" not in dash_duo.find_element("#model-status").text
-          and "lenet_digits" in dash_duo.find_element("#model-status").text, what="second page")
+          and "lenet_digits:" in dash_duo.find_element("#model-status").text, what="second page")
     # the second session picks another model; the first keeps its own
     dash_duo.driver.execute_script("window.scrollTo(0, 0)")
     dash_duo.select_dcc_dropdown("#model-picker", value="resnet_block")
-    _wait(lambda: "resnet_block" in dash_duo.find_element("#model-status").text, what="second model")
+    _wait(lambda: "resnet_block:" in dash_duo.find_element("#model-status").text, what="second model")
+    _wait(lambda: _figure_nodes(dash_duo) > 0 and "changes nothing" in dash_duo.find_element("#diff-summary").text,
+          what="second model drawn")
     assert "changes nothing" in dash_duo.find_element("#diff-summary").text
     assert len(app.qviz_sessions._sessions) == 2
     dash_duo.driver.switch_to.window(first)

@@ -99,12 +99,17 @@ def register(app, store) -> None:
             s.qat = s.qat_future(current(data), mode)
         if s.qat is None:
             return no_update, True, ""
+        if isinstance(s.qat, tuple):
+            # A tick sent while the one that finished was in flight: the page drops
+            # that older answer, so this one must carry it (and the file) again.
+            return s.qat
         if not s.qat.done():
             return no_update, False, "building the QAT model…"
-        future, s.qat = s.qat, None
         try:
-            blob = future.result()
+            blob = s.qat.result()
         except Exception as exc:  # QATPlanError, RecipeError, LoadError: one line each
-            return no_update, True, f"QAT export failed: {exc}"
+            s.qat = (no_update, True, f"QAT export failed: {exc}")
+            return s.qat
         name = f"{Path(s.name).stem}_qat.keras"
-        return dcc.send_bytes(blob, name), True, f"downloaded {name} ({len(blob) / 1024:.0f} KB)"
+        s.qat = (dcc.send_bytes(blob, name), True, f"downloaded {name} ({len(blob) / 1024:.0f} KB)")
+        return s.qat

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 import tempfile
+import time
 import zipfile
 from pathlib import Path
 
@@ -25,8 +26,9 @@ def _size(n: int) -> str:
     return f"{n / 2**20:.1f} MB" if n >= 2**20 else f"{n / 2**10:.1f} KB"
 
 
-def load_upload(contents: str, filename: str, max_bytes: int):
-    """Decode a ``dcc.Upload`` payload and load it; raises LoadError with a one-line cause."""
+def save_upload(contents: str, filename: str, max_bytes: int) -> Path:
+    """Decode a ``dcc.Upload`` payload to a file (a zipped SavedModel unpacked);
+    its path. Raises LoadError (naming the file) for what is wrong before loading."""
     name = Path(filename or "upload").name
     suffix = Path(name).suffix.lower()
     if suffix not in UPLOAD_SUFFIXES:
@@ -54,35 +56,82 @@ def load_upload(contents: str, filename: str, max_bytes: int):
         if not found:
             raise LoadError(name, "the zip holds no SavedModel (no saved_model.pb inside)")
         path = found[0]
+    return path
+
+
+def load_upload(contents: str, filename: str, max_bytes: int):
+    """Save and load an upload here (the app loads in its worker; see :func:`register`)."""
+    path = save_upload(contents, filename, max_bytes)
     try:
         return load(path)
     except LoadError as exc:  # name the file as the user knows it, not our temp path
-        raise LoadError(name, exc.cause) from None
+        raise LoadError(Path(filename).name, exc.cause) from None
+
+
+def _start_load(path):
+    """Load in a background thread of this process: freezing a big Keras model
+    takes seconds, and no request should wait for it. Not in the worker: a load
+    must not queue behind another user's sensitivity sweep."""
+    from ..worker import in_thread
+
+    return in_thread(load, path)
 
 
 def register(app, store, options) -> None:
+    # Opening a model is two steps: the picker/upload starts the load in a
+    # background thread and says "loading…"; an interval polls it and, when the
+    # graph is ready, makes the session. No request blocks on a big model.
     @app.callback(
         Output(ids.MODEL_STATUS, "children"), Output(ids.MODEL_VERSION, "data"),
         Output(ids.RECIPE, "data", allow_duplicate=True), Output(ids.VIEW, "data", allow_duplicate=True),
-        Input(ids.MODEL_PICKER, "value"), Input(ids.UPLOAD, "contents"),
+        Output(ids.MODEL_POLL, "disabled"),
+        Input(ids.MODEL_PICKER, "value"), Input(ids.UPLOAD, "contents"), Input(ids.MODEL_POLL, "n_intervals"),
         State(ids.UPLOAD, "filename"), State(ids.SESSION, "data"), State(ids.VIEW, "data"),
         prevent_initial_call="initial_duplicate",
     )
-    def open_model(sample, contents, filename, session, view):
+    def open_model(sample, contents, _tick, filename, session, view):
         sid = session["sid"]
-        try:
-            if ctx.triggered_id == ids.UPLOAD and contents:
-                graph, name = load_upload(contents, filename, options["max_upload_bytes"]), Path(filename).name
-            elif options.get("model") is not None and ctx.triggered_id != ids.MODEL_PICKER:
-                graph, name = options["model"], options["model_name"]
-            else:
-                sample = sample or options["default_sample"]
-                graph, name = load(sample_path(sample)), sample
-        except LoadError as exc:
+        trig = ctx.triggered_id
+
+        def failed(exc):
             keep = store.get(sid)
             msg = f"error: {exc}" + (f" — still showing {keep.name}" if keep else "")
-            return msg, no_update, no_update, no_update
+            return msg, no_update, no_update, no_update, True
+
+        if trig == ids.MODEL_POLL:
+            pending = store.loading.get(sid)
+            if pending is None:
+                return no_update, no_update, no_update, no_update, True
+            if pending[0] == "done":
+                # A tick sent while the one that finished was in flight: the page
+                # drops that older answer, so this one must carry it again.
+                return pending[1]
+            future, name, started = pending
+            if not future.done():
+                return f"loading {name}… {time.monotonic() - started:.0f} s", no_update, no_update, no_update, False
+            try:
+                answer = _opened(future.result(), name, sid, view)
+            except LoadError as exc:  # name the file as the user knows it, not our temp path
+                answer = failed(LoadError(name, exc.cause))
+            except Exception as exc:  # a loader bug: still one line, and the app goes on
+                answer = failed(LoadError(name, str(exc).splitlines()[0] if str(exc) else type(exc).__name__))
+            store.loading[sid] = ("done", answer)
+            return answer
+        try:
+            if trig == ids.UPLOAD and contents:
+                path, name = save_upload(contents, filename, options["max_upload_bytes"]), Path(filename).name
+            elif options.get("model") is not None and trig != ids.MODEL_PICKER:
+                return _opened(options["model"], options["model_name"], sid, view)
+            else:
+                name = sample or options["default_sample"]
+                path = sample_path(name)
+        except LoadError as exc:
+            return failed(exc)
+        store.loading[sid] = (_start_load(path), name, time.monotonic())
+        return f"loading {name}…", no_update, no_update, no_update, False
+
+    def _opened(graph, name, sid, view):
         store.put(sid, Session(graph, name, worker=options["worker"]))
         status = f"{name}: {len(graph)} ops, {len(graph.layers)} layers"
         recipe = {"history": [START_RECIPE.to_dict()], "pos": 0}
-        return status, {"name": name, "sid": sid, "n": len(graph)}, recipe, {**view, "expanded": []}
+        return status, {"name": name, "sid": sid, "n": len(graph)}, recipe, {**view, "expanded": []}, True
