@@ -82,7 +82,6 @@ class Session:
             self.reports.popitem(last=False)
         return fut
 
-
     def sensitivity_future(self, bits) -> Future:
         """Start (or return the running) sensitivity sweep over ``bits``: a future
         with a ``progress()`` method giving ``(done, total)``."""
@@ -123,7 +122,9 @@ class SessionStore:
         self._sessions: OrderedDict[str, Session] = OrderedDict()
         self._lock = threading.Lock()
         self.capacity = capacity
-        self.loading: dict[str, tuple] = {}   # session id → (Future[Graph], name) of a model being opened
+        # session id → (Future[Graph], name, start time) of a model being opened,
+        # then ("done", the callback's answer) once it is open (see callbacks/model.py)
+        self.loading: dict[str, tuple] = {}
 
     @staticmethod
     def new_id() -> str:

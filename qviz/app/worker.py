@@ -85,7 +85,6 @@ def _sensitivity_job(key, graph, bits, progress_path):
 
 def run_qat_export(source, recipe_json, folding_mode, freeze_bn_delay):
     """The ``.keras`` bytes of the QAT model of a Keras model file."""
-    import tempfile
     from pathlib import Path
 
     from ..passes import Recipe
@@ -103,6 +102,11 @@ def write_progress(path, done: int, total: int) -> None:
     with open(tmp, "w", encoding="utf-8") as f:
         f.write(f"{done} {total}")
     os.replace(tmp, path)  # readers never see a half-written file
+
+
+def _remove(path) -> None:
+    with contextlib.suppress(OSError):
+        os.remove(path)
 
 
 def read_progress(path) -> tuple[int, int] | None:
@@ -154,6 +158,7 @@ class Worker:
         write_progress(path, 0, 1)
         fut = self._get().submit(_sensitivity_job, key, graph, tuple(bits), path)
         fut.progress = lambda: read_progress(path) or (0, 1)
+        fut.add_done_callback(lambda _: _remove(path))
         return fut
 
     def qat(self, source, recipe_json: str, folding_mode: str, freeze_bn_delay) -> Future:
@@ -172,7 +177,8 @@ class Worker:
 
 
 def in_thread(fn, *args) -> Future:
-    """Run ``fn`` in a daemon thread of this process (the app without a worker, e.g. in tests)."""
+    """Run ``fn`` in a daemon thread of this process, as a future (opening a model;
+    the long jobs when the app runs without a worker)."""
     fut = Future()
 
     def run():
