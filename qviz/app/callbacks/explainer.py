@@ -26,13 +26,10 @@ def register(app, store) -> None:
         s = store.get(session["sid"])
         if s is None or not selected:
             return no_update
-        kind, _, name = selected["key"].partition(":")
-        layer = name if kind == "layer" else s.graph.node(name).layer if name in s.graph else None
         try:
-            return [*_explainer_view(explain_fold(s.graph, layer)), _training_controls()]
+            return [*_explainer_view(explain_fold(s.graph, _layer_of(s, selected))), _training_controls()]
         except ValueError as exc:
             return html.Div(str(exc), className="error")
-
 
     @app.callback(Output(ids.TRAIN_FOLD_VIEW, "children"), Input(ids.TRAIN_FOLD_MODE, "value"),
                   Input(ids.TRAIN_FOLD_PHASE, "value"), State(ids.SELECTED, "data"), State(ids.SESSION, "data"))
