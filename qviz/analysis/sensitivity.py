@@ -42,6 +42,11 @@ class Sensitivity:
     weight_accuracy: np.ndarray | None = None
     activation_accuracy: np.ndarray | None = None
 
+    def need_db(self, target_sqnr_db: float) -> float:
+        """The SQNR each quantizer (weights and activations of every layer) must
+        reach on its own for the whole model to reach ``target_sqnr_db``."""
+        return target_sqnr_db + 10 * math.log10(max(2 * len(self.layers), 1))
+
     def suggest(self, target_sqnr_db: float) -> Recipe:
         """The fewest bits per layer that keep the whole model near ``target_sqnr_db``.
 
@@ -50,8 +55,7 @@ class Sensitivity:
         ``target + 10·log10(n)`` on its own; each picks the smallest bit width
         in the sweep that does (the largest if none does).
         """
-        n = 2 * len(self.layers)
-        need = target_sqnr_db + 10 * math.log10(max(n, 1))
+        need = self.need_db(target_sqnr_db)
         order = np.argsort(self.bits)  # fewest bits first
 
         def pick(row):

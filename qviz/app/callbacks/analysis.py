@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 from dash import Input, Output, State, ctx, dcc, html, no_update
@@ -14,11 +13,6 @@ from .recipe import current, push
 KERAS_SUFFIXES = (".keras", ".h5", ".hdf5")
 
 
-def _need_db(sweep, target) -> float:
-    """What each quantizer must reach for the model to reach ``target`` (see Sensitivity.suggest)."""
-    return float(target) + 10 * math.log10(max(2 * len(sweep.layers), 1))
-
-
 def _suggestion_view(sweep, target):
     recipe = sweep.suggest(float(target))
     parts = []
@@ -26,7 +20,7 @@ def _suggestion_view(sweep, target):
         b = recipe.bits(layer)
         parts.append(f"{layer} {b.weight_bits}/{b.activation_bits}")
     return [html.Div(f"suggested bits (weights/activations) for ≥ {target:g} dB overall, each quantizer "
-                     f"≥ {_need_db(sweep, target):.1f} dB: " + ", ".join(parts), id="sweep-suggested")]
+                     f"≥ {sweep.need_db(target):.1f} dB: " + ", ".join(parts), id="sweep-suggested")]
 
 
 def register(app, store) -> None:
@@ -63,7 +57,7 @@ def register(app, store) -> None:
             return (True, "0", "1", hidden, f"sweep failed: {exc}", no_update, hidden, "", True)
         target = 30.0 if target is None else float(target)
         fig = sensitivity_figure(result.layers, result.bits, result.weight_sqnr, result.activation_sqnr,
-                                 need_db=_need_db(result, target), weight_accuracy=result.weight_accuracy,
+                                 need_db=result.need_db(target), weight_accuracy=result.weight_accuracy,
                                  activation_accuracy=result.activation_accuracy)
         n = 2 * len(result.layers) * len(result.bits)
         return (True, str(n), str(n), hidden, f"done: {n} measurements", fig, shown,

@@ -59,22 +59,27 @@ def save_upload(contents: str, filename: str, max_bytes: int) -> Path:
     return path
 
 
-def load_upload(contents: str, filename: str, max_bytes: int):
-    """Save and load an upload here (the app loads in its worker; see :func:`register`)."""
-    path = save_upload(contents, filename, max_bytes)
+def open_file(path, name: str):
+    """Load ``path``; a LoadError names the file as the user knows it (``name``),
+    not our temporary path."""
     try:
         return load(path)
-    except LoadError as exc:  # name the file as the user knows it, not our temp path
-        raise LoadError(Path(filename).name, exc.cause) from None
+    except LoadError as exc:
+        raise LoadError(name, exc.cause) from None
 
 
-def _start_load(path):
+def load_upload(contents: str, filename: str, max_bytes: int):
+    """Save and load an upload, synchronously (the app does the load in the background)."""
+    return open_file(save_upload(contents, filename, max_bytes), Path(filename).name)
+
+
+def _start_load(path, name: str):
     """Load in a background thread of this process: freezing a big Keras model
     takes seconds, and no request should wait for it. Not in the worker: a load
     must not queue behind another user's sensitivity sweep."""
     from ..worker import in_thread
 
-    return in_thread(load, path)
+    return in_thread(open_file, path, name)
 
 
 def register(app, store, options) -> None:
@@ -111,8 +116,8 @@ def register(app, store, options) -> None:
                 return f"loading {name}… {time.monotonic() - started:.0f} s", no_update, no_update, no_update, False
             try:
                 answer = _opened(future.result(), name, sid, view)
-            except LoadError as exc:  # name the file as the user knows it, not our temp path
-                answer = failed(LoadError(name, exc.cause))
+            except LoadError as exc:
+                answer = failed(exc)
             except Exception as exc:  # a loader bug: still one line, and the app goes on
                 answer = failed(LoadError(name, str(exc).splitlines()[0] if str(exc) else type(exc).__name__))
             store.loading[sid] = ("done", answer)
@@ -127,7 +132,7 @@ def register(app, store, options) -> None:
                 path = sample_path(name)
         except LoadError as exc:
             return failed(exc)
-        store.loading[sid] = (_start_load(path), name, time.monotonic())
+        store.loading[sid] = (_start_load(path, name), name, time.monotonic())
         return f"loading {name}…", no_update, no_update, no_update, False
 
     def _opened(graph, name, sid, view):
