@@ -2,37 +2,12 @@
 
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from qviz.ir import Graph, Node
 from qviz.matcher import AttrTest, GraphMatcher, OneofPattern, OpTypePattern, iter_patterns
 from qviz.patterns import BUILTIN, PatternSyntaxError, parse, to_text
 
-OPS = ["Conv2D", "Relu", "Relu6", "AddV2", "Mul", "Identity", "Const", "Placeholder", "BiasAdd"]
-names = st.sampled_from(["a", "b", "conv", "act", "x_1", None, None, None])
-values = st.one_of(st.text(max_size=6), st.integers(-10**6, 10**6), st.booleans(),
-                   st.floats(allow_nan=False, allow_infinity=False, width=32),
-                   st.lists(st.integers(-9, 9), max_size=4))
-attr_tests = st.lists(st.builds(AttrTest, st.sampled_from(["T", "padding", "strides", "data_format"]),
-                                values, st.booleans()), max_size=2)
-
-
-def _op(children):
-    inputs = st.just([]) if children is None else st.lists(children, max_size=3)
-    return st.builds(
-        lambda types, name, inputs, ordered, attrs, optional: OpTypePattern(
-            types, name=name, inputs=inputs or None, ordered_inputs=ordered, attrs=attrs,
-            optional=optional and bool(inputs)),
-        st.one_of(st.just("*"), st.lists(st.sampled_from(OPS), min_size=1, max_size=3, unique=True)
-                  .map("|".join)),
-        names, inputs, st.booleans(), attr_tests, st.booleans())
-
-
-patterns = st.recursive(
-    _op(None),
-    lambda kids: st.one_of(_op(kids), st.builds(lambda subs, name: OneofPattern(subs, name=name),
-                                                st.lists(kids, min_size=1, max_size=3), names)),
-    max_leaves=12)
+from .strategies import patterns
 
 
 def _shape(p, seen=None):

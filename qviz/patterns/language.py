@@ -33,6 +33,7 @@ import re
 from dataclasses import dataclass
 
 from ..matcher import AttrTest, OneofPattern, OpTypePattern, Pattern, iter_patterns
+from ..matcher.pattern import in_place_cycle
 
 __all__ = ["parse", "to_text", "PatternSyntaxError"]
 
@@ -225,8 +226,10 @@ class _Parser:
     def resolve(self, root) -> Pattern:
         if isinstance(root, _Ref):
             raise _error(self.text, root.pos, "a pattern cannot be only a reference")
+        refs: dict[str, int] = {}
         for p in list(iter_patterns(root)):
             if isinstance(p, _Ref):
+                refs.setdefault(p.name, p.pos)
                 continue
             kids = p.inputs if isinstance(p, OpTypePattern) else p.sub_patterns
             fixed = tuple(self.target(k) if isinstance(k, _Ref) else k for k in kids)
@@ -234,6 +237,10 @@ class _Parser:
                 p.inputs = fixed
             else:
                 p.sub_patterns = fixed
+        looping = in_place_cycle(root)
+        if looping is not None:
+            raise _error(self.text, refs[looping.name], f"${looping.name} is used inside {looping.name!r} "
+                                                        "without consuming an input: matching would never end")
         return root
 
     def target(self, ref: _Ref) -> Pattern:

@@ -1,0 +1,149 @@
+"""Finding matches in a graph: :class:`GraphMatcher`, :class:`MatchResult`, :func:`find_matches`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from ..ir import Graph, Node
+from .compile import CompiledPattern, compile_pattern
+from .pattern import OpTypePattern, Pattern
+
+__all__ = ["GraphMatcher", "MatchResult", "find_matches"]
+
+
+class MatchResult:
+    """The nodes (and consumed tensors) bound by one match.
+
+    Keys are pattern objects or names. A name used by several patterns refers
+    to the first of them (in tree order) that is bound.
+    """
+
+    __slots__ = ("_values", "_compiled", "root")
+
+    def __init__(self, values: tuple, compiled: CompiledPattern, root: Node):
+        self._values = values
+        self._compiled = compiled
+        self.root = root
+
+    def _slot(self, key) -> int | None:
+        if isinstance(key, Pattern):
+            return self._compiled.slots.get(key)
+        if isinstance(key, str):
+            for i in self._compiled.names.get(key, ()):
+                if self._values[i] is not None:
+                    return i
+            return None
+        raise TypeError(f"MatchResult keys are Patterns or names, not {type(key).__name__}")
+
+    def get_op(self, pattern_or_name) -> Node | None:
+        """The node bound to a pattern (object or name); ``None`` if unbound."""
+        i = self._slot(pattern_or_name)
+        return None if i is None else self._values[i]
+
+    def get_tensor(self, pattern_or_name) -> str | None:
+        """The tensor through which the node was consumed (``"split:1"``); ``None`` for the root."""
+        i = self._slot(pattern_or_name)
+        return None if i is None or self._values[i] is None else self._values[i + 1]
+
+    def named(self) -> dict[str, Node]:
+        """``{name: node}`` for every named pattern that is bound."""
+        values = self._values
+        return {name: values[i] for name, slots in self._compiled.names.items()
+                for i in slots if values[i] is not None}
+
+    def bindings(self) -> dict[Pattern, tuple[Node, str | None]]:
+        """``{pattern: (node, tensor)}`` for every bound pattern."""
+        values = self._values
+        return {p: (values[i], values[i + 1]) for p, i in self._compiled.slots.items()
+                if values[i] is not None}
+
+    def body(self) -> set[str]:
+        """Names of the bound nodes, leaving out leaf wildcards (``*`` with no inputs),
+        which stand for whatever feeds the match rather than belonging to it."""
+        values = self._values
+        return {values[i].name for i in self._compiled.body if values[i] is not None}
+
+    def nodes(self) -> list[Node]:
+        """Every bound node, each once."""
+        seen: dict[str, Node] = {}
+        for i in self._compiled.slots.values():
+            node = self._values[i]
+            if node is not None:
+                seen.setdefault(node.name, node)
+        return list(seen.values())
+
+    def __repr__(self) -> str:
+        names = ", ".join(f"{k}={v.name}" for k, v in self.named().items())
+        return f"<MatchResult root={self.root.name!r} {names}>"
+
+
+class GraphMatcher:
+    """Finds where a pattern matches, rooted at each node.
+
+    The pattern is compiled when the matcher is made: edit patterns before,
+    not after. ``match_op`` and ``match_ops`` need the graph the nodes belong
+    to: give it to the constructor, or call ``match_graph(graph)``.
+    """
+
+    def __init__(self, pattern: Pattern, graph: Graph | None = None):
+        if isinstance(pattern, str):
+            pattern = OpTypePattern(pattern)
+        self.pattern = pattern
+        self.graph = graph
+        self.compiled = compile_pattern(pattern)
+
+    def _node(self, node) -> Node:
+        if self.graph is None:
+            raise ValueError("GraphMatcher has no graph: pass graph= to the constructor or use match_graph()")
+        return self.graph.node(node) if isinstance(node, str) else node
+
+    def match_op(self, node) -> MatchResult | None:
+        """The match rooted at ``node`` (a Node or a name), or ``None``."""
+        return next(self.match_ops([self._node(node)]), None)
+
+    def match_ops(self, nodes: Iterable) -> Iterator[MatchResult]:
+        """Matches rooted at each of ``nodes``, in order."""
+        compiled = self.compiled
+        types = compiled.root_types
+        match = compiled.matcher(self._graph())
+        for node in nodes:
+            if isinstance(node, str):
+                node = self._node(node)
+            if types is not None and node.op not in types:
+                continue  # most nodes fail on their op type alone
+            values = match(node)
+            if values is not None:
+                yield MatchResult(values, compiled, node)
+
+    def match_graph(self, graph: Graph) -> Iterator[MatchResult]:
+        """Matches rooted at every node of ``graph``, in graph order."""
+        self.graph = graph
+        return self.match_ops(graph.nodes)
+
+    def _graph(self) -> Graph:
+        if self.graph is None:
+            raise ValueError("GraphMatcher has no graph: pass graph= to the constructor or use match_graph()")
+        return self.graph
+
+
+def find_matches(pattern: Pattern, graph: Graph) -> list[MatchResult]:
+    """The maximal matches of ``pattern`` in ``graph``, in graph order.
+
+    ``GraphMatcher.match_graph`` yields a match at every root that fits, so a
+    pattern with an optional root (``Relu?(…)``) also matches at each inner node
+    of a larger match. This drops every match whose root lies in the body of
+    another match (see :meth:`MatchResult.body`): one match per occurrence, the
+    largest.
+    """
+    matches = list(GraphMatcher(pattern).match_graph(graph))
+    if not matches:
+        return matches
+    body = matches[0]._compiled.body
+    owner: dict[str, int] = {}
+    for i, m in enumerate(matches):
+        values, root = m._values, m.root
+        for slot in body:
+            node = values[slot]
+            if node is not None and node is not root:
+                owner.setdefault(node.name, i)
+    return [m for m in matches if m.root.name not in owner]
