@@ -4,17 +4,22 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from qviz.ir import Graph, Node
-from qviz.matcher import GraphMatcher, OneofPattern, OpTypePattern, reference_match
+from qviz.matcher import GraphMatcher, OneofPattern, OpTypePattern, find_matches, reference_match
 from qviz.patterns import BUILTIN, PatternSyntaxError, parse
 
 from .strategies import graphs, shared_patterns
 
 
 def _agree(pattern, graph):
-    """Every root: the same match or the same miss, with the same bindings."""
-    compiled = {m.root.name: m.bindings() for m in GraphMatcher(pattern).match_graph(graph)}
+    """Every root: the same match or the same miss, with the same bindings; and
+    find_matches keeps exactly the matches whose root is in no other's body."""
+    matches = list(GraphMatcher(pattern).match_graph(graph))
+    compiled = {m.root.name: m.bindings() for m in matches}
     for node in graph.nodes:
         assert compiled.get(node.name) == reference_match(pattern, graph, node), node.name
+    inside = {name for m in matches for name in m.body() - {m.root.name}}
+    assert [m.root.name for m in find_matches(pattern, graph)] == \
+        [m.root.name for m in matches if m.root.name not in inside]
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -18,19 +18,32 @@ class MatchResult:
     to the first of them (in tree order) that is bound.
     """
 
-    __slots__ = ("_values", "_compiled", "root")
+    __slots__ = ("_store", "_at", "_compiled", "_graph", "_root")
 
-    def __init__(self, values: tuple, compiled: CompiledPattern, root: Node):
-        self._values = values
+    def __init__(self, store: list, at: int, compiled: CompiledPattern, graph: Graph, root: str):
+        # store[at:at + 2 * len(compiled.slots)]: node names and tensors, laid out by
+        # compiled.slots (one store is shared by all the matches of a scan)
+        self._store, self._at = store, at
         self._compiled = compiled
-        self.root = root
+        self._graph = graph
+        self._root = root
+
+    @property
+    def _values(self) -> list:
+        return self._store[self._at:self._at + len(self._compiled.slots) * 2]
+
+    @property
+    def root(self) -> Node:
+        """The node the match is rooted at."""
+        return self._graph.node(self._root)
 
     def _slot(self, key) -> int | None:
         if isinstance(key, Pattern):
             return self._compiled.slots.get(key)
         if isinstance(key, str):
+            store, at = self._store, self._at
             for i in self._compiled.names.get(key, ()):
-                if self._values[i] is not None:
+                if store[at + i] is not None:
                     return i
             return None
         raise TypeError(f"MatchResult keys are Patterns or names, not {type(key).__name__}")
@@ -38,43 +51,42 @@ class MatchResult:
     def get_op(self, pattern_or_name) -> Node | None:
         """The node bound to a pattern (object or name); ``None`` if unbound."""
         i = self._slot(pattern_or_name)
-        return None if i is None else self._values[i]
+        name = None if i is None else self._store[self._at + i]
+        return None if name is None else self._graph.node(name)
 
     def get_tensor(self, pattern_or_name) -> str | None:
         """The tensor through which the node was consumed (``"split:1"``); ``None`` for the root."""
         i = self._slot(pattern_or_name)
-        return None if i is None or self._values[i] is None else self._values[i + 1]
+        store, at = self._store, self._at
+        return None if i is None or store[at + i] is None else store[at + i + 1]
 
     def named(self) -> dict[str, Node]:
         """``{name: node}`` for every named pattern that is bound."""
-        values = self._values
-        return {name: values[i] for name, slots in self._compiled.names.items()
+        values, node = self._values, self._graph.node
+        return {name: node(values[i]) for name, slots in self._compiled.names.items()
                 for i in slots if values[i] is not None}
 
     def bindings(self) -> dict[Pattern, tuple[Node, str | None]]:
         """``{pattern: (node, tensor)}`` for every bound pattern."""
-        values = self._values
-        return {p: (values[i], values[i + 1]) for p, i in self._compiled.slots.items()
+        values, node = self._values, self._graph.node
+        return {p: (node(values[i]), values[i + 1]) for p, i in self._compiled.slots.items()
                 if values[i] is not None}
 
     def body(self) -> set[str]:
         """Names of the bound nodes, leaving out leaf wildcards (``*`` with no inputs),
         which stand for whatever feeds the match rather than belonging to it."""
         values = self._values
-        return {values[i].name for i in self._compiled.body if values[i] is not None}
+        return {values[i] for i in self._compiled.body if values[i] is not None}
 
     def nodes(self) -> list[Node]:
         """Every bound node, each once."""
-        seen: dict[str, Node] = {}
-        for i in self._compiled.slots.values():
-            node = self._values[i]
-            if node is not None:
-                seen.setdefault(node.name, node)
-        return list(seen.values())
+        names = dict.fromkeys(self._values[i] for i in self._compiled.slots.values())
+        names.pop(None, None)
+        return [self._graph.node(name) for name in names]
 
     def __repr__(self) -> str:
         names = ", ".join(f"{k}={v.name}" for k, v in self.named().items())
-        return f"<MatchResult root={self.root.name!r} {names}>"
+        return f"<MatchResult root={self._root!r} {names}>"
 
 
 class GraphMatcher:
@@ -105,15 +117,17 @@ class GraphMatcher:
         """Matches rooted at each of ``nodes``, in order."""
         compiled = self.compiled
         types = compiled.root_types
-        match = compiled.matcher(self._graph())
+        graph = self._graph()
+        store: list = []
+        match = compiled.matcher(graph, store)
+        width = 2 * len(compiled.slots)
         for node in nodes:
             if isinstance(node, str):
                 node = self._node(node)
             if types is not None and node.op not in types:
                 continue  # most nodes fail on their op type alone
-            values = match(node)
-            if values is not None:
-                yield MatchResult(values, compiled, node)
+            if match(node):
+                yield MatchResult(store, len(store) - width, compiled, graph, node.name)
 
     def match_graph(self, graph: Graph) -> Iterator[MatchResult]:
         """Matches rooted at every node of ``graph``, in graph order."""
@@ -135,15 +149,23 @@ def find_matches(pattern: Pattern, graph: Graph) -> list[MatchResult]:
     another match (see :meth:`MatchResult.body`): one match per occurrence, the
     largest.
     """
-    matches = list(GraphMatcher(pattern).match_graph(graph))
+    matcher = GraphMatcher(pattern)
+    matches = list(matcher.match_graph(graph))
     if not matches:
         return matches
-    body = matches[0]._compiled.body
-    owner: dict[str, int] = {}
-    for i, m in enumerate(matches):
-        values, root = m._values, m.root
-        for slot in body:
-            node = values[slot]
-            if node is not None and node is not root:
-                owner.setdefault(node.name, i)
-    return [m for m in matches if m.root.name not in owner]
+    compiled = matcher.compiled
+    store, width = matches[0]._store, 2 * len(compiled.slots)
+    roots = [m._root for m in matches]
+    # The store holds one row per match, so store[slot::width] is one pattern's
+    # column. A pattern reached through an input binds a producer of the root,
+    # never the root itself (the graph is acyclic): its column is inside other
+    # matches' bodies as a whole. Only the patterns that may bind the root
+    # itself need a row-by-row look.
+    owned: set = set()
+    for slot in compiled.body:
+        column = store[slot::width]
+        if slot not in compiled.at_root:
+            owned.update(column)
+        else:
+            owned.update(name for name, root in zip(column, roots) if name != root)
+    return [m for m in matches if m._root not in owned]
