@@ -23,7 +23,7 @@ reference walk, because they may be reached bound.
 >>> match = compiled.matcher(g, values)
 >>> match(g.node("r")), match(g.node("x"))
 (True, False)
->>> values[compiled.slots[relu]], values[compiled.slots[relu.inputs[0]] + 1]
+>>> values[compiled.slots[relu]], values[compiled.slots[relu.inputs[0]] + compiled.tensors]
 ('r', 'x:0')
 """
 
@@ -47,21 +47,32 @@ _CODE_MAX = 256
 class CompiledPattern:
     """One pattern compiled; :meth:`matcher` binds it to a graph.
 
-    A match is ``2 * len(patterns)`` strings: ``values[slots[p]]`` is the
-    name of the node bound to pattern ``p`` (``None`` if unbound) and
-    ``values[slots[p] + 1]`` the tensor through which its parent consumed it
-    (meaningful only when bound).
+    A match is ``width = 2 * len(patterns)`` strings: ``values[slots[p]]`` is
+    the name of the node bound to pattern ``p`` (``None`` if unbound) and
+    ``values[slots[p] + tensors]`` the tensor through which its parent consumed
+    it (meaningful only when bound).
+
+    The slots are laid out so that :func:`find_matches` reads each match's
+    body as one slice: first the patterns that may bind the root node itself
+    (``[0, at_root)``), then the rest of the body (``[at_root, body)``), then
+    leaf wildcards (``*`` with no inputs, which stand for whatever feeds the
+    match rather than belonging to it) and unnamed one-ofs (which bind nothing).
 
     Attributes:
         pattern: the root pattern.
         slots: pattern object → index of its node in a match's values.
         names: name → slots of the patterns with that name, in tree order.
-        body: slots of every pattern except leaf wildcards (``*`` with no inputs).
-        at_root: slots of the patterns that may bind the root node itself: the
-            root pattern and what stands in its place (one-of alternatives, the
-            first input of an absent optional node). Every other pattern binds a
-            producer of the root, reached through an input.
+        tensors: offset from a node's slot to its tensor's.
+        width: values per match.
+        at_root: slots below this one are of patterns that may bind the root
+            node itself: the root pattern and what stands in its place (one-of
+            alternatives, the first input of an absent optional node). Every
+            other pattern binds a producer of the root, reached through an input.
+        body: slots below this one belong to the match's body.
         root_types: op types a root node must have (``None``: any).
+        root_inputs: op type → the op types the producer of a root's input 0
+            must have, for the root op types where the pattern says (a
+            necessary condition, checked before an attempt).
         source: the generated Python, for the curious.
     """
 
@@ -69,16 +80,21 @@ class CompiledPattern:
         check_pattern(pattern)
         self.pattern = pattern
         order = list(iter_patterns(pattern))
-        self.slots = {p: 2 * i for i, p in enumerate(order)}
+        in_place = _in_place(pattern)
+        outside = [p for p in order if _leaf_wildcard(p) or _unbound(p)]
+        at_root = [p for p in order if p in in_place and p not in outside]
+        layout = at_root + [p for p in order if p not in in_place and p not in outside] + outside
+        self.slots = {p: i for i, p in enumerate(layout)}
+        self.tensors, self.width = len(layout), 2 * len(layout)
+        self.at_root, self.body = len(at_root), len(layout) - len(outside)
         names: dict[str, list[int]] = {}
         for p in order:
             if p.name:
                 names.setdefault(p.name, []).append(self.slots[p])
         self.names = {k: tuple(v) for k, v in names.items()}
-        self.body = tuple(self.slots[p] for p in order if not _leaf_wildcard(p))
-        self.at_root = frozenset(self.slots[p] for p in _in_place(pattern))
         self.root_types = pattern.root_types()
-        self.source, constants = _Generator(pattern, order, self.slots).generate()
+        self.root_inputs = _root_inputs(pattern, self.root_types)
+        self.source, constants = _Generator(pattern, order, self.slots, self.tensors).generate()
         code = _CODE.get(self.source)
         if code is None:
             code = compile(self.source, "<qviz pattern>", "exec")
@@ -90,7 +106,7 @@ class CompiledPattern:
         namespace = dict(constants)
         exec(code, namespace)  # defines make(P, BLANK, OUT)
         self._make = namespace["make"]
-        self._blank = [None] * (2 * len(order))
+        self._blank = [None] * self.width
 
     def matcher(self, graph: Graph, out: list) -> Callable[[Node], bool]:
         """``match(node)`` → whether the pattern matches rooted at ``node``; if it
@@ -125,6 +141,31 @@ def _in_place(root: Pattern) -> set[Pattern]:
     return seen
 
 
+def _root_inputs(root: Pattern, root_types) -> dict[str, frozenset[str]]:
+    """For each root op type, what the producer of the root's first input may be.
+
+    Whatever the path through one-ofs and absent optional nodes, some op-type
+    pattern reachable in place is matched *present* at the root; the root's
+    input 0 must then fit what that pattern expects there. Many attempts end
+    on exactly that (an ``Identity`` read of a constant is no layer output);
+    answering it before the attempt saves a few calls each.
+    """
+    if root_types is None:
+        return {}
+    allowed: dict[str, set[str] | None] = {}  # None: anything
+    for q in _in_place(root):
+        if not isinstance(q, OpTypePattern):
+            continue
+        accept: set[str] | None = set() if q.inputs else None
+        for k in q.inputs[:1] if q.ordered_inputs else q.inputs:
+            types = k.root_types()
+            accept = None if types is None or accept is None else accept | types
+        for op in root_types if q.types is None else q.types & root_types:
+            before = allowed.get(op, set())
+            allowed[op] = None if before is None or accept is None else before | accept
+    return {op: frozenset(a) for op, a in allowed.items() if a is not None}
+
+
 def _leaf_wildcard(p: Pattern) -> bool:
     return isinstance(p, OpTypePattern) and p.op_type == "*" and not p.inputs
 
@@ -156,8 +197,8 @@ def _shared(root: Pattern, order: list[Pattern]) -> set[Pattern]:
 class _Generator:
     """Writes the source of ``make(P, BLANK, OUT)``, which returns ``root(node)``."""
 
-    def __init__(self, root: Pattern, order: list[Pattern], slots: dict[Pattern, int]):
-        self.root, self.order, self.slots = root, order, slots
+    def __init__(self, root: Pattern, order: list[Pattern], slots: dict[Pattern, int], tensors: int):
+        self.root, self.order, self.slots, self.tensors = root, order, slots, tensors
         self.index = {p: i for i, p in enumerate(order)}
         self.shared = _shared(root, order)
         self.constants: dict[str, object] = {}
@@ -225,7 +266,7 @@ class _Generator:
             if c.types is not None:  # a leaf: test and bind inline
                 lines.append(f"{ind}if {n}.op in {self.const(f'T{self.index[c]}', c.types)}:")
                 ind += "    "
-            lines.append(f"{ind}s[{self.slots[c]}] = {n}.name; s[{self.slots[c] + 1}] = {t}")
+            lines.append(f"{ind}s[{self.slots[c]}] = {n}.name; s[{self.slots[c] + self.tensors}] = {t}")
         else:
             lines.append(f"{ind}if {self.call(c, n, t)}:")
             ind += "    "
@@ -268,7 +309,7 @@ class _Generator:
         push = [f"tr.extend({self._own(p)!r})"] if shared else []
         if isinstance(p, OneofPattern):
             alts = " or ".join(self.call(c, "node", "tensor") for c in p.sub_patterns)
-            bind = [] if _unbound(p) else [f"s[{self.slots[p]}] = node.name; s[{self.slots[p] + 1}] = tensor"]
+            bind = [] if _unbound(p) else [f"s[{self.slots[p]}] = node.name; s[{self.slots[p] + self.tensors}] = tensor"]
             return lines + [f"    if {alts}:"] + ["        " + line for line in bind + push + ["return True"]] \
                 + ["    return False"]
         body = ["    " + line for line in self.present(p, push)]
@@ -289,7 +330,7 @@ class _Generator:
         k = self.index[p]
         tests = [f"{self.const(f'A{k}_{j}', test.check)}(node) is None" for j, test in enumerate(p.attrs)]
         slot = self.slots[p]
-        bind = [f"s[{slot}] = node.name; s[{slot + 1}] = tensor"]
+        bind = [f"s[{slot}] = node.name; s[{slot + self.tensors}] = tensor"]
         if not p.inputs:
             if not tests:
                 return bind + push + ["return True"]

@@ -21,7 +21,7 @@ class MatchResult:
     __slots__ = ("_store", "_at", "_compiled", "_graph", "_root")
 
     def __init__(self, store: list, at: int, compiled: CompiledPattern, graph: Graph, root: str):
-        # store[at:at + 2 * len(compiled.slots)]: node names and tensors, laid out by
+        # store[at:at + compiled.width]: node names and tensors, laid out by
         # compiled.slots (one store is shared by all the matches of a scan)
         self._store, self._at = store, at
         self._compiled = compiled
@@ -30,7 +30,7 @@ class MatchResult:
 
     @property
     def _values(self) -> list:
-        return self._store[self._at:self._at + len(self._compiled.slots) * 2]
+        return self._store[self._at:self._at + self._compiled.width]
 
     @property
     def root(self) -> Node:
@@ -58,7 +58,7 @@ class MatchResult:
         """The tensor through which the node was consumed (``"split:1"``); ``None`` for the root."""
         i = self._slot(pattern_or_name)
         store, at = self._store, self._at
-        return None if i is None or store[at + i] is None else store[at + i + 1]
+        return None if i is None or store[at + i] is None else store[at + i + self._compiled.tensors]
 
     def named(self) -> dict[str, Node]:
         """``{name: node}`` for every named pattern that is bound."""
@@ -68,15 +68,16 @@ class MatchResult:
 
     def bindings(self) -> dict[Pattern, tuple[Node, str | None]]:
         """``{pattern: (node, tensor)}`` for every bound pattern."""
-        values, node = self._values, self._graph.node
-        return {p: (node(values[i]), values[i + 1]) for p, i in self._compiled.slots.items()
+        values, node, tensors = self._values, self._graph.node, self._compiled.tensors
+        return {p: (node(values[i]), values[i + tensors]) for p, i in self._compiled.slots.items()
                 if values[i] is not None}
 
     def body(self) -> set[str]:
         """Names of the bound nodes, leaving out leaf wildcards (``*`` with no inputs),
         which stand for whatever feeds the match rather than belonging to it."""
-        values = self._values
-        return {values[i] for i in self._compiled.body if values[i] is not None}
+        names = set(self._store[self._at:self._at + self._compiled.body])
+        names.discard(None)
+        return names
 
     def nodes(self) -> list[Node]:
         """Every bound node, each once."""
@@ -120,12 +121,16 @@ class GraphMatcher:
         graph = self._graph()
         store: list = []
         match = compiled.matcher(graph, store)
-        width = 2 * len(compiled.slots)
+        width = compiled.width
+        first_input, producer = compiled.root_inputs, graph.producer_index()
         for node in nodes:
             if isinstance(node, str):
                 node = self._node(node)
             if types is not None and node.op not in types:
                 continue  # most nodes fail on their op type alone
+            accept = first_input.get(node.op)
+            if accept is not None and not (node.inputs and producer[node.inputs[0]].op in accept):
+                continue  # ... and many others on their first input's
             if match(node):
                 yield MatchResult(store, len(store) - width, compiled, graph, node.name)
 
@@ -154,18 +159,17 @@ def find_matches(pattern: Pattern, graph: Graph) -> list[MatchResult]:
     if not matches:
         return matches
     compiled = matcher.compiled
-    store, width = matches[0]._store, 2 * len(compiled.slots)
-    roots = [m._root for m in matches]
-    # The store holds one row per match, so store[slot::width] is one pattern's
-    # column. A pattern reached through an input binds a producer of the root,
-    # never the root itself (the graph is acyclic): its column is inside other
-    # matches' bodies as a whole. Only the patterns that may bind the root
-    # itself need a row-by-row look.
+    store, width, at_root, body = matches[0]._store, compiled.width, compiled.at_root, compiled.body
+    # Each match's body is one slice of the store. Past at_root, a pattern binds
+    # a producer of the root, never the root itself (the graph is acyclic), so
+    # that part goes in whole; before it, the root's own name is left out.
     owned: set = set()
-    for slot in compiled.body:
-        column = store[slot::width]
-        if slot not in compiled.at_root:
-            owned.update(column)
-        else:
-            owned.update(name for name, root in zip(column, roots) if name != root)
-    return [m for m in matches if m._root not in owned]
+    update = owned.update
+    roots = [m._root for m in matches]
+    for at, root in zip(range(0, len(store), width), roots):
+        update(store[at + at_root:at + body])
+        if at_root > 1:
+            head = set(store[at:at + at_root])
+            head.discard(root)
+            update(head)
+    return [m for m, root in zip(matches, roots) if root not in owned]
