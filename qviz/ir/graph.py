@@ -226,7 +226,11 @@ class Graph:
         """``{tensor name: producer}`` for every tensor some node consumes (cached)."""
         index = self._cache.get("ir.producers")
         if index is None:
-            index = {t: self._nodes[parse_tensor_name(t)[0]] for t in self._consumer_index()}
+            # Straight from the inputs (canonical "node:index" names), not via the
+            # consumer lists: no container per tensor, so building it on a large
+            # graph does not set off the garbage collector.
+            nodes = self._nodes
+            index = {t: nodes[t.rpartition(":")[0]] for node in self._order for t in node.inputs}
             self._cache["ir.producers"] = index
         return index
 

@@ -5,14 +5,15 @@ Python: every step dispatches on the pattern's kind, asks whether it is bound,
 records failures and keeps an undo trail. Here each pattern object becomes one
 small generated function that does only what that pattern needs, with its op
 types, input count and children fixed in the code. Bindings go into a flat list
-of slots (node name, tensor) instead of a dict of tuples, so a successful match
-allocates one tuple, and a failed one allocates nothing.
+of slots (node name, tensor) instead of a dict of tuples; a successful match
+appends its slots to one list shared by the whole scan, and a failed one
+allocates nothing.
 
 Undo without a trail: a pattern reached on one path only (the usual case) knows
-statically which slots its subtree may fill, and clears exactly those when it
-fails. Patterns used twice in one tree (``$scale``), and everything below them,
-are checked for an existing binding on entry and logged on a trail, as in the
-reference walk, because they may be reached bound.
+statically which slots its subtree may fill, and clears those its children
+actually filled when a later sibling fails. Patterns used twice in one tree
+(``$scale``) are checked for an existing binding on entry and log what they
+fill on a trail, as in the reference walk, because they may be reached bound.
 
 >>> from qviz.ir import Graph, Node
 >>> from qviz.matcher import OpTypePattern
