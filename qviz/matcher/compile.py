@@ -35,7 +35,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 
 from ..ir import Graph, Node
-from .pattern import OneofPattern, OpTypePattern, Pattern, check_pattern, iter_patterns
+from .pattern import OneofPattern, OpTypePattern, Pattern, check_pattern, in_place_children, iter_patterns
 
 __all__ = ["CompiledPattern", "compile_pattern"]
 
@@ -133,9 +133,7 @@ def _in_place(root: Pattern) -> set[Pattern]:
     """The patterns reachable from ``root`` without consuming an input."""
     seen, stack = {root}, [root]
     while stack:
-        p = stack.pop()
-        kids = p.sub_patterns if isinstance(p, OneofPattern) else p.inputs[:1] if p.optional else ()
-        for k in kids:
+        for k in in_place_children(stack.pop()):
             if k not in seen:
                 seen.add(k)
                 stack.append(k)

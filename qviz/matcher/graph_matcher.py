@@ -106,9 +106,7 @@ class GraphMatcher:
         self.compiled = compile_pattern(pattern)
 
     def _node(self, node) -> Node:
-        if self.graph is None:
-            raise ValueError("GraphMatcher has no graph: pass graph= to the constructor or use match_graph()")
-        return self.graph.node(node) if isinstance(node, str) else node
+        return self._graph().node(node) if isinstance(node, str) else node
 
     def match_op(self, node) -> MatchResult | None:
         """The match rooted at ``node`` (a Node or a name), or ``None``."""
@@ -168,8 +166,7 @@ def find_matches(pattern: Pattern, graph: Graph) -> list[MatchResult]:
     roots = [m._root for m in matches]
     for at, root in zip(range(0, len(store), width), roots):
         update(store[at + at_root:at + body])
-        if at_root > 1:
-            head = set(store[at:at + at_root])
-            head.discard(root)
-            update(head)
+        head = set(store[at:at + at_root])
+        head.discard(root)
+        update(head)
     return [m for m, root in zip(matches, roots) if root not in owned]

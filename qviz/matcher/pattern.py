@@ -201,14 +201,9 @@ def check_pattern(root: Pattern) -> None:
 
 def in_place_cycle(root: Pattern) -> Pattern | None:
     """A pattern that reaches itself by steps that stay at the same node, or ``None``."""
-    def in_place(p):
-        if isinstance(p, OneofPattern):
-            return p.sub_patterns
-        return p.inputs[:1] if getattr(p, "optional", False) else ()
-
     done: set[int] = set()
     for start in iter_patterns(root):
-        path, stack = {id(start)}, [(start, iter(in_place(start)))]
+        path, stack = {id(start)}, [(start, iter(in_place_children(start)))]
         while stack:
             p, kids = stack[-1]
             k = next(kids, None)
@@ -220,5 +215,13 @@ def in_place_cycle(root: Pattern) -> Pattern | None:
                 return k
             elif id(k) not in done:
                 path.add(id(k))
-                stack.append((k, iter(in_place(k))))
+                stack.append((k, iter(in_place_children(k))))
     return None
+
+
+def in_place_children(p: Pattern) -> Sequence[Pattern]:
+    """The sub-patterns matched at the same node as ``p``: a one-of's
+    alternatives, or the first input of an optional node (standing in for it)."""
+    if isinstance(p, OneofPattern):
+        return p.sub_patterns
+    return p.inputs[:1] if getattr(p, "optional", False) else ()
