@@ -1,4 +1,6 @@
-"""Small text helpers shared by the loaders and the runtime."""
+"""Small text helpers shared by the loaders, the runtime and the app: errors stay one line."""
+
+__all__ = ["first_line", "quote_name", "one_line"]
 
 
 def first_line(exc: BaseException, limit: int = 300) -> str:
@@ -8,4 +10,31 @@ def first_line(exc: BaseException, limit: int = 300) -> str:
     'bad shape'
     """
     lines = str(exc).strip().splitlines()
-    return (lines[0] if lines else type(exc).__name__)[:limit]
+    return one_line(lines[0] if lines else type(exc).__name__)[:limit]
+
+
+def quote_name(name: str, limit: int = 200) -> str:
+    """A file or layer name as it can stand in a one-line message: as it is when
+    printable, quoted with escapes when it holds a newline or other control
+    character, and cut after ``limit`` characters.
+
+    >>> quote_name("model.keras")
+    'model.keras'
+    >>> print(quote_name("evil\\nname.pb"))
+    'evil\\nname.pb'
+    """
+    name = str(name)
+    if len(name) > limit:
+        name = name[:limit] + "…"
+    return name if name.isprintable() else repr(name)
+
+
+def one_line(text: str) -> str:
+    """``text`` with line breaks and other control characters escaped.
+
+    >>> print(one_line("a\\nb\\tc"))
+    a\\nb\\tc
+    """
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)

@@ -12,13 +12,15 @@ from pathlib import Path
 
 from ..ir import Graph
 from .errors import LoadError
+from .safety import DEFAULT_LIMITS, Limits, check_path
 
-__all__ = ["load", "LoadError"]
+__all__ = ["load", "LoadError", "Limits", "DEFAULT_LIMITS"]
 
 _FORMATS = ".keras, .h5, .pb, .pbtxt, or a SavedModel directory"
 
 
-def load(source, *, input_shape: Sequence | None = None, safe_mode: bool = True) -> Graph:
+def load(source, *, input_shape: Sequence | None = None, safe_mode: bool = True,
+         max_bytes: int | None = None) -> Graph:
     """Load a model as a :class:`~qviz.ir.Graph`.
 
     Args:
@@ -29,8 +31,14 @@ def load(source, *, input_shape: Sequence | None = None, safe_mode: bool = True)
         input_shape: the shape of one example (no batch dimension), for Keras
             models whose input shape is not fully known; a list of shapes for
             several inputs.
-        safe_mode: refuse ``.keras`` files whose ``Lambda`` layers would run
-            arbitrary Python code.
+        safe_mode: refuse, before any of it is deserialized, a model that
+            would run code from the file: Keras ``Lambda`` layers or objects
+            from non-Keras modules (``.keras``, ``.h5``), and graph ops that
+            touch files, the network or Python (``WriteFile``, ``PyFunc``, …,
+            see :data:`qviz.importers.safety.UNSAFE_OPS`) in any format.
+        max_bytes: the largest file (or archive, unpacked) read; default
+            :data:`DEFAULT_LIMITS` (2 GiB). FIFOs, devices and sockets are
+            always refused.
 
     Raises:
         LoadError: one line naming the source and the cause.
@@ -53,28 +61,35 @@ def load(source, *, input_shape: Sequence | None = None, safe_mode: bool = True)
     if not isinstance(source, (str, os.PathLike)):
         raise LoadError(repr(source)[:80], f"cannot load a {type(source).__name__}; expected a Keras "
                                            f"model or a path to {_FORMATS}")
-    return _load_path(Path(source), input_shape=input_shape, safe_mode=safe_mode)
+    limits = DEFAULT_LIMITS if max_bytes is None else Limits(max_bytes=int(max_bytes))
+    return _load_path(Path(source), input_shape=input_shape, safe_mode=safe_mode, limits=limits)
 
 
-def _load_path(path: Path, *, input_shape, safe_mode: bool) -> Graph:
+def _load_path(path: Path, *, input_shape, safe_mode: bool, limits: Limits) -> Graph:
+    import stat
+
     from . import graphdef, keras, savedmodel
 
-    if not path.exists():
-        raise LoadError(str(path), "no such file or directory")
-    if path.is_dir():
-        return savedmodel.load_saved_model(path)
+    label = str(path)
+    st = check_path(path, label, limits)   # before anything opens it: no FIFO, no device, no giant
+    if stat.S_ISDIR(st.st_mode):
+        return savedmodel.load_saved_model(path, safe_mode=safe_mode, limits=limits)
+    suffix = path.suffix.lower()
     try:
-        suffix = path.suffix.lower()
         if suffix == ".keras":
-            return keras.load_keras_file(path, input_shape=input_shape, safe_mode=safe_mode)
+            return keras.load_keras_file(path, input_shape=input_shape, safe_mode=safe_mode, limits=limits)
         if suffix in (".h5", ".hdf5"):
-            return keras.load_h5_file(path, input_shape=input_shape, safe_mode=safe_mode)
+            return keras.load_h5_file(path, input_shape=input_shape, safe_mode=safe_mode, limits=limits)
         if suffix == ".pb":
-            return graphdef.load_pb(path)
+            return graphdef.load_pb(path, safe_mode=safe_mode, limits=limits)
         if suffix == ".pbtxt":
-            return graphdef.load_pbtxt(path)
+            return graphdef.load_pbtxt(path, safe_mode=safe_mode, limits=limits)
     except PermissionError:
-        raise LoadError(str(path), "permission denied") from None
+        raise LoadError(label, "permission denied") from None
     except IsADirectoryError:
-        raise LoadError(str(path), "is a directory") from None
-    raise LoadError(str(path), f"unknown model format {suffix or '(no extension)'!r}; expected {_FORMATS}")
+        raise LoadError(label, "is a directory") from None
+    except RecursionError:
+        raise LoadError(label, "the model is nested too deeply to read") from None
+    except MemoryError:
+        raise LoadError(label, "the model does not fit in memory") from None
+    raise LoadError(label, f"unknown model format {suffix or '(no extension)'!r}; expected {_FORMATS}")

@@ -9,6 +9,9 @@ opened for it; that is how ops map back to the Keras layer names users know.
 
 from __future__ import annotations
 
+import contextlib
+import importlib
+import json
 import re
 import zipfile
 from collections.abc import Sequence
@@ -18,6 +21,7 @@ from ..ir import Graph
 from ..ir.layers import layers_from_scopes
 from .errors import LoadError, first_line
 from .graphdef import graph_from_graph_def
+from .safety import DEFAULT_LIMITS, Limits, check_zip, code_in_keras_config
 
 __all__ = ["freeze_keras_model", "load_keras_file", "load_h5_file", "is_keras_model"]
 
@@ -160,21 +164,64 @@ def _check_file(path: Path) -> None:
         raise LoadError(str(path), "the file is empty")
 
 
-def load_keras_file(path: Path, *, input_shape=None, safe_mode: bool = True) -> Graph:
-    """Load a Keras 3 ``.keras`` archive and freeze it."""
+_UNSAFE_HINT = ("refused in safe mode — if you trust this file, load it with safe_mode=False "
+                "(--unsafe on the command line)")
+
+
+def _check_config(raw: bytes | str, path: Path, safe_mode: bool, limits: Limits, where: str) -> None:
+    """Parse a Keras model config with qviz's own JSON reader and, in safe mode,
+    refuse it if deserializing it would run code from the file. This happens
+    before Keras sees the file: Keras' own safe-mode check does not cover every
+    format (tf_keras' legacy ``.h5`` path runs ``Lambda`` bytecode regardless)."""
+    if len(raw) > limits.max_config_bytes:
+        raise LoadError(str(path), f"its {where} is over {limits.max_config_bytes // 2**20} MB")
+    try:
+        config = json.loads(raw)
+    except (ValueError, RecursionError):
+        raise LoadError(str(path), f"its {where} is not valid JSON") from None
+    if not isinstance(config, dict):
+        raise LoadError(str(path), f"its {where} is not a model config")
+    if safe_mode:
+        why = code_in_keras_config(config, limits)
+        if why:
+            raise LoadError(str(path), f"{why}; {_UNSAFE_HINT}")
+
+
+@contextlib.contextmanager
+def _keras_safe_mode(module_path: str, safe_mode: bool):
+    """Keras' own safe-mode scope as well, for whatever our check does not know."""
+    try:
+        scope = importlib.import_module(module_path).SafeModeScope(safe_mode)
+    except (ImportError, AttributeError):
+        scope = contextlib.nullcontext()
+    with scope:
+        yield
+
+
+def load_keras_file(path: Path, *, input_shape=None, safe_mode: bool = True,
+                    limits: Limits = DEFAULT_LIMITS) -> Graph:
+    """Load a Keras 3 ``.keras`` archive and freeze it.
+
+    The archive's directory is checked (member count, sizes, compression ratio,
+    paths) and its ``config.json`` read and checked for code before Keras opens it.
+    """
     _check_file(path)
     if not zipfile.is_zipfile(path):
         raise LoadError(str(path), "not a Keras archive: it is not a valid zip file (truncated or corrupt?)")
+    infos = {i.filename: i for i in check_zip(path, str(path), limits)}
+    if "config.json" not in infos:
+        raise LoadError(str(path), "a zip archive, but not a Keras model: it has no config.json")
+    if infos["config.json"].file_size > limits.max_config_bytes:
+        raise LoadError(str(path), f"its config.json is over {limits.max_config_bytes // 2**20} MB")
     try:
         with zipfile.ZipFile(path) as zf:
-            names = set(zf.namelist())
             bad = zf.testzip()
-    except (zipfile.BadZipFile, OSError, EOFError) as exc:
-        raise LoadError(str(path), f"not a Keras archive: the zip is damaged ({exc})") from None
+            raw = zf.read("config.json")
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as exc:
+        raise LoadError(str(path), f"not a Keras archive: the zip is damaged ({first_line(exc)})") from None
     if bad is not None:
         raise LoadError(str(path), f"not a Keras archive: member {bad!r} is damaged (truncated file?)")
-    if "config.json" not in names:
-        raise LoadError(str(path), "a zip archive, but not a Keras model: it has no config.json")
+    _check_config(raw, path, safe_mode, limits, "config.json")
     import keras
 
     from .. import keras_layers  # noqa: F401  (registers qviz's QAT layers with Keras)
@@ -189,29 +236,53 @@ def load_keras_file(path: Path, *, input_shape=None, safe_mode: bool = True) -> 
 def _keras_error(path: Path, exc: Exception) -> LoadError:
     msg = str(exc)
     if "safe_mode" in msg or ("Lambda" in msg and "unsafe" in msg.lower()):
-        return LoadError(str(path), "contains a Lambda layer (arbitrary Python code); refused in safe mode — "
-                                    "if you trust this file, load it with safe_mode=False (--unsafe on the command line)")
+        return LoadError(str(path), f"contains a Lambda layer (arbitrary Python code); {_UNSAFE_HINT}")
     return LoadError(str(path), f"Keras could not load the model: {first_line(exc)}")
 
 
-def load_h5_file(path: Path, *, input_shape=None, safe_mode: bool = True) -> Graph:
-    """Load a legacy HDF5 model, with ``tf_keras`` (Keras 2) first, then Keras 3."""
+def _h5_model_config(path: Path) -> bytes | str:
+    import h5py
+
+    try:
+        with h5py.File(path, "r") as f:
+            raw = f.attrs.get("model_config")
+    except (OSError, ValueError, KeyError, RuntimeError) as exc:
+        raise LoadError(str(path), f"HDF5 file could not be read: {first_line(exc)}") from None
+    if raw is None:
+        raise LoadError(str(path), "an HDF5 file with no model in it (only weights?); save the whole model")
+    if hasattr(raw, "tobytes") and not isinstance(raw, (bytes, str)):
+        raw = raw.tobytes()
+    if not isinstance(raw, (bytes, str)):
+        raise LoadError(str(path), "its model_config is not text")
+    return raw
+
+
+def load_h5_file(path: Path, *, input_shape=None, safe_mode: bool = True,
+                 limits: Limits = DEFAULT_LIMITS) -> Graph:
+    """Load a legacy HDF5 model, with ``tf_keras`` (Keras 2) first, then Keras 3.
+
+    The file's ``model_config`` is read and checked for code first, and both
+    loaders run inside their library's safe-mode scope.
+    """
     _check_file(path)
     with open(path, "rb") as fh:
         head = fh.read(8)
     if head != _HDF5_MAGIC:
         raise LoadError(str(path), "not an HDF5 file (bad signature)")
+    _check_config(_h5_model_config(path), path, safe_mode, limits, "model_config")
     errors = []
     try:
         import tf_keras
 
-        model = tf_keras.models.load_model(path, compile=False)
+        with _keras_safe_mode("tf_keras.src.saving.serialization_lib", safe_mode):
+            model = tf_keras.models.load_model(path, compile=False, safe_mode=safe_mode)
     except Exception as exc:  # fall back to Keras 3's legacy loader
         errors.append(exc)
         try:
             import keras
 
-            model = keras.saving.load_model(path, compile=False, safe_mode=safe_mode)
+            with _keras_safe_mode("keras.src.saving.serialization_lib", safe_mode):
+                model = keras.saving.load_model(path, compile=False, safe_mode=safe_mode)
         except Exception as exc3:
             errors.append(exc3)
             raise _keras_error(path, errors[0]) from None

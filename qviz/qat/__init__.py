@@ -19,13 +19,15 @@ __all__ = ["QATPlan", "LayerPlan", "OutputQuant", "QATPlanError", "qat_plan", "e
 
 
 def export_qat(model, recipe, out=None, *, folding_mode: str = "ema_stats_folding",
-               freeze_bn_delay: int | None = None, ema_decay: float = 0.99, calibration=None):
+               freeze_bn_delay: int | None = None, ema_decay: float = 0.99, calibration=None,
+               safe_mode: bool = True):
     """Build (and with ``out``, save as .keras) the QAT model of a Keras ``model``.
 
     Args:
         model: a ``keras.Model`` or the path of a ``.keras`` / ``.h5`` file.
         recipe: a :class:`qviz.Recipe`.
         out: where to write the ``.keras`` file (optional).
+        safe_mode: refuse a file that would run code when read (see :func:`qviz.load`).
 
     Returns:
         The QAT ``keras.Model`` (compiled like the original, if it was).
@@ -46,12 +48,15 @@ def export_qat(model, recipe, out=None, *, folding_mode: str = "ema_stats_foldin
         if not path.endswith((".keras", ".h5")):
             raise QATPlanError(f"{path}: export-qat needs a Keras model (.keras or .h5); a frozen graph "
                                "has no trainable layers to rebuild")
+        # qviz's loader first: its safety checks (no code from the file) run before Keras reads it.
+        graph = load(model, safe_mode=safe_mode)  # a path keeps its source: a sample's own data is used
         try:
-            keras_model = keras.models.load_model(path, compile=True)
+            keras_model = keras.models.load_model(path, compile=True, safe_mode=safe_mode)
         except Exception as exc:  # Keras raises many types for unreadable files
             raise LoadError(path, "export-qat rebuilds Keras 3 models, and Keras 3 cannot read this one "
                                   f"(a tf_keras / Keras 2 file?): {first_line(exc, 160)}") from None
-    graph = load(model)  # a path keeps its source, so a sample's own calibration data is used
+    else:
+        graph = load(model)
     plan = qat_plan(graph, recipe, calibration=calibration)
     qat = build_qat_model(keras_model, plan, folding_mode=folding_mode, freeze_bn_delay=freeze_bn_delay,
                           ema_decay=ema_decay)
