@@ -185,12 +185,12 @@ def test_fold_explainer_shows_this_models_numbers(dash_duo):
     time.sleep(0.5)
     _set_cell(dash_duo, "conv1", "activation_bits", "8")
     _wait(lambda: len(dash_duo.find_elements("#node-panel .quant-grid")) == 2, what="activation grid")
-    shapes = dash_duo.driver.execute_script(
+    levels = dash_duo.driver.execute_script(   # the levels are one trace: 3 points (x, x, gap) per level
         "return [...document.querySelectorAll('#node-panel .quant-grid .js-plotly-plot')]"
-        ".map(g => [g.layout.title.text, (g.layout.shapes || []).length]);")
-    weights = [n for title, n in shapes if title.startswith("weights at 4 bits (narrow range")]
+        ".map(g => [g.layout.title.text, ((g.data.find(d => d.name === 'levels') || {x: []}).x.length) / 3]);")
+    weights = [n for title, n in levels if title.startswith("weights at 4 bits (narrow range")]
     assert weights == [15]
-    assert any(title.startswith("activation at 8 bits") and n == 256 for title, n in shapes)
+    assert any(title.startswith("activation at 8 bits") and n == 256 for title, n in levels)
 
 
 def _click_label(dash_duo, container, text):

@@ -1,0 +1,32 @@
+"""The quantization grid over a histogram: every level drawn, cheaply, at any width."""
+
+import numpy as np
+import pytest
+
+from qviz.render.figure import MAX_DRAWN_LEVELS, histogram_figure
+
+
+@pytest.mark.parametrize("bits", [2, 4, 8])
+def test_each_level_is_one_line_of_a_single_trace(bits):
+    levels = np.linspace(-1, 1, 2**bits)
+    fig = histogram_figure(np.random.default_rng(0).normal(size=500), "w", levels)
+    assert not fig.layout.shapes                      # no shape per level (seconds of plotly at 8 bits)
+    grid = [t for t in fig.data if t.name == "levels"]
+    assert len(grid) == 1
+    xs = np.asarray(grid[0].x, float)
+    np.testing.assert_allclose(np.unique(xs), levels)  # every level, at its value
+    assert len(xs) == 3 * len(levels)
+
+
+def test_a_16_bit_grid_is_drawn_as_its_range_and_step():
+    levels = np.linspace(-2, 2, 2**16)
+    fig = histogram_figure(np.zeros(10), "w", levels)
+    assert 2**16 > MAX_DRAWN_LEVELS
+    grid = [t for t in fig.data if t.name == "levels"]
+    assert len(grid) == 1 and min(grid[0].x) == -2 and max(grid[0].x) == 2
+    assert "65536 levels" in fig.layout.annotations[0].text
+
+
+def test_without_levels_only_the_histogram():
+    fig = histogram_figure(np.arange(10.0), "w")
+    assert [t.type for t in fig.data] == ["histogram"]
