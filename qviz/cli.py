@@ -20,12 +20,25 @@ def _shape(text: str) -> tuple[int, ...]:
     return dims
 
 
+def _megabytes(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of megabytes") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a positive number of megabytes")
+    return value
+
+
 def _add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", help="a .keras, .h5, .pb, .pbtxt file or a SavedModel directory")
     p.add_argument("--input-shape", type=_shape, action="append", metavar="D1,D2,…",
                    help="shape of one example without the batch dimension (repeat for several inputs)")
     p.add_argument("--unsafe", action="store_true",
-                   help="allow Lambda layers in .keras files (runs code from the file)")
+                   help="allow Keras Lambda layers and graph ops that touch files or run Python "
+                        "(runs code from the file)")
+    p.add_argument("--max-model-mb", type=_megabytes, default=None, metavar="MB",
+                   help="largest model file (or unpacked archive) to read (default 2048)")
 
 
 def _quiet_tensorflow() -> None:
@@ -60,7 +73,9 @@ def _load(args):
     shape = args.input_shape
     if shape is not None and len(shape) == 1:
         shape = shape[0]
-    return load(args.model, input_shape=shape, safe_mode=not args.unsafe)
+    limit = getattr(args, "max_model_mb", None)
+    return load(args.model, input_shape=shape, safe_mode=not args.unsafe,
+                max_bytes=None if limit is None else int(limit * 2**20))
 
 
 def _cmd_info(args) -> int:
@@ -200,16 +215,35 @@ def _cmd_sensitivity(args) -> int:
 
 
 def _cmd_serve(args) -> int:
+    import logging
+    import secrets
+
     from .app import create_app
+    from .app.guard import LOOPBACK_HOSTS
     from .runtime import limit_threads
 
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)   # not a line per request
     _quiet_tensorflow()
     limit_threads((os.cpu_count() or 2) - 1)  # keep a core free for the web server
     model = None
     if args.model:
         model = _load(args)
-    app = create_app(model, model_name=args.model, max_upload_mb=args.max_upload_mb)
-    print(f"qviz: serving on http://{args.host}:{args.port}/  (Ctrl-C stops)")
+    token = args.token or os.environ.get("QVIZ_TOKEN")
+    public = args.host not in LOOPBACK_HOSTS
+    if public and not token:
+        token = secrets.token_urlsafe(24)   # reachable from other machines: never without a key
+    hosts = set(args.allowed_host or ())
+    if public and args.host not in ("0.0.0.0", "::"):
+        hosts.add(args.host)
+    app = create_app(model, model_name=args.model, max_upload_mb=args.max_upload_mb,
+                     allowed_hosts=hosts, token=token)
+    query = f"?token={token}" if token else ""
+    print(f"qviz: serving on http://{'127.0.0.1' if args.host in ('0.0.0.0', '::') else args.host}:"
+          f"{args.port}/{query}  (Ctrl-C stops)")
+    if public and not hosts:
+        print("qviz: bound to every interface; pass --allowed-host NAME for each name or address "
+              "browsers will use to reach it", file=sys.stderr)
     app.run(host=args.host, port=args.port, debug=False)
     return 0
 
@@ -272,7 +306,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--unsafe", action="store_true")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=int, default=8050)
-    p.add_argument("--max-upload-mb", type=float, default=200, help="largest model upload accepted")
+    p.add_argument("--max-upload-mb", type=_megabytes, default=200, help="largest model upload accepted")
+    p.add_argument("--allowed-host", action="append", metavar="NAME",
+                   help="a Host name browsers may use besides localhost (repeat; '*' for any)")
+    p.add_argument("--token", help="require this access token (default: QVIZ_TOKEN; generated when "
+                                   "--host is not a loopback address)")
+    p.add_argument("--max-model-mb", type=_megabytes, default=None, metavar="MB", help=argparse.SUPPRESS)
     p.set_defaults(func=_cmd_serve)
     return parser
 
@@ -302,3 +341,10 @@ def main(argv=None) -> int:
         return 2
     except BrokenPipeError:
         return 0
+    except KeyboardInterrupt:
+        print("qviz: interrupted", file=sys.stderr)
+        return 130
+    except (RecursionError, MemoryError) as exc:
+        print(f"qviz: error: {args.model if hasattr(args, 'model') else 'input'}: too large or too deeply "
+              f"nested to process ({type(exc).__name__})", file=sys.stderr)
+        return 2

@@ -7,6 +7,7 @@ server; the browser holds only that id, the recipe history and view settings.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 __all__ = ["create_app"]
@@ -15,7 +16,8 @@ ASSETS = Path(__file__).resolve().parent.parent.parent / "assets"
 
 
 def create_app(model=None, *, model_name: str | None = None, default_sample: str = "lenet_digits",
-               max_upload_mb: float = 200, sessions: int = 32, worker: bool = True):
+               max_upload_mb: float = 200, sessions: int = 32, worker: bool = True,
+               allowed_hosts: Iterable[str] = (), token: str | None = None, load_workers: int = 2):
     """Build the app.
 
     Args:
@@ -27,21 +29,39 @@ def create_app(model=None, *, model_name: str | None = None, default_sample: str
             spawned worker process (:mod:`qviz.app.worker`) so they never stall
             the web server — or, with ``REDIS_URL`` set, in Celery workers
             (:mod:`qviz.app.tasks`) shared by every web process.
+        allowed_hosts: ``Host`` names served besides the loopback ones
+            (``QVIZ_ALLOWED_HOSTS``, comma-separated, adds more; ``*`` for any).
+        token: an access token every request must carry (default: ``QVIZ_TOKEN``;
+            none). See :mod:`qviz.app.guard`.
+        load_workers: how many models open at once (the rest wait in line).
     """
+    import atexit
+    import os
+
     import dash
 
     from . import callbacks
+    from .errors import make_error_handler
+    from .guard import LOOPBACK_HOSTS, install_guard
     from .layout import page
     from .session import SessionStore
+    from .uploads import size_text
 
-    store = SessionStore(sessions)
-    app = dash.Dash(__name__, title="qviz", assets_folder=str(ASSETS), suppress_callback_exceptions=True)
-    app.layout = lambda: page(None if model is not None else default_sample, store.new_id())
-    app.server.config["MAX_CONTENT_LENGTH"] = int(max_upload_mb * 2**20 * 1.4) + 2**20  # base64 overhead
+    store = SessionStore(sessions, load_workers=load_workers)
+    max_upload_bytes = int(max_upload_mb * 2**20)
     options = {"model": model, "model_name": model_name or getattr(model, "source", "") or "model",
-               "max_upload_bytes": int(max_upload_mb * 2**20), "default_sample": default_sample,
+               "max_upload_bytes": max_upload_bytes, "default_sample": default_sample,
                "worker": _worker() if worker else None}
+    app = dash.Dash(__name__, title="qviz", assets_folder=str(ASSETS), suppress_callback_exceptions=True,
+                    on_error=make_error_handler(store, options))
+    app.layout = lambda: page(None if model is not None else default_sample, store.new_id(), max_upload_bytes)
+    app.server.config["MAX_CONTENT_LENGTH"] = int(max_upload_bytes * 1.4) + 2**20  # base64 overhead
+    hosts = set(LOOPBACK_HOSTS) | set(allowed_hosts)
+    hosts |= {h.strip() for h in os.environ.get("QVIZ_ALLOWED_HOSTS", "").split(",") if h.strip()}
+    install_guard(app.server, allowed_hosts=hosts, token=token or os.environ.get("QVIZ_TOKEN") or None,
+                  upload_limit_text=size_text(max_upload_bytes))
     callbacks.register(app, store, options)
+    atexit.register(store.close_all)   # no upload directory outlives the server
     app.qviz_sessions = store  # for tests and diagnostics
     return app
 

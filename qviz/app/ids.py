@@ -13,6 +13,10 @@ MODEL_PICKER = "model-picker"
 UPLOAD = "model-upload"
 MODEL_STATUS = "model-status"
 MODEL_POLL = "model-poll"        # dcc.Interval that polls a model being loaded in the worker
+UPLOAD_LIMIT = "upload-limit"    # carries the upload limit (data-bytes) for the page's own size check
+
+# what went wrong, whichever callback it was (set by the app's error handler)
+ALERT = "alert"
 
 # graph
 GRAPH = "graph"

@@ -19,7 +19,7 @@ def _panel(title, *children):
     return html.Div([html.H4(title, className="panel-title"), *children], className="panel")
 
 
-def page(default_sample: str, session_id: str):
+def page(default_sample: str, session_id: str, max_upload_bytes: int = 200 * 2**20):
     samples = [{"label": name, "value": name} for name in list_samples()]
     return html.Div([
         dcc.Store(id=ids.SESSION, data={"sid": session_id}),
@@ -39,7 +39,10 @@ def page(default_sample: str, session_id: str):
                        className="upload"),
             html.Span(id=ids.MODEL_STATUS, className="status"),
             dcc.Interval(id=ids.MODEL_POLL, interval=250, disabled=True),
+            # read by assets/upload_limit.js: a file over the limit is refused before it is sent
+            html.Div(id=ids.UPLOAD_LIMIT, hidden=True, **{"data-bytes": str(max_upload_bytes)}),
         ], className="topbar"),
+        html.Div(id=ids.ALERT, className="alert alert-empty", title="click to dismiss", n_clicks=0),
         html.Div([
             html.Div([
                 html.Div([

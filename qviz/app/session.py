@@ -8,14 +8,43 @@ pure functions of (model, recipe), so they are cached by the recipe's JSON.
 
 from __future__ import annotations
 
+import logging
+import shutil
 import threading
 import uuid
 from collections import OrderedDict
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ..ir import Graph
 from ..passes import Recipe
+
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a session's model came from, so an evicted session can be reopened:
+    ``kind`` is ``"sample"`` (``name`` is the sample), ``"served"`` (the model
+    given to ``qviz serve``) or ``"upload"`` (gone with its directory)."""
+
+    kind: str
+    name: str
+
+    @property
+    def reopenable(self) -> bool:
+        return self.kind in ("sample", "served")
+
+
+class SessionGone(Exception):
+    """The page's session is no longer on the server: evicted to make room for
+    newer ones (``origin`` says what it showed), or from before a restart."""
+
+    def __init__(self, sid: str, origin: Origin | None):
+        self.sid, self.origin = sid, origin
+        super().__init__(sid)
 
 
 @dataclass
@@ -23,6 +52,8 @@ class Session:
     graph: Graph
     name: str
     worker: object = None   # a qviz.app.worker.Worker; None computes in this process
+    origin: Origin | None = None
+    upload_dir: Path | None = None   # an uploaded model's temporary directory: removed with the session
     results: OrderedDict = field(default_factory=OrderedDict)   # recipe json → Result (no report)
     reports: OrderedDict = field(default_factory=OrderedDict)   # recipe json → Future[Report]
     layouts: dict = field(default_factory=dict)                 # view key → (view graph, positions)
@@ -105,6 +136,17 @@ class Session:
         return self.worker.qat(*args) if self.worker is not None else in_thread(run_qat_export, *args)
 
 
+    def close(self) -> None:
+        """Free what the session holds on disk (an upload's directory)."""
+        remove_dir(self.upload_dir)
+        self.upload_dir = None
+
+
+def remove_dir(path: Path | None) -> None:
+    if path is not None:
+        shutil.rmtree(path, ignore_errors=True)
+
+
 def _cached(cache: OrderedDict, recipe: Recipe, compute, size: int = 8):
     key = recipe.to_json(indent=None)
     if key not in cache:
@@ -115,32 +157,112 @@ def _cached(cache: OrderedDict, recipe: Recipe, compute, size: int = 8):
     return cache[key]
 
 
-class SessionStore:
-    """Sessions by id, at most ``capacity`` (least recently used dropped)."""
+class LoadQueue:
+    """Opening models, at most ``workers`` at a time (each open holds a model's
+    weights and a TensorFlow trace: unbounded, 16 users opening at once starve
+    each other). :meth:`position` tells a waiting page its place in line."""
 
-    def __init__(self, capacity: int = 32):
+    def __init__(self, workers: int = 2):
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="qviz-open")
+        self._waiting: list[Future] = []
+        self._lock = threading.Lock()
+
+    def submit(self, fn, *args) -> Future:
+        with self._lock:
+            fut = self._pool.submit(fn, *args)
+            self._waiting.append(fut)
+            return fut
+
+    def position(self, fut: Future) -> int:
+        """0 when ``fut`` is running or done; else how many opens start before it, plus one."""
+        with self._lock:
+            self._waiting = [f for f in self._waiting if not (f.running() or f.done())]
+            if fut not in self._waiting:
+                return 0
+            return self._waiting.index(fut) + 1
+
+    def shutdown(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+class SessionStore:
+    """Sessions by id, at most ``capacity`` (least recently used dropped).
+
+    A dropped session's upload directory is removed at once, and a tombstone
+    (its :class:`Origin`) is kept so the page can be told and the model reopened.
+    """
+
+    def __init__(self, capacity: int = 32, load_workers: int = 2):
         self._sessions: OrderedDict[str, Session] = OrderedDict()
         self._lock = threading.Lock()
         self.capacity = capacity
-        # session id → (Future[Graph], name, start time) of a model being opened,
-        # then ("done", the callback's answer) once it is open (see callbacks/model.py)
+        # session id → (Future[Graph], name, start time, Upload | None, keep recipe) of a model
+        # being opened, then ("done", the callback's answer) once it is open (see callbacks/model.py)
         self.loading: dict[str, tuple] = {}
+        self.loads = LoadQueue(load_workers)
+        self._issued: OrderedDict[str, None] = OrderedDict()   # ids handed to pages by this process
+        self._evicted: OrderedDict[str, Origin | None] = OrderedDict()
 
-    @staticmethod
-    def new_id() -> str:
-        return uuid.uuid4().hex
+    def new_id(self) -> str:
+        sid = uuid.uuid4().hex
+        with self._lock:
+            self._issued[sid] = None
+            while len(self._issued) > 100 * self.capacity:
+                self._issued.popitem(last=False)
+        return sid
 
     def put(self, sid: str, session: Session) -> Session:
+        closing = []
         with self._lock:
+            old = self._sessions.get(sid)
+            if old is not None and old is not session:
+                closing.append(old)
             self._sessions[sid] = session
             self._sessions.move_to_end(sid)
+            self._evicted.pop(sid, None)
             while len(self._sessions) > self.capacity:
-                self._sessions.popitem(last=False)
+                gone_sid, gone = self._sessions.popitem(last=False)
+                self._evicted[gone_sid] = gone.origin
+                closing.append(gone)
+                log.info("session %s evicted (%d sessions kept): %s", gone_sid[:8], self.capacity, gone.name)
+            while len(self._evicted) > 100 * self.capacity:
+                self._evicted.popitem(last=False)
+        for old in closing:
+            old.close()
         return session
 
     def get(self, sid: str | None) -> Session | None:
         with self._lock:
-            s = self._sessions.get(sid) if sid else None
+            s = self._sessions.get(sid) if isinstance(sid, str) else None
             if s is not None:
                 self._sessions.move_to_end(sid)
             return s
+
+    def require(self, session_data) -> Session | None:
+        """The session of a page's session store; ``None`` while its first model
+        is still opening. Raises :class:`SessionGone` for a session that was
+        evicted, or that this server never issued (it restarted)."""
+        sid = session_data.get("sid") if isinstance(session_data, dict) else None
+        if not isinstance(sid, str):
+            raise SessionGone("", None)
+        s = self.get(sid)
+        if s is not None:
+            return s
+        with self._lock:
+            if sid in self._evicted:
+                raise SessionGone(sid, self._evicted[sid])
+            if sid in self._issued or sid in self.loading:
+                return None
+        raise SessionGone(sid, None)
+
+    def close_all(self) -> None:
+        """Remove every session's files (at exit)."""
+        with self._lock:
+            sessions = list(self._sessions.values())
+            self._sessions.clear()
+        for s in sessions:
+            s.close()
+        for pending in list(self.loading.values()):
+            if len(pending) > 3 and pending[3] is not None:
+                remove_dir(pending[3].directory)
+        self.loads.shutdown()

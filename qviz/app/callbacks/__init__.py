@@ -4,6 +4,13 @@ from . import analysis, explainer, graph, model, recipe
 
 
 def register(app, store, options) -> None:
+    from dash import Input, Output
+
+    from .. import ids
+
+    # The alert bar (written by the app's error handler) goes away when clicked.
+    app.clientside_callback("function (n) { return ''; }", Output(ids.ALERT, "children", allow_duplicate=True),
+                            Input(ids.ALERT, "n_clicks"), prevent_initial_call=True)
     model.register(app, store, options)
     recipe.register(app, store)
     graph.register(app, store)

@@ -36,7 +36,7 @@ def register(app, store) -> None:
     )
     def sweep(_run, _tick, target, _model, bits, session):
         hidden, shown = {"display": "none"}, {"display": "block"}
-        s = store.get(session["sid"])
+        s = store.require(session)
         idle = (True, "0", "1", hidden, "", no_update, hidden, "", True)
         if s is None or ctx.triggered_id == ids.MODEL_VERSION:
             return idle
@@ -67,7 +67,7 @@ def register(app, store) -> None:
                   State(ids.SWEEP_TARGET, "value"), State(ids.RECIPE, "data"), State(ids.SESSION, "data"),
                   prevent_initial_call=True)
     def apply_suggestion(_n, target, data, session):
-        s = store.get(session["sid"])
+        s = store.require(session)
         if s is None or s.sweep is None or not s.sweep[1].done() or not data:
             return no_update
         suggested = s.sweep[1].result().suggest(30.0 if target is None else float(target))
@@ -82,7 +82,7 @@ def register(app, store) -> None:
         prevent_initial_call=True,
     )
     def export_qat(_n, _tick, mode, data, session):
-        s = store.get(session["sid"])
+        s = store.require(session)
         if s is None or not data:
             return no_update, True, ""
         if ctx.triggered_id == ids.QAT_BUTTON:

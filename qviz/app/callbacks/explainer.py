@@ -23,7 +23,7 @@ def register(app, store) -> None:
     def explain_fold_panel(_n, selected, session):
         from ...analysis.fold_explainer import explain_fold
 
-        s = store.get(session["sid"])
+        s = store.require(session)
         if s is None or not selected:
             return no_update
         try:
@@ -36,7 +36,7 @@ def register(app, store) -> None:
     def training_fold(mode, phase, selected, session):
         from ...analysis.training_fold import TRAINING_FORMULAS, explain_training_fold
 
-        s = store.get(session["sid"])
+        s = store.require(session)
         if s is None or not selected or mode is None:
             return no_update
         layer = _layer_of(s, selected)

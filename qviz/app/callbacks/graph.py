@@ -78,7 +78,7 @@ def register(app, store) -> None:
         State(ids.SESSION, "data"),
     )
     def draw(data, view, mode, show, direction, builtin, text, selected, session):
-        s = store.get(session["sid"])
+        s = store.require(session)
         if s is None or not data:
             return no_update, "", "", "", "", "", no_update
         graph, result = _shown(s, data, show)
@@ -130,7 +130,7 @@ def register(app, store) -> None:
         if isinstance(trig, dict) and ctx.triggered[0]["value"]:
             return {"key": trig["key"], "center": True}, ""
         if trig == ids.SEARCH and search:
-            s = store.get(session["sid"])
+            s = store.require(session)
             if s is None:
                 return no_update, ""
             graph, result = _shown(s, data, show)
@@ -148,7 +148,7 @@ def register(app, store) -> None:
     @app.callback(Output(ids.GRID, "selectedRows"), Input(ids.SELECTED, "data"), State(ids.SESSION, "data"),
                   State(ids.SHOW, "value"), State(ids.RECIPE, "data"), prevent_initial_call=True)
     def select_row(selected, session, show, data):
-        s = store.get(session["sid"])
+        s = store.require(session)
         if s is None or not selected:
             return no_update
         kind, _, name = selected["key"].partition(":")
@@ -176,7 +176,7 @@ def register(app, store) -> None:
         State(ids.SESSION, "data"), State(ids.SHOW, "value"),
     )
     def node_panel(selected, data, builtin, text, session, show):
-        s = store.get(session["sid"])
+        s = store.require(session)
         if s is None or not selected or not data:
             return html.Div("click a node to see it here"), ""
         graph, result = _shown(s, data, show)
@@ -225,7 +225,7 @@ def register(app, store) -> None:
         # Follows DRAWN (not the recipe), so the redraw comes first; the report
         # runs both graphs in TensorFlow in the worker, and this callback only
         # polls it, so no request is held open while it runs.
-        s = store.get(session["sid"])
+        s = store.require(session)
         if s is None or not drawn or not s.latest:
             return "", NO_FIGURE, True
         from ...passes import Recipe

@@ -1,91 +1,62 @@
-"""Choosing a sample or uploading a model."""
+"""Choosing a sample or uploading a model; reopening a session the server dropped."""
 
 from __future__ import annotations
 
-import base64
-import binascii
-import tempfile
+import logging
 import time
-import zipfile
-from pathlib import Path
 
 from dash import Input, Output, State, ctx, no_update
 
-from ...importers import LoadError, load
+from ...importers import LoadError
 from ...passes import Recipe
-from ...samples import sample_path
+from ...samples import SAMPLES, sample_path
 from .. import ids
-from ..session import Session
+from ..session import Origin, Session
+from ..uploads import Upload, load_upload, open_file, save_upload  # noqa: F401  (load_upload: tests)
+
+log = logging.getLogger(__name__)
 
 #: The recipe a freshly opened model starts with: nothing folded or quantized.
 START_RECIPE = Recipe(fold_default=False, quantize_default=None)
-UPLOAD_SUFFIXES = (".keras", ".h5", ".hdf5", ".pb", ".pbtxt", ".zip")
 
 
-def _size(n: int) -> str:
-    return f"{n / 2**20:.1f} MB" if n >= 2**20 else f"{n / 2**10:.1f} KB"
+def start_open(store, sid: str, origin: Origin, options, *, upload: Upload | None = None,
+               keep_recipe: bool = False) -> str:
+    """Queue the opening of ``origin`` for session ``sid`` (a bounded pool: no
+    request waits for a model, and no burst of opens starves the server).
+    Returns the status line to show."""
+    if upload is not None:
+        fut = store.loads.submit(open_file, upload.path, upload.name, upload.directory)
+    elif origin.kind == "served":
+        fut = store.loads.submit(lambda: options["model"])
+    else:
+        fut = store.loads.submit(open_file, sample_path(origin.name), origin.name)
+    previous = store.loading.get(sid)
+    if previous is not None and len(previous) > 3 and previous[3] is not None and not previous[0].done():
+        previous[0].cancel()   # a newer choice replaces a queued one
+    store.loading[sid] = (fut, origin.name, time.monotonic(), upload, keep_recipe, origin)
+    return f"loading {origin.name}…"
 
 
-def save_upload(contents: str, filename: str, max_bytes: int) -> Path:
-    """Decode a ``dcc.Upload`` payload to a file (a zipped SavedModel unpacked);
-    its path. Raises LoadError (naming the file) for what is wrong before loading."""
-    name = Path(filename or "upload").name
-    suffix = Path(name).suffix.lower()
-    if suffix not in UPLOAD_SUFFIXES:
-        raise LoadError(name, f"unsupported file type {suffix or '(none)'!r}; upload "
-                              ".keras, .h5, .pb, .pbtxt or a zipped SavedModel")
-    try:
-        data = base64.b64decode(contents.split(",", 1)[1], validate=False)
-    except (IndexError, binascii.Error):
-        raise LoadError(name, "the upload could not be decoded") from None
-    if len(data) > max_bytes:
-        raise LoadError(name, f"is {_size(len(data))}, over the {_size(max_bytes)} upload limit")
-    tmp = Path(tempfile.mkdtemp(prefix="qviz-upload-"))
-    path = tmp / name
-    path.write_bytes(data)
-    if suffix == ".zip":
-        try:
-            with zipfile.ZipFile(path) as z:
-                bad = [m for m in z.namelist() if m.startswith("/") or ".." in Path(m).parts]
-                if bad:
-                    raise LoadError(name, f"unsafe path in the archive: {bad[0]!r}")
-                z.extractall(tmp / "unzipped")
-        except zipfile.BadZipFile:
-            raise LoadError(name, "not a valid zip archive") from None
-        found = sorted(p.parent for p in (tmp / "unzipped").rglob("saved_model.pb"))
-        if not found:
-            raise LoadError(name, "the zip holds no SavedModel (no saved_model.pb inside)")
-        path = found[0]
-    return path
-
-
-def open_file(path, name: str):
-    """Load ``path``; a LoadError names the file as the user knows it (``name``),
-    not our temporary path."""
-    try:
-        return load(path)
-    except LoadError as exc:
-        raise LoadError(name, exc.cause) from None
-
-
-def load_upload(contents: str, filename: str, max_bytes: int):
-    """Save and load an upload, synchronously (the app does the load in the background)."""
-    return open_file(save_upload(contents, filename, max_bytes), Path(filename).name)
-
-
-def _start_load(path, name: str):
-    """Load in a background thread of this process: freezing a big Keras model
-    takes seconds, and no request should wait for it. Not in the worker: a load
-    must not queue behind another user's sensitivity sweep."""
-    from ..worker import in_thread
-
-    return in_thread(open_file, path, name)
+def reopen_message(store, gone, options) -> tuple[str, bool]:
+    """What to tell a page whose session the server dropped, and whether its
+    model is being reopened (samples and the served model reopen by themselves;
+    an upload's file went with the session)."""
+    cap = store.capacity
+    if gone.origin is None:
+        return ("this page's session is not on the server (it was restarted?): reload the page", False)
+    if gone.origin.reopenable:
+        start_open(store, gone.sid, gone.origin, options, keep_recipe=True)
+        return (f"the server dropped this page's session to make room (it keeps {cap}); "
+                f"reopening {gone.origin.name} with your recipe…", True)
+    return (f"the server dropped this page's session to make room (it keeps {cap}); "
+            f"upload {gone.origin.name} again to go on", False)
 
 
 def register(app, store, options) -> None:
-    # Opening a model is two steps: the picker/upload starts the load in a
-    # background thread and says "loading…"; an interval polls it and, when the
-    # graph is ready, makes the session. No request blocks on a big model.
+    # Opening a model is two steps: the picker/upload queues the load and says
+    # "loading…"; an interval polls it and, when the graph is ready, makes the
+    # session. No request blocks on a big model.
     @app.callback(
         Output(ids.MODEL_STATUS, "children"), Output(ids.MODEL_VERSION, "data"),
         Output(ids.RECIPE, "data", allow_duplicate=True), Output(ids.VIEW, "data", allow_duplicate=True),
@@ -95,7 +66,9 @@ def register(app, store, options) -> None:
         prevent_initial_call="initial_duplicate",
     )
     def open_model(sample, contents, _tick, filename, session, view):
-        sid = session["sid"]
+        sid = session["sid"] if isinstance(session, dict) and isinstance(session.get("sid"), str) else None
+        if sid is None:
+            raise LoadError("page", "the page's session id is missing; reload the page")
         trig = ctx.triggered_id
 
         def failed(exc):
@@ -104,39 +77,52 @@ def register(app, store, options) -> None:
             return msg, no_update, no_update, no_update, True
 
         if trig == ids.MODEL_POLL:
-            pending = store.loading.get(sid)
-            if pending is None:
-                return no_update, no_update, no_update, no_update, True
-            if pending[0] == "done":
-                # A tick sent while the one that finished was in flight: the page
-                # drops that older answer, so this one must carry it again.
-                return pending[1]
-            future, name, started = pending
-            if not future.done():
-                return f"loading {name}… {time.monotonic() - started:.0f} s", no_update, no_update, no_update, False
-            try:
-                answer = _opened(future.result(), name, sid, view)
-            except LoadError as exc:
-                answer = failed(exc)
-            except Exception as exc:  # a loader bug: still one line, and the app goes on
-                answer = failed(LoadError(name, str(exc).splitlines()[0] if str(exc) else type(exc).__name__))
-            store.loading[sid] = ("done", answer)
-            return answer
+            return _poll(sid, view, failed)
         try:
             if trig == ids.UPLOAD and contents:
-                path, name = save_upload(contents, filename, options["max_upload_bytes"]), Path(filename).name
-            elif options.get("model") is not None and trig != ids.MODEL_PICKER:
-                return _opened(options["model"], options["model_name"], sid, view)
-            else:
-                name = sample or options["default_sample"]
-                path = sample_path(name)
+                upload = save_upload(contents, filename, options["max_upload_bytes"])
+                return (start_open(store, sid, Origin("upload", upload.name), options, upload=upload),
+                        no_update, no_update, no_update, False)
+            if options.get("model") is not None and trig != ids.MODEL_PICKER:
+                return _opened(options["model"], Origin("served", options["model_name"]), sid, view, None)
+            name = sample or options["default_sample"]
+            if not isinstance(name, str) or name not in SAMPLES:
+                raise LoadError(str(name)[:80], "no such sample; choose one from the list")
         except LoadError as exc:
             return failed(exc)
-        store.loading[sid] = (_start_load(path, name), name, time.monotonic())
-        return f"loading {name}…", no_update, no_update, no_update, False
+        return start_open(store, sid, Origin("sample", name), options), no_update, no_update, no_update, False
 
-    def _opened(graph, name, sid, view):
-        store.put(sid, Session(graph, name, worker=options["worker"]))
-        status = f"{name}: {len(graph)} ops, {len(graph.layers)} layers"
-        recipe = {"history": [START_RECIPE.to_dict()], "pos": 0}
-        return status, {"name": name, "sid": sid, "n": len(graph)}, recipe, {**view, "expanded": []}, True
+    def _poll(sid, view, failed):
+        pending = store.loading.get(sid)
+        if pending is None:
+            return no_update, no_update, no_update, no_update, True
+        if pending[0] == "done":
+            # A tick sent while the one that finished was in flight: the page
+            # drops that older answer, so this one must carry it again.
+            return pending[1]
+        future, name, started, upload, keep_recipe, origin = pending
+        if not future.done():
+            ahead = store.loads.position(future)
+            if ahead:
+                return (f"waiting to open {name}: {ahead} in line before it", no_update, no_update, no_update, False)
+            return f"loading {name}… {time.monotonic() - started:.0f} s", no_update, no_update, no_update, False
+        try:
+            answer = _opened(future.result(), origin, sid, view, upload, keep_recipe)
+        except LoadError as exc:
+            answer = failed(exc)
+        except Exception as exc:  # a loader bug: logged with its traceback, one line on the page
+            log.error("opening %s failed", name, exc_info=exc)
+            answer = failed(LoadError(name, f"could not be opened ({type(exc).__name__}); see the server log"))
+        if not isinstance(answer[1], dict) and upload is not None:
+            upload.discard()   # the load failed: nothing of it stays on disk
+        store.loading[sid] = ("done", answer)
+        return answer
+
+    def _opened(graph, origin, sid, view, upload, keep_recipe=False):
+        store.put(sid, Session(graph, origin.name, worker=options["worker"], origin=origin,
+                               upload_dir=upload.directory if upload is not None else None))
+        status = f"{origin.name}: {len(graph)} ops, {len(graph.layers)} layers"
+        recipe = no_update if keep_recipe else {"history": [START_RECIPE.to_dict()], "pos": 0}
+        view = view if isinstance(view, dict) else {"mode": "layer", "direction": "LR"}
+        return (status, {"name": origin.name, "sid": sid, "n": len(graph), "t": time.monotonic()}, recipe,
+                {**view, "expanded": []}, True)

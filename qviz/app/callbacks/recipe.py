@@ -81,7 +81,7 @@ def register(app, store) -> None:
     # graph is what the user waits for, so it is drawn first and the table after.
     @app.callback(Output(ids.GRID, "rowData"), Input(ids.DRAWN, "data"), State(ids.SESSION, "data"))
     def rows(drawn, session):
-        s = store.get(session["sid"])
+        s = store.require(session)
         if s is None or not drawn:
             return []
         return layer_rows(s.graph, Recipe.from_json(drawn))
@@ -102,7 +102,7 @@ def register(app, store) -> None:
     def edit(changed, *args):
         data, session = args[-2], args[-1]
         upload = args[-3]
-        s = store.get(session["sid"])
+        s = store.require(session)
         trig = ctx.triggered_id
         if s is None or not data or trig is None:
             return no_update, no_update
@@ -142,7 +142,7 @@ def register(app, store) -> None:
     @app.callback(Output(ids.DOWNLOAD_MODEL, "data"), Input(ids.DOWNLOAD_MODEL_BUTTON, "n_clicks"),
                   State(ids.RECIPE, "data"), State(ids.SESSION, "data"), prevent_initial_call=True)
     def download_model(_, data, session):
-        s = store.get(session["sid"])
+        s = store.require(session)
         if s is None:
             return no_update
         graph = s.result(current(data)).graph

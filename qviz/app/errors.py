@@ -1,0 +1,97 @@
+"""Failures in callbacks: a logged traceback on the server, one line on the page.
+
+:func:`make_error_handler` is the app's ``on_error``: Dash calls it with any
+exception a callback raises, and it (1) logs the traceback with Python
+``logging`` (logger ``qviz.app``), (2) shows one line in the page's alert bar via
+``set_props``, and (3) leaves every output of the failed callback as it was.
+
+What the line says:
+
+* qviz's own errors (a bad model, recipe, pattern, …) say what they say — they
+  are written for users — with server paths removed;
+* a session the server dropped says so, and reopens the model when it can
+  (:func:`qviz.app.callbacks.model.reopen_message`);
+* anything else is a bug: the page gets the exception's type and a reference
+  to find the traceback in the log, never its message (which may hold object
+  reprs or paths).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import tempfile
+import uuid
+
+from .._text import one_line
+
+__all__ = ["make_error_handler", "user_message", "USER_ERRORS"]
+
+log = logging.getLogger("qviz.app")
+
+
+def _user_errors() -> tuple[type, ...]:
+    from ..exporters import ExportError
+    from ..importers import LoadError
+    from ..ir import GraphError
+    from ..passes import RecipeError
+    from ..passes.calibration import CalibrationError
+    from ..patterns import PatternSyntaxError
+    from ..qat import QATPlanError
+    from ..runtime import RunError
+
+    return (LoadError, RecipeError, PatternSyntaxError, QATPlanError, CalibrationError, RunError, GraphError,
+            ExportError)
+
+
+USER_ERRORS = _user_errors()
+
+_TEMP = re.compile(re.escape(tempfile.gettempdir()) + r"/[^\s'\":]*")
+_REPR = re.compile(r"<[^<>]* at 0x[0-9a-fA-F]+>")
+
+
+def user_message(exc: BaseException, limit: int = 400) -> str:
+    """One line for the page about ``exc`` (no paths under the temp dir, no object reprs).
+
+    >>> from qviz.importers import LoadError
+    >>> user_message(LoadError("model.pb", "the file is empty"))
+    'model.pb: the file is empty'
+    >>> user_message(KeyError("x")).startswith("internal error (KeyError)")
+    True
+    """
+    if isinstance(exc, USER_ERRORS):
+        text = _REPR.sub("(object)", _TEMP.sub("(temporary file)", one_line(str(exc))))
+        return text[:limit]
+    ref = uuid.uuid4().hex[:8]
+    return f"internal error ({type(exc).__name__}); the server log has the details under ref {ref}"
+
+
+def make_error_handler(store, options):
+    """The ``on_error`` handler of one app (its session store and options)."""
+    from dash import set_props
+
+    from . import ids
+    from .callbacks.model import reopen_message
+    from .session import SessionGone
+
+    def on_error(exc: Exception):
+        if isinstance(exc, SessionGone):
+            pending = store.loading.get(exc.sid)
+            if pending is not None and pending[0] != "done" and not pending[0].done():
+                return None   # already reopening: the poll will finish it
+            message, reopening = reopen_message(store, exc, options)
+            log.info("session %s gone: %s", exc.sid[:8], message)
+            set_props(ids.ALERT, {"children": message, "className": "alert alert-info"})
+            if reopening:
+                set_props(ids.MODEL_STATUS, {"children": message})
+                set_props(ids.MODEL_POLL, {"disabled": False})
+            return None
+        message = user_message(exc)
+        if isinstance(exc, USER_ERRORS):
+            log.warning("callback refused input: %s", message, exc_info=exc)
+        else:
+            log.error("callback failed: %s", message, exc_info=exc)
+        set_props(ids.ALERT, {"children": f"error: {message}", "className": "alert"})
+        return None
+
+    return on_error
