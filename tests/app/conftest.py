@@ -1,10 +1,11 @@
-"""Browser tests: a real headless Chromium driven by dash[testing] (``dash_duo``)."""
+"""Browser tests: a real headless Chromium driven by dash[testing] (``dash_duo``).
 
-import shutil
+Tests that need the browser carry :data:`needs_browser` (from ``tests/app/browser.py``):
+without ``chromium`` and ``chromedriver`` they are skipped with a one-line
+reason, and the rest of ``tests/app`` still runs.
+"""
 
-import pytest
-
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+from .browser import CHROMIUM
 
 
 def pytest_setup_options():
@@ -14,12 +15,7 @@ def pytest_setup_options():
     if CHROMIUM:
         options.binary_location = CHROMIUM
     for arg in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--disable-background-networking", "--disable-component-update", "--no-first-run",
                 "--window-size=1600,1200"):
         options.add_argument(arg)
     return options
-
-
-@pytest.fixture(autouse=True)
-def _needs_chromium():
-    if not CHROMIUM or not shutil.which("chromedriver"):
-        pytest.fail("browser tests need chromium and chromedriver: apt-get install -y chromium chromium-driver")

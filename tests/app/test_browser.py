@@ -6,6 +6,10 @@ from pathlib import Path
 
 from qviz.app import create_app
 
+from .browser import needs_browser
+
+pytestmark = needs_browser
+
 # Screenshots for the README: QVIZ_SCREENSHOTS=docs python -m pytest tests/app
 SHOTS = os.environ.get("QVIZ_SCREENSHOTS")
 

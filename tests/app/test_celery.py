@@ -15,8 +15,10 @@ import qviz
 from qviz.passes import LayerBits, Recipe
 from qviz.samples import sample_path
 
-pytestmark = pytest.mark.skipif(shutil.which("redis-server") is None and not os.environ.get("CI"),
-                                reason="needs redis-server (installed by .ci/run)")
+from .browser import needs_browser
+
+pytestmark = pytest.mark.skipif(shutil.which("redis-server") is None,
+                                reason="needs redis-server (apt-get install redis-server; .ci/run does)")
 
 
 def _free_port() -> int:
@@ -81,6 +83,7 @@ def test_jobs_run_in_celery_and_match_in_process(redis_url):
         bad.result(timeout=60)
 
 
+@needs_browser
 def test_app_verifies_through_celery(redis_url, dash_duo, monkeypatch):
     from tests.app.test_browser import _set_cell, _start, _wait
 

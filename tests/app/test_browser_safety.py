@@ -1,0 +1,63 @@
+"""In a real browser: what a user sees when the server dropped their session, when
+a file is over the upload limit, and when a callback gets a forged value."""
+
+import qviz
+from qviz.app import create_app
+from qviz.app.session import Origin, Session
+from qviz.samples import sample_path
+
+from .browser import needs_browser
+from .test_browser import _figure_nodes, _wait
+
+pytestmark = needs_browser
+
+
+def _start(dash_duo, **kwargs):
+    app = create_app(worker=False, **kwargs)
+    dash_duo.start_server(app)
+    dash_duo.wait_for_contains_text("#model-status", "lenet_digits:", timeout=60)
+    _wait(lambda: _figure_nodes(dash_duo) > 0, what="graph drawn")
+    return app
+
+
+def _alert(dash_duo) -> str:
+    return dash_duo.find_element("#alert").text
+
+
+def test_evicted_session_is_told_and_reopened_with_its_recipe(dash_duo):
+    app = _start(dash_duo, sessions=1)
+    store = app.qviz_sessions
+    graph = qviz.load(sample_path("lenet_digits"))
+    store.put(store.new_id(), Session(graph, "other user", origin=Origin("sample", "lenet_digits")))  # evicts ours
+    dash_duo.find_element("#bulk-all-8").click()
+    _wait(lambda: "dropped this page's session" in _alert(dash_duo), what="the eviction message")
+    assert "reopening lenet_digits with your recipe" in _alert(dash_duo)
+    dash_duo.wait_for_contains_text("#model-status", "lenet_digits:", timeout=60)
+    _wait(lambda: _figure_nodes(dash_duo) > 0, what="graph redrawn")
+    dash_duo.find_element("#bulk-all-8").click()               # the controls work again
+    _wait(lambda: "ops added" in dash_duo.find_element("#diff-summary").text, timeout=60, what="the rewrite")
+    dash_duo.find_element("#alert").click()                    # and the message can be dismissed
+    _wait(lambda: _alert(dash_duo) == "", what="alert dismissed")
+
+
+def test_a_file_over_the_upload_limit_is_refused_in_the_page(dash_duo, tmp_path):
+    _start(dash_duo, max_upload_mb=0.01)                       # 10 KB
+    big = tmp_path / "big.pb"
+    big.write_bytes(b"\0" * 50_000)
+    dash_duo.find_element("#model-upload input[type=file]").send_keys(str(big))
+    dash_duo.wait_for_contains_text("#model-status", "big.pb: is 48.8 KB, over the 10.2 KB upload limit",
+                                    timeout=20)
+    assert "big.pb" in _alert(dash_duo)
+    assert _figure_nodes(dash_duo) > 0                          # the previous model stays
+
+
+def test_a_forged_callback_value_is_one_line_not_a_silent_500(dash_duo):
+    _start(dash_duo)
+    dash_duo.driver.execute_script(
+        "window.dash_clientside.set_props('model-picker', {value: '../../../etc/passwd'});")
+    dash_duo.wait_for_contains_text("#model-status", "no such sample", timeout=20)
+    assert "\n" not in dash_duo.find_element("#model-status").text
+    dash_duo.driver.execute_script("window.dash_clientside.set_props('session-store', {data: {sid: 42}});")
+    dash_duo.find_element("#bulk-all-8").click()
+    _wait(lambda: "reload the page" in _alert(dash_duo), what="the forged-session message")
+    assert not [e for e in dash_duo.get_logs() or [] if "500" in e.get("message", "")]
