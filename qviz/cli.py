@@ -238,6 +238,11 @@ def _cmd_serve(args) -> int:
         hosts.add(args.host)
     app = create_app(model, model_name=args.model, max_upload_mb=args.max_upload_mb,
                      allowed_hosts=hosts, token=token)
+    # SIGTERM (kill, process managers, docker stop) ends the server the way Ctrl-C does, so the
+    # exit handlers run: the worker process is stopped and upload directories are removed.
+    import signal
+
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     query = f"?token={token}" if token else ""
     print(f"qviz: serving on http://{'127.0.0.1' if args.host in ('0.0.0.0', '::') else args.host}:"
           f"{args.port}/{query}  (Ctrl-C stops)")

@@ -1,0 +1,43 @@
+"""``qviz serve`` as a process: it stops cleanly on SIGTERM, as process managers send it."""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import psutil
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_sigterm_stops_the_server_and_its_worker(tmp_path):
+    port = _free_port()
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    server = subprocess.Popen([sys.executable, "-m", "qviz", "serve", "--port", str(port)], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        end = time.monotonic() + 120
+        while True:
+            try:
+                if urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2).status == 200:
+                    break
+            except OSError:
+                assert server.poll() is None, server.stdout.read().decode()[-2000:]
+                assert time.monotonic() < end, "qviz serve did not answer"
+                time.sleep(0.5)
+        children = psutil.Process(server.pid).children(recursive=True)
+        assert children, "the worker process should be running"
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(30) == 0
+        gone, alive = psutil.wait_procs(children, timeout=30)
+        assert not alive, f"orphaned after SIGTERM: {[p.cmdline()[:3] for p in alive]}"
+    finally:
+        if server.poll() is None:
+            server.kill()
