@@ -1,4 +1,4 @@
-"""TensorFlow work for the app, in one long-lived worker process.
+"""TensorFlow work for the app, in two long-lived worker processes (lanes).
 
 Calibration and the verification report run both graphs in TensorFlow, and
 importing a graph into TF is Python code that holds the GIL for up to seconds
@@ -6,7 +6,9 @@ on a large model: done in the web server's process, it stalls every other
 request (a fold toggle waited seconds for a redraw). The worker is *spawned*,
 not forked — TensorFlow deadlocks in a child forked after the parent has used
 it, which is also why Dash's ``DiskcacheManager`` (fork per job) cannot run
-this work — and it lives as long as the app, so TF is imported once.
+this work — and it lives as long as the app, so TF is imported once. Calibration,
+which a redraw waits for, has a process of its own, so no redraw queues behind
+another session's verification report or sweep (:data:`LANES`).
 
 Jobs carry the original graph (graphs pickle as GraphDef + metadata) and a key;
 the worker keeps a few graphs by key so their compiled TF functions are reused.
@@ -43,7 +45,7 @@ def _init():
 def _graph(key, graph):
     if key not in _GRAPHS:
         _GRAPHS[key] = graph
-        while len(_GRAPHS) > 4:
+        while len(_GRAPHS) > 8:
             _GRAPHS.popitem(last=False)
     _GRAPHS.move_to_end(key)
     return _GRAPHS[key]
@@ -118,36 +120,44 @@ def read_progress(path) -> tuple[int, int] | None:
         return None
 
 
+#: The worker's lanes, one process each. A redraw waits for calibration ranges
+#: (interactive); reports, sweeps and QAT exports are polled (background). With
+#: one queue, every session's redraw waited behind every session's report.
+LANES = ("interactive", "background")
+
+
 class Worker:
-    """A one-process pool, started on first use."""
+    """Two one-process pools (:data:`LANES`), started on first use."""
 
     def __init__(self):
-        self._pool: ProcessPoolExecutor | None = None
+        self._pools: dict[str, ProcessPoolExecutor] = {}
         self._lock = threading.Lock()
 
     def start(self) -> "Worker":
-        """Launch the worker process now (it imports TensorFlow while the app starts).
+        """Launch the worker processes now (they import TensorFlow while the app starts).
 
         Call from the main thread before serving: starting swaps ``__main__``.
         """
-        self._get()
+        for lane in LANES:
+            self._get(lane)
         return self
 
-    def _get(self) -> ProcessPoolExecutor:
+    def _get(self, lane: str = "background") -> ProcessPoolExecutor:
         with self._lock:
-            if self._pool is None:
+            if lane not in self._pools:
                 with _plain_main():
                     pool = ProcessPoolExecutor(max_workers=1, initializer=_init,
                                                mp_context=multiprocessing.get_context("spawn"))
                     pool.submit(os.getpid)  # starts the process here, inside _plain_main
-                self._pool = pool
-                # Before concurrent.futures' own exit hook joins the worker (which,
-                # holding TensorFlow's threads, may never exit by itself): terminate it.
-                threading._register_atexit(self.close)
-            return self._pool
+                if not self._pools:
+                    # Before concurrent.futures' own exit hook joins the workers (which,
+                    # holding TensorFlow's threads, may never exit by themselves): terminate them.
+                    threading._register_atexit(self.close)
+                self._pools[lane] = pool
+            return self._pools[lane]
 
     def ranges(self, key, graph, fold_layers) -> Future:
-        return self._get().submit(_ranges_job, key, graph, tuple(fold_layers))
+        return self._get("interactive").submit(_ranges_job, key, graph, tuple(fold_layers))
 
     def report(self, key, graph, recipe_json: str, ranges) -> Future:
         return self._get().submit(_report_job, key, graph, recipe_json, ranges)
@@ -165,10 +175,10 @@ class Worker:
         return self._get().submit(run_qat_export, str(source), recipe_json, folding_mode, freeze_bn_delay)
 
     def close(self) -> None:
-        """Stop the worker process (it may be busy in TensorFlow: it is terminated)."""
+        """Stop the worker processes (they may be busy in TensorFlow: they are terminated)."""
         with self._lock:
-            pool, self._pool = self._pool, None
-        if pool is not None:
+            pools, self._pools = list(self._pools.values()), {}
+        for pool in pools:
             processes = list((pool._processes or {}).values())
             pool.shutdown(wait=False, cancel_futures=True)
             for p in processes:
