@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 
 __all__ = ["main"]
 
@@ -18,6 +19,40 @@ def _shape(text: str) -> tuple[int, ...]:
     if not dims or any(d <= 0 for d in dims):
         raise argparse.ArgumentTypeError(f"input shape {text!r} must be positive integers, e.g. 28,28,1")
     return dims
+
+
+def _bits(text: str) -> int:
+    from .passes.quantize import MAX_BITS, MIN_BITS
+
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or not MIN_BITS <= value <= MAX_BITS:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a bit width: give a whole number from {MIN_BITS} to "
+                                         f"{MAX_BITS}")
+    return value
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its errors in one line (``qviz: error: …``) instead of a usage block."""
+
+    def error(self, message):
+        self.exit(2, f"qviz: error: {self.prog.split(' ', 1)[-1] + ': ' if ' ' in self.prog else ''}{message} "
+                     f"(see {self.prog} --help)\n")
+
+
+def _check_model_path(args) -> None:
+    """Refuse a missing or special file before TensorFlow is imported (seconds)."""
+    from .importers.safety import DEFAULT_LIMITS, Limits, check_path
+
+    limit = getattr(args, "max_model_mb", None)
+    check_path(Path(args.model), args.model, DEFAULT_LIMITS if limit is None else Limits(int(limit * 2**20)))
+
+
+def _check_output(path: str | None, suffixes: tuple[str, ...], what: str) -> None:
+    if path is not None and Path(path).suffix.lower() not in suffixes:
+        raise _UsageError(f"-o {path}: qviz writes {what}; name the file {' or '.join('*' + s for s in suffixes)}")
 
 
 def _megabytes(text: str) -> float:
@@ -69,6 +104,7 @@ def _quiet_tensorflow() -> None:
 def _load(args):
     from .importers import load
 
+    _check_model_path(args)
     _quiet_tensorflow()
     shape = args.input_shape
     if shape is not None and len(shape) == 1:
@@ -145,6 +181,7 @@ def _cmd_apply(args) -> int:
 
     from .passes import RecipeError
 
+    _check_output(args.output, (".pb", ".pbtxt"), "TensorFlow GraphDefs")
     recipe = _read_recipe(args.recipe)
     graph = _load(args)
     try:
@@ -175,7 +212,10 @@ def _cmd_export_qat(args) -> int:
 
     from .passes import RecipeError
 
+    _check_output(args.output, (".keras",), "a Keras 3 model")
     recipe = _read_recipe(args.recipe)
+    _check_model_path(args)
+    _quiet_tensorflow()
     try:
         qat = export_qat(args.model, recipe, args.output, folding_mode=args.folding_mode,
                          freeze_bn_delay=args.freeze_bn_delay, ema_decay=args.ema_decay)
@@ -218,6 +258,10 @@ def _cmd_serve(args) -> int:
     import logging
     import secrets
 
+    _check_port(args.host, args.port)   # before seconds of imports and loading, not after "serving on"
+    if args.model:
+        _check_model_path(args)
+
     from .app import create_app
     from .app.guard import LOOPBACK_HOSTS
     from .runtime import limit_threads
@@ -253,12 +297,25 @@ def _cmd_serve(args) -> int:
     return 0
 
 
+def _check_port(host: str, port: int) -> None:
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise _UsageError(f"cannot serve on {host}:{port}: {exc.strerror or exc}; pick another --port "
+                              "(or --host)") from None
+
+
 class _UsageError(Exception):
     """A bad combination of arguments, found after parsing."""
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="qviz", description="See, match and rewrite TensorFlow/Keras graphs.")
+    parser = _Parser(prog="qviz", description="See, match and rewrite TensorFlow/Keras graphs.")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("info", help="inputs, outputs, op counts, layers and batch norms of a model")
     _add_model_args(p)
@@ -274,8 +331,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("recipe", help="print the default recipe (JSON): every foldable and quantizable layer")
     _add_model_args(p)
-    p.add_argument("--weight-bits", type=int, default=8, help="bits for every layer's weights (default 8)")
-    p.add_argument("--activation-bits", type=int, default=8, help="bits for activations (default 8)")
+    p.add_argument("--weight-bits", type=_bits, default=8, help="bits for every layer's weights (default 8)")
+    p.add_argument("--activation-bits", type=_bits, default=8, help="bits for activations (default 8)")
     p.add_argument("--float", action="store_true", help="list layers but quantize none")
     p.set_defaults(func=_cmd_recipe)
 
@@ -300,7 +357,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("sensitivity", help="per-layer output SQNR vs bit width, and a suggested recipe")
     _add_model_args(p)
-    p.add_argument("--bits", type=int, nargs="+", default=[8, 6, 4, 3, 2])
+    p.add_argument("--bits", type=_bits, nargs="+", default=[8, 6, 4, 3, 2])
     p.add_argument("--target-sqnr", type=float, default=30.0, help="overall output SQNR to aim for (dB)")
     p.add_argument("--recipe-out", metavar="JSON", help="write the suggested recipe")
     p.set_defaults(func=_cmd_sensitivity)

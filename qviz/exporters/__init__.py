@@ -18,8 +18,14 @@ class ExportError(OSError):
 
 
 def save_graph_def(graph: Graph, path) -> Path:
-    """Write ``graph`` as a binary (``.pb``) or text (``.pbtxt``) GraphDef; returns the path."""
+    """Write ``graph`` as a binary (``.pb``) or text (``.pbtxt``) GraphDef; returns the path.
+
+    Any other suffix is refused: a TensorFlow graph named ``model.onnx`` or
+    ``model.tflite`` would only mislead whoever opens it next.
+    """
     path = Path(path)
+    if path.suffix.lower() not in (".pb", ".pbtxt"):
+        raise ExportError(f"{path}: qviz writes TensorFlow GraphDefs; name the file .pb or .pbtxt")
     gd = graph.to_graph_def()
     try:
         if path.suffix.lower() == ".pbtxt":
