@@ -83,8 +83,9 @@ class CompiledPattern:
         order = list(iter_patterns(pattern))
         in_place = _in_place(pattern)
         outside = [p for p in order if _leaf_wildcard(p) or _unbound(p)]
-        at_root = [p for p in order if p in in_place and p not in outside]
-        layout = at_root + [p for p in order if p not in in_place and p not in outside] + outside
+        out = set(outside)   # patterns hash by identity; a list made this quadratic (20k alternatives: 194 s)
+        at_root = [p for p in order if p in in_place and p not in out]
+        layout = at_root + [p for p in order if p not in in_place and p not in out] + outside
         self.slots = {p: i for i, p in enumerate(layout)}
         self.tensors, self.width = len(layout), 2 * len(layout)
         self.at_root, self.body = len(at_root), len(layout) - len(outside)

@@ -12,11 +12,38 @@ True
 Traceback (most recent call last):
 ...
 qviz.passes.recipe.RecipeError: quantize.default.weight_bits: must be between 2 and 16, got 17
+
+Any text gets a recipe or one :class:`RecipeError` of one line: a layer name
+that is not plain printable text is quoted with escapes (and cut after 300
+characters), a value shown in a message is shortened, an integer too long
+to print is described by its length:
+
+>>> Recipe.from_json('{"quantize": {"layers": {"conv\\\\n1": {"weight_bits": 1' + '0' * 5000 + '}}}}')
+Traceback (most recent call last):
+...
+qviz.passes.recipe.RecipeError: quantize.layers.'conv\\n1'.weight_bits: must be between 2 and 16, got an integer of 5001 digits
+
+The JSON is standard (RFC 8259), read with limits: arrays and objects nest at
+most :data:`MAX_NESTING` levels (a recipe needs 4); ``NaN`` and ``Infinity``,
+which Python's ``json`` would accept, are refused; bytes are read as UTF-8; of
+keys repeated in one object the last wins, as in JavaScript and Python:
+
+>>> Recipe.from_json("[" * 100000)
+Traceback (most recent call last):
+...
+qviz.passes.recipe.RecipeError: recipe is not valid JSON: arrays and objects nested more than 64 levels deep (line 1, column 65)
+>>> Recipe.from_json('{"options": {"ema_decay": NaN}}')
+Traceback (most recent call last):
+...
+qviz.passes.recipe.RecipeError: recipe is not valid JSON: NaN is not a JSON number (line 1, column 27)
 """
 
 from __future__ import annotations
 
 import json
+import math
+import re
+import reprlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
@@ -25,7 +52,11 @@ from ..ir import Graph
 from .fold_batch_norms import fold_candidates
 from .quantize import MAX_BITS, MIN_BITS, LayerBits, QuantizeConfig, quantizable_layers
 
-__all__ = ["Recipe", "RecipeError"]
+__all__ = ["Recipe", "RecipeError", "MAX_NESTING"]
+
+#: The deepest nesting of JSON arrays and objects read (a recipe needs 4).
+MAX_NESTING = 64
+_NAME_LIMIT = 300   # characters of a layer name or key shown in a message
 
 _OPTION_DEFAULTS = {"narrow_range": True, "symmetric": False, "per_channel": False, "ema_decay": None}
 
@@ -35,28 +66,143 @@ class RecipeError(ValueError):
 
 
 def _fail(path: str, cause: str):
-    raise RecipeError(f"{path}: {cause}")
+    raise RecipeError(_one_line(f"{path or 'recipe'}: {cause}"))
+
+
+_BREAKS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def _one_line(text: str) -> str:
+    """``text`` with control characters (line breaks among them) escaped: a last guard."""
+    return _BREAKS.sub(lambda m: repr(m.group())[1:-1], text)
+
+
+def _name(key) -> str:
+    """A key or layer name as a part of a field path: as it is when it is plain
+    printable text, else quoted with escapes; cut after ``_NAME_LIMIT`` characters."""
+    name = key if isinstance(key, str) else _show(key)
+    cut = name if len(name) <= _NAME_LIMIT else name[:_NAME_LIMIT] + "…"
+    plain = cut and cut.isprintable() and cut.strip() == cut and not cut.startswith(("'", '"'))
+    return cut if plain or not isinstance(key, str) else repr(cut)
+
+
+class _Short(reprlib.Repr):
+    """``repr`` for messages: short, one line, never failing on a huge integer."""
+
+    def __init__(self):
+        super().__init__()
+        self.maxlevel, self.maxstring, self.maxother = 3, 80, 80
+        self.maxlist = self.maxtuple = self.maxdict = self.maxset = 6
+
+    def repr_int(self, x, level):
+        if x.bit_length() > 1000:  # printing it may be slow, or refused (sys.set_int_max_str_digits)
+            return f"an integer of about {int(x.bit_length() * math.log10(2)) + 1} digits"
+        return super().repr_int(x, level)
+
+
+def _show(value) -> str:
+    if isinstance(value, _LongInt):
+        return f"an integer of {value.digits} digits"
+    try:
+        return _one_line(_Short().repr(value))
+    except Exception:  # a hostile object's __repr__, from from_dict()
+        return f"a {type(value).__name__}"
+
+
+class _LongInt(int):
+    """An integer in the JSON too long to convert (Python refuses beyond 4,300
+    digits) or to be meaningful: it keeps its sign and length, and fails
+    every range check with a message that says how long it was."""
+
+    def __new__(cls, text: str):
+        digits = len(text.lstrip("-"))
+        self = super().__new__(cls, -(10 ** 300) if text.startswith("-") else 10 ** 300)
+        self.digits = digits
+        return self
+
+    def __repr__(self):
+        return f"<an integer of {self.digits} digits>"
+
+
+def _type(value) -> str:
+    return "int" if isinstance(value, _LongInt) else type(value).__name__
+
+
+def _parse_int(text: str) -> int:
+    return int(text) if len(text) <= 300 else _LongInt(text)
+
+
+class _Constant(Exception):
+    """NaN/Infinity met while parsing (json reports no position: we find it)."""
+
+
+def _no_constant(name: str):
+    raise _Constant(name)
+
+
+# JSON strings (unterminated ones run to the end), brackets, and the non-JSON constants
+_SCAN = re.compile(r'"(?:[^"\\]|\\.)*"?|[\[\]{}]|-?Infinity|NaN', re.DOTALL)
+
+
+def _json_error(text: str, pos: int, what: str) -> RecipeError:
+    line = text.count("\n", 0, pos) + 1
+    column = pos - text.rfind("\n", 0, pos)
+    return RecipeError(_one_line(f"recipe is not valid JSON: {what} (line {line}, column {column})"))
+
+
+def _check_nesting(text: str) -> None:
+    """Refuse deep nesting before ``json`` recurses into it (it would raise RecursionError)."""
+    depth = 0
+    for m in _SCAN.finditer(text):
+        c = m.group()
+        if c in "[{":
+            depth += 1
+            if depth > MAX_NESTING:
+                raise _json_error(text, m.start(), f"arrays and objects nested more than {MAX_NESTING} levels deep")
+        elif c in "]}":
+            depth -= 1
+
+
+def _load_json(text) -> object:
+    if isinstance(text, (bytes, bytearray, memoryview)):
+        try:
+            text = bytes(text).decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise RecipeError(f"recipe is not valid UTF-8: {exc.reason} at byte {exc.start}") from None
+    if not isinstance(text, str):
+        raise RecipeError(f"recipe must be JSON text (str or bytes), not {type(text).__name__}")
+    _check_nesting(text)
+    try:
+        return json.loads(text, parse_int=_parse_int, parse_constant=_no_constant)
+    except json.JSONDecodeError as exc:
+        raise _json_error(text, exc.pos, exc.msg) from None
+    except _Constant as exc:
+        # json reads left to right: the first such word outside strings is the one
+        first = next((m.start() for m in _SCAN.finditer(text) if m.group() in ("NaN", "Infinity", "-Infinity")), 0)
+        raise _json_error(text, first, f"{exc.args[0]} is not a JSON number") from None
+    except RecursionError:  # only when called with the stack nearly full already
+        raise RecipeError("recipe is not valid JSON: nested too deeply for the stack left") from None
 
 
 def _keys(d, path: str, allowed: tuple[str, ...]) -> dict:
     if not isinstance(d, Mapping):
-        _fail(path, f"must be an object, not {type(d).__name__}")
+        _fail(path, f"must be an object, not {_type(d)}")
     extra = [k for k in d if k not in allowed]
     if extra:
-        _fail(f"{path}.{extra[0]}" if path else str(extra[0]),
+        _fail(f"{path}.{_name(extra[0])}" if path else _name(extra[0]),
               f"unknown key; expected one of {', '.join(allowed)}")
     return dict(d)
 
 
 def _mapping(d, path: str) -> dict:
     if not isinstance(d, Mapping):
-        _fail(path, f"must be an object mapping layer names, not {type(d).__name__}")
+        _fail(path, f"must be an object mapping layer names, not {_type(d)}")
     return dict(d)
 
 
 def _bool(v, path: str) -> bool:
     if not isinstance(v, bool):
-        _fail(path, f"must be true or false, not {v!r}")
+        _fail(path, f"must be true or false, not {_show(v)}")
     return v
 
 
@@ -68,9 +214,9 @@ def _bits(v, path: str) -> LayerBits | None:
     for k in ("weight_bits", "activation_bits"):
         b = d.get(k, 8)
         if b is not None and (isinstance(b, bool) or not isinstance(b, int)):
-            _fail(f"{path}.{k}", f"must be an integer or null, not {b!r}")
+            _fail(f"{path}.{k}", f"must be an integer or null, not {_show(b)}")
         if b is not None and not MIN_BITS <= b <= MAX_BITS:
-            _fail(f"{path}.{k}", f"must be between {MIN_BITS} and {MAX_BITS}, got {b}")
+            _fail(f"{path}.{k}", f"must be between {MIN_BITS} and {MAX_BITS}, got {_show(b)}")
         out[k] = b
     return LayerBits(**out)
 
@@ -132,15 +278,15 @@ class Recipe:
         foldable = {c.layer for c in fold_candidates(graph) if c.layer is not None} if self.fold_layers else set()
         for name in self.fold_layers:
             if name not in graph.layers:
-                _fail(f"fold.layers.{name}", "no such layer in the graph")
+                _fail(f"fold.layers.{_name(name)}", "no such layer in the graph")
             if name not in foldable:
-                _fail(f"fold.layers.{name}", "this layer has no batch norm after it to fold")
+                _fail(f"fold.layers.{_name(name)}", "this layer has no batch norm after it to fold")
         quantizable = set(quantizable_layers(graph)) if self.quantize_layers else set()
         for name in self.quantize_layers:
             if name not in graph.layers:
-                _fail(f"quantize.layers.{name}", "no such layer in the graph")
+                _fail(f"quantize.layers.{_name(name)}", "no such layer in the graph")
             if name not in quantizable:
-                _fail(f"quantize.layers.{name}", "not a Conv2D/DepthwiseConv2dNative/MatMul layer")
+                _fail(f"quantize.layers.{_name(name)}", "not a Conv2D/DepthwiseConv2dNative/MatMul layer")
         return self
 
     # -- building ----------------------------------------------------------------------
@@ -166,7 +312,7 @@ class Recipe:
         fold = _keys(d.get("fold", {}), "fold", ("default", "layers"))
         quant = _keys(d.get("quantize", {}), "quantize", ("default", "layers"))
         options = _keys(d.get("options", {}), "options", tuple(_OPTION_DEFAULTS))
-        fold_layers = {str(k): _bool(v, f"fold.layers.{k}")
+        fold_layers = {str(k): _bool(v, f"fold.layers.{_name(k)}")
                        for k, v in _mapping(fold.get("layers", {}), "fold.layers").items()}
         quant_layers_raw = _mapping(quant.get("layers", {}), "quantize.layers")
         opts = {**_OPTION_DEFAULTS, **options}
@@ -174,22 +320,24 @@ class Recipe:
             _bool(opts[k], f"options.{k}")
         ema = opts["ema_decay"]
         if ema is not None and (isinstance(ema, bool) or not isinstance(ema, (int, float)) or not 0 <= ema < 1):
-            _fail("options.ema_decay", f"must be null or a number in [0, 1), not {ema!r}")
+            _fail("options.ema_decay", f"must be null or a number in [0, 1), not {_show(ema)}")
         return cls(
             fold_default=_bool(fold.get("default", True), "fold.default"),
             fold_layers=fold_layers,
             quantize_default=_bits(quant.get("default"), "quantize.default"),
-            quantize_layers={str(k): _bits(v, f"quantize.layers.{k}") for k, v in quant_layers_raw.items()},
+            quantize_layers={str(k): _bits(v, f"quantize.layers.{_name(k)}") for k, v in quant_layers_raw.items()},
             narrow_range=opts["narrow_range"], symmetric=opts["symmetric"],
             per_channel=opts["per_channel"], ema_decay=None if ema is None else float(ema))
 
     @classmethod
-    def from_json(cls, text: str) -> "Recipe":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise RecipeError(f"recipe is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
-        return cls.from_dict(data)
+    def from_json(cls, text: str | bytes) -> "Recipe":
+        """The recipe in JSON ``text`` (bytes: UTF-8).
+
+        Raises:
+            RecipeError: one line: the JSON's problem with its line and column,
+                or the field that is wrong (see the module's examples).
+        """
+        return cls.from_dict(_load_json(text))
 
     def to_dict(self) -> dict:
         def bits(b):
