@@ -112,3 +112,16 @@ def test_cli_match_errors(samples, capsys):
     assert "no built-in pattern 'nope'" in capsys.readouterr().err
     assert main(["match", str(samples["lenet_digits"]), "--builtin", "conv_bn", "--explain", "zzz"]) == 2
     assert "no node or layer" in capsys.readouterr().err
+
+
+def test_explain_by_layer_finds_the_match_a_layer_takes_part_in(samples):
+    """A conv whose batch norm folds is in the match rooted at the BN's output:
+    explaining the conv's layer says so, instead of "does not match"."""
+    from qviz.matcher import explain_layer
+
+    g = qviz.load(samples["lenet_digits"])
+    conv = explain_layer(BUILTIN["conv_bn"], g, "conv1")
+    assert conv.startswith("layer conv1 takes part as layer (Conv2D) in the match rooted at ")
+    assert conv.endswith("(AddV2, layer bn1)")
+    assert explain_layer(BUILTIN["conv_bn"], g, "bn1").startswith("layer bn1 takes part as bn (AddV2)")
+    assert explain_layer(BUILTIN["conv_bn"], g, "relu1").startswith("layer relu1 does not match; the closest is")

@@ -174,12 +174,30 @@ def explain(pattern: Pattern, graph: Graph, node_name: str) -> str:
     return f"{head} does not match: {failure.describe()}"
 
 
-def explain_layer(pattern: Pattern, graph: Graph, layer: str) -> str:
-    """Why ``pattern`` does not match anywhere in ``layer``.
+_MAIN_ROLES = ("layer", "bn", "act", "add", "bypass")
+_PLUMBING = frozenset({"Identity", "Const", "Squeeze", "Reshape", "ExpandDims"})
 
-    Tries every node of the layer as the root and explains the attempt that got
-    deepest into the pattern (for a batch-norm layer, that is its output op).
+
+def explain_layer(pattern: Pattern, graph: Graph, layer: str) -> str:
+    """Whether ``layer`` takes part in a match of ``pattern``, and if not, why.
+
+    A layer takes part when one of its ops is in the body of a match, wherever
+    that match is rooted: a conv whose batch norm folds is in the conv+BN match
+    rooted at the batch norm's output, in another layer. Otherwise every node of
+    the layer is tried as the root and the attempt that got deepest into the
+    pattern is explained (for a batch-norm layer, that is its output op).
     """
+    from .graph_matcher import find_matches   # at call time: graph_matcher builds on this module
+
+    own = {node.name for node in graph.layer_nodes(layer)}
+    for m in find_matches(pattern, graph):
+        if own & m.body():
+            mine = [(name, node) for name, node in m.named().items() if node.name in own]
+            # Name the layer's main op (the conv, the batch norm), not a weight read or a bias reshape.
+            mine.sort(key=lambda nn: (nn[0] not in _MAIN_ROLES, nn[1].op in _PLUMBING))
+            role = f" as {mine[0][0]} ({mine[0][1].op})" if mine else ""
+            where = "" if m.root.layer == layer else f", layer {m.root.layer}"
+            return f"layer {layer} takes part{role} in the match rooted at {m.root.name} ({m.root.op}{where})"
     best_node, best = None, None
     for node in graph.layer_nodes(layer):
         failure = explain_failure(pattern, graph, node.name)
