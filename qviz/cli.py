@@ -244,6 +244,9 @@ def _cmd_sensitivity(args) -> int:
     print("output SQNR (dB) with one layer quantized: weights (w) or activations (a)")
     print(result.format())
     recipe = result.suggest(args.target_sqnr)
+    if result.warning:
+        print(f"qviz: warning: {result.warning}; the recipe below is the widest bits swept, not a suggestion",
+              file=sys.stderr)
     print(f"\nsuggested recipe for ~{args.target_sqnr:g} dB overall:")
     for name, b in recipe.quantize_layers.items():
         print(f"  {name}: weights {b.weight_bits} bits, activations {b.activation_bits} bits")
@@ -381,6 +384,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     """Run the CLI; returns the exit status (2 for any user-facing error)."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    from ._text import one_line   # a path or name in a message may hold a newline: still one line
     from .importers import LoadError
     from .exporters import ExportError
     from .ir import GraphError
@@ -396,10 +400,10 @@ def main(argv=None) -> int:
         return args.func(args)
     except (LoadError, GraphError, RunError, RecipeError, CalibrationError, ExportError, QATPlanError,
             _UsageError) as exc:
-        print(f"qviz: error: {exc}", file=sys.stderr)
+        print(one_line(f"qviz: error: {exc}"), file=sys.stderr)
         return 2
     except PatternSyntaxError as exc:
-        print(f"qviz: error: --pattern: {exc}", file=sys.stderr)
+        print(one_line(f"qviz: error: --pattern: {exc}"), file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0
@@ -407,6 +411,6 @@ def main(argv=None) -> int:
         print("qviz: interrupted", file=sys.stderr)
         return 130
     except (RecursionError, MemoryError) as exc:
-        print(f"qviz: error: {args.model if hasattr(args, 'model') else 'input'}: too large or too deeply "
-              f"nested to process ({type(exc).__name__})", file=sys.stderr)
+        print(one_line(f"qviz: error: {args.model if hasattr(args, 'model') else 'input'}: too large or too "
+                       f"deeply nested to process ({type(exc).__name__})"), file=sys.stderr)
         return 2

@@ -26,7 +26,7 @@ from ..ir import Graph
 from ..passes import LayerBits, Recipe, fold_batch_norms, quant_points, quantizable_layers
 from ..passes.calibration import activation_ranges, default_inputs
 from ..passes.quantize import QuantizeConfig
-from .verify import verification_data, verify
+from .verify import constant_output, verification_data, verify
 
 __all__ = ["Sensitivity", "sensitivity"]
 
@@ -41,6 +41,7 @@ class Sensitivity:
     activation_sqnr: np.ndarray
     weight_accuracy: np.ndarray | None = None
     activation_accuracy: np.ndarray | None = None
+    warning: str | None = None   # the float reference cannot measure error (constant output)
 
     def need_db(self, target_sqnr_db: float) -> float:
         """The SQNR each quantizer (weights and activations of every layer) must
@@ -53,12 +54,16 @@ class Sensitivity:
         Quantization noise of independent quantizers adds up, so each of the
         ``n`` quantizers (weights and activations of every layer) must reach
         ``target + 10·log10(n)`` on its own; each picks the smallest bit width
-        in the sweep that does (the largest if none does).
+        in the sweep that does (the largest if none does). When the float model's
+        output is constant (:attr:`warning`), the figures mean nothing and every
+        layer gets the largest width.
         """
         need = self.need_db(target_sqnr_db)
         order = np.argsort(self.bits)  # fewest bits first
 
         def pick(row):
+            if self.warning:   # the figures (often ∞) mean nothing: no saving is justified
+                return int(max(self.bits))
             for j in order:
                 if row[j] >= need:
                     return int(self.bits[j])
@@ -71,7 +76,7 @@ class Sensitivity:
     def format(self) -> str:
         head = "layer".ljust(16) + "".join(f"{'w' + str(b):>8}" for b in self.bits) + \
             "".join(f"{'a' + str(b):>8}" for b in self.bits)
-        rows = [head]
+        rows = ([f"warning: {self.warning}"] if self.warning else []) + [head]
         for i, name in enumerate(self.layers):
             cells = [*self.weight_sqnr[i], *self.activation_sqnr[i]]
             rows.append(name[:15].ljust(16) + "".join(
@@ -85,7 +90,7 @@ class Sensitivity:
         return {"layers": list(self.layers), "bits": list(self.bits),
                 "weight_sqnr_db": clean(self.weight_sqnr), "activation_sqnr_db": clean(self.activation_sqnr),
                 "weight_accuracy": clean(self.weight_accuracy),
-                "activation_accuracy": clean(self.activation_accuracy)}
+                "activation_accuracy": clean(self.activation_accuracy), "warning": self.warning}
 
 
 def sensitivity(graph: Graph, *, bits: Sequence[int] = (8, 6, 4, 3, 2),
@@ -130,4 +135,5 @@ def sensitivity(graph: Graph, *, bits: Sequence[int] = (8, 6, 4, 3, 2),
                     progress(done, total)
     has_acc = labels is not None
     return Sensitivity(tuple(layers), bits, sq["w"], sq["a"],
-                       acc["w"] if has_acc else None, acc["a"] if has_acc else None)
+                       acc["w"] if has_acc else None, acc["a"] if has_acc else None,
+                       warning=constant_output(graph.run(*inputs)))

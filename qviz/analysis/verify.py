@@ -17,7 +17,8 @@ from ..ir import Graph
 from ..passes.calibration import default_inputs
 from ..samples import sample_data, sample_name_of
 
-__all__ = ["LayerError", "Report", "verify", "verification_data", "layer_outputs", "sqnr_db", "rel_err"]
+__all__ = ["LayerError", "Report", "verify", "verification_data", "layer_outputs", "sqnr_db", "rel_err",
+           "constant_output"]
 
 #: Per-layer errors are measured on at most this many examples (memory on big nets).
 PER_LAYER_EXAMPLES = 8
@@ -39,6 +40,29 @@ def sqnr_db(got: np.ndarray, want: np.ndarray) -> float:
     return 10.0 * math.log10(max(signal, 1e-300) / noise)
 
 
+def constant_output(outputs: Sequence[np.ndarray]) -> str | None:
+    """Why these float outputs cannot measure quantization error, or ``None``.
+
+    An output that is the same for every input (an untrained net whose
+    activations die out, a constant head) makes every error figure meaningless:
+    SQNR is ∞ or arbitrary whatever the bits.
+
+    >>> constant_output([np.ones((4, 3))])
+    'output 0 of the float model is the same for every input (4 examples): error and SQNR say nothing about quantization here (untrained or broken weights?)'
+    >>> constant_output([np.arange(6.0).reshape(2, 3)]) is None
+    True
+    """
+    for i, out in enumerate(outputs):
+        b = np.asarray(out, np.float64)
+        if b.ndim == 0 or b.shape[0] < 2 or b.size == 0:
+            continue
+        spread = float(np.std(b, axis=0).max())
+        if spread <= 1e-7 * max(float(np.abs(b).max()), 1e-30):
+            return (f"output {i} of the float model is the same for every input ({b.shape[0]} examples): "
+                    "error and SQNR say nothing about quantization here (untrained or broken weights?)")
+    return None
+
+
 @dataclass(frozen=True)
 class LayerError:
     layer: str
@@ -58,6 +82,7 @@ class Report:
     layers: tuple[LayerError, ...] = ()
     accuracy_before: float | None = None
     accuracy: float | None = None
+    warning: str | None = None    # the reference cannot measure error (see constant_output)
 
     def to_dict(self) -> dict:
         def num(x):
@@ -65,15 +90,16 @@ class Report:
 
         return {"examples": self.examples, "max_abs": self.max_abs, "rel_err": self.rel_err,
                 "sqnr_db": num(self.sqnr_db), "accuracy_before": self.accuracy_before,
-                "accuracy": self.accuracy,
+                "accuracy": self.accuracy, "warning": self.warning,
                 "layers": [{"layer": e.layer, "tensor": e.tensor, "rel_err": e.rel_err,
                             "sqnr_db": num(e.sqnr_db)} for e in self.layers]}
 
     def format(self) -> str:
         """A few lines for a terminal."""
         sq = "inf" if math.isinf(self.sqnr_db) else f"{self.sqnr_db:.1f}"
-        lines = [f"outputs on {self.examples} examples: max |Δ| {self.max_abs:.3g}, "
-                 f"relative {self.rel_err:.3g}, SQNR {sq} dB"]
+        lines = [f"warning: {self.warning}"] if self.warning else []
+        lines.append(f"outputs on {self.examples} examples: max |Δ| {self.max_abs:.3g}, "
+                     f"relative {self.rel_err:.3g}, SQNR {sq} dB")
         if self.accuracy is not None:
             lines.append(f"test accuracy: {self.accuracy_before:.2%} → {self.accuracy:.2%}")
         worst = sorted(self.layers, key=lambda e: e.sqnr_db)[:3]
@@ -149,4 +175,5 @@ def verify(original: Graph, rewritten: Graph, inputs: Sequence[np.ndarray] | Non
     acc_before = acc = None
     if labels is not None:
         acc_before, acc = _accuracy(before[0], labels), _accuracy(after[0], labels)
-    return Report(len(inputs[0]), max_abs, rel, sqnr_db(noisy, signal), tuple(layers), acc_before, acc)
+    return Report(len(inputs[0]), max_abs, rel, sqnr_db(noisy, signal), tuple(layers), acc_before, acc,
+                  warning=constant_output(before))

@@ -19,6 +19,9 @@ def _suggestion_view(sweep, target):
     for layer in sweep.layers:
         b = recipe.bits(layer)
         parts.append(f"{layer} {b.weight_bits}/{b.activation_bits}")
+    if sweep.warning:
+        return [html.Div(f"⚠ {sweep.warning} — no suggestion from these figures; the widest bits swept: "
+                         + ", ".join(parts), id="sweep-suggested", className="warning")]
     return [html.Div(f"suggested bits (weights/activations) for ≥ {target:g} dB overall, each quantizer "
                      f"≥ {sweep.need_db(target):.1f} dB: " + ", ".join(parts), id="sweep-suggested")]
 

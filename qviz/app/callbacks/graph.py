@@ -284,6 +284,8 @@ def _report_view(rep):
     if rep.accuracy is not None:
         lines.append(html.Div(f"test accuracy: {rep.accuracy_before:.2%} → {rep.accuracy:.2%}",
                               id="verify-accuracy"))
+    if rep.warning:
+        lines.insert(0, html.Div(f"⚠ {rep.warning}", className="warning", id="verify-warning"))
     return lines
 
 
