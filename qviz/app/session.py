@@ -200,6 +200,8 @@ class SessionStore:
         # being opened, then ("done", the callback's answer) once it is open (see callbacks/model.py)
         self.loading: dict[str, tuple] = {}
         self.loads = LoadQueue(load_workers)
+        self.samples: dict[str, Future] = {}   # sample name → Future[Graph], shared by every session
+        self.lock = threading.Lock()            # guards ``samples``
         self._issued: OrderedDict[str, None] = OrderedDict()   # ids handed to pages by this process
         self._evicted: OrderedDict[str, Origin | None] = OrderedDict()
 

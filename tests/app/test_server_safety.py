@@ -270,3 +270,13 @@ def test_opens_wait_in_a_bounded_queue_that_tells_their_place():
         f.result(timeout=10)
     assert queue.position(waiting[-1]) == 0
     queue.shutdown()
+
+
+def test_a_sample_is_frozen_once_for_every_page(app):
+    first, second = app.qviz_sessions.new_id(), app.qviz_sessions.new_id()
+    for sid in (first, second):
+        _post(app, _body(app, "model-status.children",
+                         {"model-picker.value": "lenet_digits", "session-store.data": {"sid": sid}},
+                         ["model-picker.value"]))
+    a, b = app.qviz_sessions.loading[first][0], app.qviz_sessions.loading[second][0]
+    assert a is b and a.result(timeout=120) is b.result(timeout=120)

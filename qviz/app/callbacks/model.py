@@ -25,15 +25,31 @@ def start_open(store, sid: str, origin: Origin, options, *, upload: Upload | Non
     """Queue the opening of ``origin`` for session ``sid`` (a bounded pool: no
     request waits for a model, and no burst of opens starves the server).
     Returns the status line to show."""
+    queued = time.monotonic()
+
+    def timed(fn, *args):
+        started = time.monotonic()
+        try:
+            return fn(*args)
+        finally:
+            log.info("session %s: opened %s in %.2f s after %.2f s in line", sid[:8], origin.name,
+                     time.monotonic() - started, started - queued)
+
     if upload is not None:
-        fut = store.loads.submit(open_file, upload.path, upload.name, upload.directory)
+        fut = store.loads.submit(timed, open_file, upload.path, upload.name, upload.directory)
     elif origin.kind == "served":
         fut = store.loads.submit(lambda: options["model"])
     else:
-        fut = store.loads.submit(open_file, sample_path(origin.name), origin.name)
+        # Graphs are immutable: a sample is frozen once and shared by every page that shows it
+        # (each new page opens the default sample; freezing it again per page cost a second each).
+        with store.lock:
+            fut = store.samples.get(origin.name)
+            if fut is None or (fut.done() and fut.exception() is not None):
+                fut = store.samples[origin.name] = store.loads.submit(
+                    timed, open_file, sample_path(origin.name), origin.name)
     previous = store.loading.get(sid)
-    if previous is not None and len(previous) > 3 and previous[3] is not None and not previous[0].done():
-        previous[0].cancel()   # a newer choice replaces a queued one
+    if previous is not None and len(previous) > 3 and previous[3] is not None and previous[0].cancel():
+        previous[3].discard()   # a newer choice replaced a queued upload: its file goes too
     store.loading[sid] = (fut, origin.name, time.monotonic(), upload, keep_recipe, origin)
     return f"loading {origin.name}…"
 
