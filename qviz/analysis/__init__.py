@@ -1,5 +1,7 @@
-"""Analysis on top of the passes: the verification report (and, later, sensitivity)."""
+"""Analysis on top of the passes: the verification report and the sensitivity sweep."""
 
-from .verify import LayerError, Report, layer_outputs, rel_err, sqnr_db, verification_data, verify
+from .sensitivity import Sensitivity, sensitivity
+from .verify import LayerError, Report, constant_output, layer_outputs, rel_err, sqnr_db, verification_data, verify
 
-__all__ = ["verify", "Report", "LayerError", "layer_outputs", "verification_data", "rel_err", "sqnr_db"]
+__all__ = ["verify", "Report", "LayerError", "layer_outputs", "verification_data", "rel_err", "sqnr_db",
+           "constant_output", "sensitivity", "Sensitivity"]
