@@ -235,12 +235,10 @@ def _cmd_sensitivity(args) -> int:
     from .analysis.sensitivity import sensitivity
 
     graph = _load(args)
-
-    def progress(done, total):
-        print(f"\r  {done}/{total} runs", end="", file=sys.stderr, flush=True)
-
-    result = sensitivity(graph, bits=args.bits, progress=progress)
-    print(file=sys.stderr)
+    checkpoint = args.checkpoint or f"{Path(args.model).stem}.sensitivity.json"
+    print(f"qviz: measurements are saved to {checkpoint} as they are made; run the same command again to "
+          "resume a stopped sweep", file=sys.stderr)
+    result = sensitivity(graph, bits=args.bits, progress=_ProgressBar("measuring"), checkpoint=checkpoint)
     print("output SQNR (dB) with one layer quantized: weights (w) or activations (a)")
     print(result.format())
     recipe = result.suggest(args.target_sqnr)
@@ -313,6 +311,31 @@ def _check_port(host: str, port: int) -> None:
                               "(or --host)") from None
 
 
+class _ProgressBar:
+    """``progress(done, total)`` on stderr: a redrawn bar with the time left on a
+    terminal, a line every tenth of the way in a log."""
+
+    def __init__(self, what: str, stream=None):
+        import time
+
+        self.what, self.stream, self.clock = what, stream or sys.stderr, time.monotonic
+        self.start, self.last_tenth = self.clock(), -1
+        self.tty = self.stream.isatty()
+
+    def __call__(self, done: int, total: int) -> None:
+        elapsed = self.clock() - self.start
+        left = elapsed / done * (total - done) if done else 0.0
+        eta = f"{int(left // 60)}:{int(left % 60):02d} left" if done < total else f"done in {elapsed:.0f} s"
+        if self.tty:
+            filled = int(30 * done / max(total, 1))
+            end = "\n" if done >= total else ""
+            print(f"\r{self.what} [{'#' * filled}{'.' * (30 - filled)}] {done}/{total}, {eta}  ", end=end,
+                  file=self.stream, flush=True)
+        elif done * 10 // max(total, 1) > self.last_tenth:
+            self.last_tenth = done * 10 // max(total, 1)
+            print(f"{self.what}: {done}/{total}, {eta}", file=self.stream, flush=True)
+
+
 class _UsageError(Exception):
     """A bad combination of arguments, found after parsing."""
 
@@ -363,6 +386,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bits", type=_bits, nargs="+", default=[8, 6, 4, 3, 2])
     p.add_argument("--target-sqnr", type=float, default=30.0, help="overall output SQNR to aim for (dB)")
     p.add_argument("--recipe-out", metavar="JSON", help="write the suggested recipe")
+    p.add_argument("--checkpoint", metavar="JSON",
+                   help="where measurements are saved as they are made (default: MODEL.sensitivity.json here); "
+                        "a rerun resumes from it")
     p.set_defaults(func=_cmd_sensitivity)
 
     p = sub.add_parser("serve", help="open the app in the browser (default model: the lenet_digits sample)")

@@ -16,7 +16,11 @@ True
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
+import os
+from pathlib import Path
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -93,15 +97,43 @@ class Sensitivity:
                 "activation_accuracy": clean(self.activation_accuracy), "warning": self.warning}
 
 
+def _fingerprint(graph: Graph, inputs) -> str:
+    """What a checkpoint's measurements depend on: the graph and the inputs."""
+    h = hashlib.sha256(graph.to_graph_def().SerializeToString(deterministic=True))
+    for x in inputs:
+        h.update(np.ascontiguousarray(x).tobytes())
+    return h.hexdigest()[:32]
+
+
+def _read_checkpoint(path: Path, fingerprint: str) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict) or data.get("fingerprint") != fingerprint or not isinstance(data.get("cells"), dict):
+        return {}
+    return data["cells"]
+
+
+def _write_checkpoint(path: Path, fingerprint: str, cells: dict) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps({"fingerprint": fingerprint, "cells": cells}), encoding="utf-8")
+    os.replace(tmp, path)   # a sweep stopped mid-write leaves the previous checkpoint whole
+
+
 def sensitivity(graph: Graph, *, bits: Sequence[int] = (8, 6, 4, 3, 2),
                 inputs: Sequence[np.ndarray] | None = None, labels: np.ndarray | None = None,
-                progress: Callable[[int, int], None] | None = None) -> Sensitivity:
+                progress: Callable[[int, int], None] | None = None,
+                checkpoint: str | os.PathLike | None = None) -> Sensitivity:
     """Sweep every quantizable layer over ``bits``, weights then activations.
 
     Args:
         graph: the original graph (batch norms are folded first, as ``apply`` does).
         inputs, labels: what to measure on (default: the sample's test split, or noise).
         progress: called with ``(done, total)`` after each measurement.
+        checkpoint: a JSON file the measurements are written to as they are
+            made; measurements already in it (for the same graph and inputs)
+            are not made again, so a stopped sweep resumes where it stopped.
     """
     from ..pipeline import apply
 
@@ -121,15 +153,24 @@ def sensitivity(graph: Graph, *, bits: Sequence[int] = (8, 6, 4, 3, 2),
     sq = {"w": np.zeros(shape), "a": np.zeros(shape)}
     acc = {"w": np.zeros(shape), "a": np.zeros(shape)}
     total, done = 2 * len(layers) * len(bits), 0
+    path = Path(checkpoint) if checkpoint is not None else None
+    fingerprint = _fingerprint(graph, inputs) if path is not None else ""
+    cells = _read_checkpoint(path, fingerprint) if path is not None else {}
     for i, layer in enumerate(layers):
         for which in ("w", "a"):
             for j, b in enumerate(bits):
-                lb = LayerBits(b, None) if which == "w" else LayerBits(None, b)
-                result = apply(graph, Recipe(quantize_default=None, quantize_layers={layer: lb}),
-                               ranges=ranges, report=False)
-                rep = verify(graph, result.graph, inputs, labels=labels, per_layer=False)
-                sq[which][i, j] = rep.sqnr_db
-                acc[which][i, j] = rep.accuracy if rep.accuracy is not None else np.nan
+                key = json.dumps([which, layer, b])
+                if key not in cells:
+                    lb = LayerBits(b, None) if which == "w" else LayerBits(None, b)
+                    result = apply(graph, Recipe(quantize_default=None, quantize_layers={layer: lb}),
+                                   ranges=ranges, report=False)
+                    rep = verify(graph, result.graph, inputs, labels=labels, per_layer=False)
+                    cells[key] = [None if math.isinf(rep.sqnr_db) else rep.sqnr_db, rep.accuracy]
+                    if path is not None:
+                        _write_checkpoint(path, fingerprint, cells)
+                sqnr, accuracy = cells[key]
+                sq[which][i, j] = math.inf if sqnr is None else sqnr
+                acc[which][i, j] = np.nan if accuracy is None else accuracy
                 done += 1
                 if progress is not None:
                     progress(done, total)

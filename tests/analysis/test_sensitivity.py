@@ -44,3 +44,41 @@ def test_cli_writes_the_suggestion(samples, tmp_path, capsys):
     recipe = qviz.Recipe.from_json(out.read_text())
     assert set(recipe.quantize_layers) == {"conv1", "conv2", "fc1", "logits"}
     assert json.loads(out.read_text())["fold"]["default"] is True
+
+
+def test_a_stopped_sweep_resumes_from_its_checkpoint(tmp_path, samples):
+    import json
+
+    import numpy as np
+
+    import qviz
+    from qviz.analysis import sensitivity
+
+    g = qviz.load(samples["lenet_digits"])
+    x = np.random.default_rng(1).normal(size=(8, 8, 8, 1)).astype("float32")
+    ckpt = tmp_path / "sweep.json"
+    first = sensitivity(g, bits=(8,), inputs=[x], checkpoint=ckpt)
+    data = json.loads(ckpt.read_text())
+    assert len(data["cells"]) == 2 * len(first.layers)        # every measurement was saved as it was made
+    key = json.dumps(["w", first.layers[0], 8])
+    data["cells"][key] = [12.5, None]                         # a value no measurement would give
+    ckpt.write_text(json.dumps(data))
+    calls = []
+    again = sensitivity(g, bits=(8,), inputs=[x], checkpoint=ckpt, progress=lambda d, t: calls.append(d))
+    assert again.weight_sqnr[0, 0] == 12.5 and calls[-1] == 2 * len(first.layers)   # read back, not re-measured
+    other = sensitivity(g, bits=(8,), inputs=[x + 1], checkpoint=ckpt)               # other inputs: measured anew
+    assert other.weight_sqnr[0, 0] != 12.5
+
+
+def test_progress_bar_in_a_log_prints_a_line_per_tenth():
+    import io
+
+    from qviz.cli import _ProgressBar
+
+    out = io.StringIO()
+    bar = _ProgressBar("measuring", out)
+    for done in range(1, 101):
+        bar(done, 100)
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 11 and lines[0].startswith("measuring: 1/100")   # the start, then each tenth
+    assert lines[-1].startswith("measuring: 100/100, done in")
