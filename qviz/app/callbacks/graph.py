@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import logging
+import time
+
 import math
 
 import numpy as np
@@ -19,6 +22,9 @@ from .recipe import _bits_text, current
 
 #: Matches listed by name (all are highlighted); thousands of buttons would slow the page.
 MAX_LISTED = 200
+
+
+log = logging.getLogger(__name__)
 
 
 def _shown(s, data, show):
@@ -81,6 +87,13 @@ def register(app, store) -> None:
         s = store.require(session)
         if s is None or not data:
             return no_update, "", "", "", "", "", no_update
+        started = time.monotonic()
+        try:
+            return _draw(s, data, view, mode, show, direction, builtin, text, selected)
+        finally:
+            log.info("session %s: drew %s in %.2f s", session["sid"][:8], s.name, time.monotonic() - started)
+
+    def _draw(s, data, view, mode, show, direction, builtin, text, selected):
         graph, result = _shown(s, data, show)
         vg, pos, routes = _view(s, graph, result, mode, view.get("expanded", []), direction,
                                 show != "original")

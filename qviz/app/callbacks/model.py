@@ -28,9 +28,13 @@ def start_open(store, sid: str, origin: Origin, options, *, upload: Upload | Non
     queued = time.monotonic()
 
     def timed(fn, *args):
+        from ...runtime import tensor_shapes
+
         started = time.monotonic()
         try:
-            return fn(*args)
+            graph = fn(*args)
+            tensor_shapes(graph)   # the hover's shapes (TensorFlow): here, not in the first draw's request
+            return graph
         finally:
             log.info("session %s: opened %s in %.2f s after %.2f s in line", sid[:8], origin.name,
                      time.monotonic() - started, started - queued)
