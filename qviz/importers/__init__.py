@@ -35,7 +35,9 @@ def load(source, *, input_shape: Sequence | None = None, safe_mode: bool = True,
             would run code from the file: Keras ``Lambda`` layers or objects
             from non-Keras modules (``.keras``, ``.h5``), and graph ops that
             touch files, the network or Python (``WriteFile``, ``PyFunc``, …,
-            see :data:`qviz.importers.safety.UNSAFE_OPS`) in any format.
+            see :data:`qviz.importers.safety.UNSAFE_OPS`) in any format; and
+            HDF5 weights kept in other files (external storage, external
+            links, virtual datasets), which would read any file or block on a FIFO.
         max_bytes: the largest file (or archive, unpacked) read; default
             :data:`DEFAULT_LIMITS` (2 GiB). FIFOs, devices and sockets are
             always refused.

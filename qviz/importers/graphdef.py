@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..ir import Graph, GraphError
+from ..ir import Graph, GraphError, parse_tensor_name
 from ..ir.proto import pb
-from .errors import LoadError
+from .errors import LoadError, first_line
 from .safety import DEFAULT_LIMITS, Limits, read_bounded, refuse_unsafe_ops, unsafe_ops_in_graph_def
 
 __all__ = ["load_pb", "load_pbtxt", "graph_from_graph_def"]
@@ -28,9 +28,52 @@ def graph_from_graph_def(graph_def, source: str, *, safe_mode: bool = True, **kw
             what = "name" if not nd.name else "op type"
             raise LoadError(source, f"not a valid GraphDef: node #{i} has no {what}")
     try:
-        return Graph.from_graph_def(graph_def, copy=False, source=source, **kwargs)
+        graph = Graph.from_graph_def(graph_def, copy=False, source=source, **kwargs)
     except GraphError as exc:
         raise LoadError(source, str(exc)) from None
+    looped = _node_on_cycle(graph)
+    if looped is not None:
+        raise LoadError(source, f"the graph has a cycle through node {looped!r}; a frozen graph must be "
+                                "acyclic (only TF1 loops close through NextIteration)")
+    return graph
+
+
+#: Ops through which a TF1 ``while_loop`` closes its cycle (``NextIteration`` → ``Merge``).
+_LOOP_BACK_OPS = frozenset({"NextIteration", "RefNextIteration"})
+
+
+def _node_on_cycle(graph: Graph) -> str | None:
+    """A node on a cycle not closed by a TF1 loop, or ``None`` (Kahn's algorithm, no recursion).
+
+    TensorFlow cannot import such a graph, and everything that sorts it would fail later.
+    """
+    nodes = graph.nodes
+    ops = {n.name: n.op for n in nodes}
+    preds: dict[str, set[str]] = {}
+    consumers: dict[str, list[str]] = {n.name: [] for n in nodes}
+    for n in nodes:
+        srcs = {parse_tensor_name(t)[0] for t in n.inputs} | set(n.control_inputs)
+        srcs = {s for s in srcs if ops.get(s) not in _LOOP_BACK_OPS}
+        preds[n.name] = srcs
+        for s in srcs:
+            consumers[s].append(n.name)
+    waiting = {name: len(srcs) for name, srcs in preds.items()}
+    ready = [name for name, k in waiting.items() if k == 0]
+    while ready:
+        name = ready.pop()
+        for c in consumers[name]:
+            waiting[c] -= 1
+            if waiting[c] == 0:
+                ready.append(c)
+    left = {name for name, k in waiting.items() if k > 0}
+    if not left:
+        return None
+    name = next(n.name for n in nodes if n.name in left)   # on a cycle, or downstream of one
+    seen = []
+    while name not in seen:   # walk back inside the unsorted part until a node repeats
+        seen.append(name)
+        name = min(s for s in preds[name] if s in left)
+    return name
 
 
 def _read(path: Path, limits: Limits) -> bytes:
@@ -62,7 +105,7 @@ def load_pbtxt(path: Path, *, safe_mode: bool = True, limits: Limits = DEFAULT_L
     try:
         text_format.Parse(data.decode("utf-8", errors="replace"), graph_def)
     except text_format.ParseError as exc:
-        raise LoadError(str(path), f"malformed text GraphDef: {str(exc).splitlines()[0]}") from None
+        raise LoadError(str(path), f"malformed text GraphDef: {first_line(exc)}") from None
     except RecursionError:
         raise LoadError(str(path), "malformed text GraphDef: nested too deeply") from None
     return graph_from_graph_def(graph_def, str(path), safe_mode=safe_mode)

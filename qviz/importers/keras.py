@@ -21,7 +21,7 @@ from ..ir import Graph
 from ..ir.layers import layers_from_scopes
 from .errors import LoadError, first_line
 from .graphdef import graph_from_graph_def
-from .safety import DEFAULT_LIMITS, Limits, check_zip, code_in_keras_config
+from .safety import DEFAULT_LIMITS, Limits, check_zip, code_in_keras_config, h5_data_outside
 
 __all__ = ["freeze_keras_model", "load_keras_file", "load_h5_file", "is_keras_model"]
 
@@ -217,11 +217,13 @@ def load_keras_file(path: Path, *, input_shape=None, safe_mode: bool = True,
         with zipfile.ZipFile(path) as zf:
             bad = zf.testzip()
             raw = zf.read("config.json")
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as exc:
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError, RuntimeError) as exc:
         raise LoadError(str(path), f"not a Keras archive: the zip is damaged ({first_line(exc)})") from None
     if bad is not None:
         raise LoadError(str(path), f"not a Keras archive: member {bad!r} is damaged (truncated file?)")
     _check_config(raw, path, safe_mode, limits, "config.json")
+    if safe_mode and "model.weights.h5" in infos:
+        _check_weights_member(path)
     import keras
 
     from .. import keras_layers  # noqa: F401  (registers qviz's QAT layers with Keras)
@@ -240,14 +242,37 @@ def _keras_error(path: Path, exc: Exception) -> LoadError:
     return LoadError(str(path), f"Keras could not load the model: {first_line(exc)}")
 
 
-def _h5_model_config(path: Path) -> bytes | str:
+def _check_weights_member(path: Path) -> None:
+    """A ``.keras`` archive's ``model.weights.h5`` must keep its data inside itself."""
+    import io
+
     import h5py
 
     try:
+        with zipfile.ZipFile(path) as zf:
+            data = io.BytesIO(zf.read("model.weights.h5"))   # size checked by check_zip
+        with h5py.File(data, "r") as f:
+            why = h5_data_outside(f)
+    except (OSError, ValueError, KeyError, RuntimeError, TypeError, NotImplementedError, zipfile.BadZipFile,
+            EOFError):
+        return   # not readable as HDF5: Keras reports it
+    if why:
+        raise LoadError(str(path), f"model.weights.h5: {why}; {_UNSAFE_HINT}")
+
+
+def _h5_model_config(path: Path, safe_mode: bool = True) -> bytes | str:
+    import h5py
+
+    why = None
+    try:
         with h5py.File(path, "r") as f:
             raw = f.attrs.get("model_config")
-    except (OSError, ValueError, KeyError, RuntimeError) as exc:
+            if safe_mode:
+                why = h5_data_outside(f)
+    except (OSError, ValueError, KeyError, RuntimeError, TypeError) as exc:
         raise LoadError(str(path), f"HDF5 file could not be read: {first_line(exc)}") from None
+    if why:
+        raise LoadError(str(path), f"{why}; {_UNSAFE_HINT}")
     if raw is None:
         raise LoadError(str(path), "an HDF5 file with no model in it (only weights?); save the whole model")
     if hasattr(raw, "tobytes") and not isinstance(raw, (bytes, str)):
@@ -269,7 +294,7 @@ def load_h5_file(path: Path, *, input_shape=None, safe_mode: bool = True,
         head = fh.read(8)
     if head != _HDF5_MAGIC:
         raise LoadError(str(path), "not an HDF5 file (bad signature)")
-    _check_config(_h5_model_config(path), path, safe_mode, limits, "model_config")
+    _check_config(_h5_model_config(path, safe_mode), path, safe_mode, limits, "model_config")
     errors = []
     try:
         import tf_keras

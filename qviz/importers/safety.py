@@ -14,6 +14,9 @@ Every loader passes its input through these checks *before* any library
   code (``Lambda`` bytecode, objects imported from non-Keras modules).
 * :func:`unsafe_ops` — graph ops that touch the file system or the network, or
   call back into Python: a frozen graph with these would act when qviz runs it.
+* :func:`h5_data_outside` — HDF5 datasets whose data lives in other files
+  (external storage, external links, virtual datasets): reading the weights
+  would read any file on the machine, or block forever on a FIFO.
 
 All of these raise or report in the loaders' vocabulary: one line, naming the
 input. The limits are documented defaults, overridable per call
@@ -38,7 +41,7 @@ from pathlib import Path, PurePosixPath
 from .errors import LoadError
 
 __all__ = ["Limits", "DEFAULT_LIMITS", "UNSAFE_OPS", "check_path", "read_bounded", "check_zip",
-           "extract_zip", "code_in_keras_config", "unsafe_ops", "unsafe_ops_in_graph_def"]
+           "extract_zip", "code_in_keras_config", "unsafe_ops", "unsafe_ops_in_graph_def", "h5_data_outside"]
 
 
 @dataclass(frozen=True)
@@ -148,6 +151,8 @@ def _member_problem(info: zipfile.ZipInfo) -> str | None:
         return f"unsafe path in the archive: {name!r}"
     if stat.S_ISLNK(info.external_attr >> 16):
         return f"the archive holds a symbolic link: {name!r}"
+    if info.flag_bits & 0x1:
+        return f"member {name!r} is encrypted"
     return None
 
 
@@ -205,7 +210,7 @@ def extract_zip(path: Path, dest: Path, label: str, limits: Limits = DEFAULT_LIM
                         out.write(chunk)
     except LoadError:
         raise
-    except (zipfile.BadZipFile, EOFError, OSError, ValueError, NotImplementedError) as exc:
+    except (zipfile.BadZipFile, EOFError, OSError, ValueError, NotImplementedError, RuntimeError) as exc:
         raise LoadError(label, f"the archive could not be unpacked: {type(exc).__name__}") from None
 
 
@@ -233,8 +238,10 @@ def code_in_keras_config(config, limits: Limits = DEFAULT_LIMITS) -> str | None:
         name = cfg.get("name") if isinstance(cfg, dict) and isinstance(cfg.get("name"), str) else None
         here = name or layer
         cls = obj.get("class_name")
-        if cls == "Lambda" or cls == "__lambda__":
+        if cls == "Lambda":
             return f"layer {here!r} is a Lambda layer (arbitrary Python code)"
+        if cls == "__lambda__":
+            return f"layer {here!r} holds a Python lambda (arbitrary Python code)"
         if obj.get("function_type") == "lambda" or obj.get("output_shape_type") == "lambda":
             return f"layer {here!r} holds a Python function (arbitrary Python code)"
         module = obj.get("module")
@@ -243,6 +250,43 @@ def code_in_keras_config(config, limits: Limits = DEFAULT_LIMITS) -> str | None:
             return f"layer {here!r} uses {cls!r} from module {module!r} (code outside Keras)"
         stack.extend((v, depth + 1, here) for v in obj.values())
     return None
+
+
+def h5_data_outside(h5file) -> str | None:
+    """Why reading an open ``h5py.File`` would read other files, or ``None``.
+
+    HDF5 lets a dataset keep its data in another file (external storage), be a
+    link into another file, or be a view of datasets in other files (virtual
+    datasets). Keras' legacy ``.h5`` readers follow all three: a weight could
+    be ``/etc/shadow``, or a FIFO that blocks the load forever. Only the file's
+    metadata is read here.
+    """
+    import h5py
+
+    found: list[str] = []
+
+    def on_link(name, link):
+        if isinstance(link, h5py.ExternalLink):
+            found.append(f"{name!r} is stored outside the file (an HDF5 external link to {link.filename!r})")
+            return True
+        return None
+
+    def on_object(name, obj):
+        if isinstance(obj, h5py.Dataset):
+            if obj.external:
+                files = sorted({str(entry[0]) for entry in obj.external})
+                found.append(f"dataset {name!r} is stored outside the file (HDF5 external storage in "
+                             f"{', '.join(map(repr, files))})")
+                return True
+            if obj.is_virtual:
+                found.append(f"dataset {name!r} is stored outside the file (an HDF5 virtual dataset)")
+                return True
+        return None
+
+    h5file.visititems_links(on_link)
+    if not found:
+        h5file.visititems(on_object)
+    return found[0] if found else None
 
 
 #: Ops that read or write files, open connections, or call into Python. A
@@ -261,7 +305,9 @@ UNSAFE_OPS = frozenset({
     "FixedLengthRecordDatasetV2", "SaveDataset", "SaveDatasetV2", "LoadDataset", "SnapshotDataset",
     "SnapshotDatasetV2", "CacheDataset", "CacheDatasetV2", "DatasetToTFRecord", "ExperimentalDatasetToTFRecord",
     "SqlDataset", "ExperimentalSqlDataset", "LMDBDataset", "ExperimentalLMDBDataset", "CSVDataset",
-    "CSVDatasetV2", "ExperimentalCSVDataset",
+    "CSVDatasetV2", "ExperimentalCSVDataset", "MatchingFilesDataset", "ExperimentalMatchingFilesDataset",
+    "DistributedSave", "ListSnapshotChunksDataset", "SnapshotChunkDataset", "SnapshotDatasetReader",
+    "SnapshotNestedDatasetReader", "RecordInput", "DTensorRestoreV2", "DumpTensor", "CalibrationStatisticsSaver",
     # summaries and debugging (write to files or URLs)
     "WriteSummary", "WriteScalarSummary", "WriteHistogramSummary", "WriteImageSummary", "WriteAudioSummary",
     "WriteRawProtoSummary", "WriteGraphSummary", "ImportEvent", "CreateSummaryFileWriter",

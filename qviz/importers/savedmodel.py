@@ -32,10 +32,10 @@ def _check_directory(path: Path, limits: Limits) -> None:
     """Every file regular, no more than ``max_members`` of them, ``max_bytes`` in all."""
     total, count = 0, 0
     for root, dirs, files in os.walk(path):
+        count += len(dirs) + len(files)   # counted before any is looked at: refusing is quick
+        if count > limits.max_members:
+            raise LoadError(str(path), f"the SavedModel directory has over {limits.max_members} entries")
         for name in dirs + files:
-            count += 1
-            if count > limits.max_members:
-                raise LoadError(str(path), f"the SavedModel directory has over {limits.max_members} entries")
             full = Path(root) / name
             if full.is_symlink():
                 raise LoadError(str(path), f"the SavedModel holds a symbolic link: {str(full.relative_to(path))!r}")
