@@ -152,14 +152,18 @@ def _cmd_match(args) -> int:
 
 
 def _read_recipe(path: str):
+    from .importers import LoadError
+    from .importers.safety import Limits, check_path, read_bounded
     from .passes import Recipe, RecipeError
 
+    try:   # a regular file of at most 16 MB: no FIFO hangs it, no /dev/zero fills memory
+        limits = Limits(max_bytes=16 * 2**20)
+        check_path(Path(path), path, limits)
+        data = read_bounded(Path(path), path, limits)
+    except LoadError as exc:
+        raise _UsageError(f"--recipe {exc}") from None
     try:
-        text = open(path, encoding="utf-8").read()
-    except OSError as exc:
-        raise _UsageError(f"--recipe {path}: {exc.strerror or exc}") from None
-    try:
-        return Recipe.from_json(text)
+        return Recipe.from_json(data)   # bytes: the reader says which byte is not UTF-8
     except RecipeError as exc:
         raise RecipeError(f"--recipe {path}: {exc}") from None
 

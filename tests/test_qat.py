@@ -139,7 +139,7 @@ def test_cli_export_qat_and_its_errors(samples, tmp_path, capsys):
 
     assert main(["export-qat", str(samples["lenet_digits"]), "--recipe", str(recipe), "-o",
                  str(tmp_path / "q.pb")]) == 2
-    assert "give a path ending in .keras" in capsys.readouterr().err
+    assert "name the file *.keras" in capsys.readouterr().err
     frozen = tmp_path / "m.pb"
     from qviz.exporters import save_graph_def
     save_graph_def(g, frozen)

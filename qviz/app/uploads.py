@@ -27,8 +27,10 @@ UPLOAD_SUFFIXES = (".keras", ".h5", ".hdf5", ".pb", ".pbtxt", ".zip")
 
 
 def size_text(n: int) -> str:
-    """>>> size_text(3 * 2**20)
-    '3.0 MB'
+    """A size for a message.
+
+    >>> size_text(3 * 2**20), size_text(1536)
+    ('3.0 MB', '1.5 KB')
     """
     return f"{n / 2**20:.1f} MB" if n >= 2**20 else f"{n / 2**10:.1f} KB"
 
@@ -46,8 +48,18 @@ class Upload:
 
 
 def _safe_name(filename) -> str:
+    """The upload's base name, as the user knows it (for messages)."""
     name = Path(str(filename or "upload")).name
     return name if name not in ("", ".", "..") else "upload"
+
+
+def _disk_name(name: str) -> str:
+    """A name safe to create: no control characters, at most 100 bytes, the suffix kept."""
+    suffix = Path(name).suffix.lower()
+    stem = "".join(c if c.isprintable() and c not in "/\\" else "_" for c in Path(name).stem)
+    while len(stem.encode("utf-8")) > 100 - len(suffix):
+        stem = stem[:-1]
+    return (stem or "upload") + suffix
 
 
 def save_upload(contents, filename, max_bytes: int) -> Upload:
@@ -71,9 +83,12 @@ def save_upload(contents, filename, max_bytes: int) -> Upload:
     if len(data) > max_bytes:
         raise LoadError(name, f"is {size_text(len(data))}, over the {size_text(max_bytes)} upload limit")
     directory = Path(tempfile.mkdtemp(prefix="qviz-upload-"))
-    upload = Upload(directory / name, name, directory)
+    upload = Upload(directory / _disk_name(name), name, directory)
     try:
-        upload.path.write_bytes(data)
+        try:
+            upload.path.write_bytes(data)
+        except OSError as exc:
+            raise LoadError(name, f"the upload could not be stored ({exc.strerror or type(exc).__name__})") from None
         if suffix == ".zip":
             # An archive may unpack to at most 4x the upload limit (SavedModels compress little).
             extract_zip(upload.path, directory / "unzipped", name, Limits(max_bytes=4 * max_bytes))
