@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..ir import Graph
 from .errors import LoadError
-from .safety import DEFAULT_LIMITS, Limits, check_path
+from .safety import DEFAULT_LIMITS, Limits, check_path, os_error
 
 __all__ = ["load", "LoadError", "Limits", "DEFAULT_LIMITS"]
 
@@ -86,10 +86,8 @@ def _load_path(path: Path, *, input_shape, safe_mode: bool, limits: Limits) -> G
             return graphdef.load_pb(path, safe_mode=safe_mode, limits=limits)
         if suffix == ".pbtxt":
             return graphdef.load_pbtxt(path, safe_mode=safe_mode, limits=limits)
-    except PermissionError:
-        raise LoadError(label, "permission denied") from None
-    except IsADirectoryError:
-        raise LoadError(label, "is a directory") from None
+    except (PermissionError, IsADirectoryError) as exc:
+        raise os_error(label, exc) from None
     except RecursionError:
         raise LoadError(label, "the model is nested too deeply to read") from None
     except MemoryError:

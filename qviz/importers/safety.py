@@ -40,7 +40,7 @@ from pathlib import Path, PurePosixPath
 
 from .errors import LoadError
 
-__all__ = ["Limits", "DEFAULT_LIMITS", "UNSAFE_OPS", "check_path", "read_bounded", "check_zip",
+__all__ = ["Limits", "DEFAULT_LIMITS", "UNSAFE_OPS", "check_path", "os_error", "read_bounded", "check_zip",
            "extract_zip", "code_in_keras_config", "unsafe_ops", "unsafe_ops_in_graph_def", "h5_data_outside"]
 
 
@@ -76,6 +76,15 @@ def _size(n: int) -> str:
     return f"{n} bytes"
 
 
+def os_error(label: str, exc: OSError) -> LoadError:
+    """The one-line :class:`LoadError` for an OS error met reading ``label``."""
+    for kind, cause in ((FileNotFoundError, "no such file or directory"), (PermissionError, "permission denied"),
+                        (IsADirectoryError, "is a directory")):
+        if isinstance(exc, kind):
+            return LoadError(label, cause)
+    return LoadError(label, f"cannot be read: {exc.strerror or type(exc).__name__}")
+
+
 def check_path(path: Path, label: str, limits: Limits = DEFAULT_LIMITS) -> os.stat_result:
     """Stat ``path`` (following links): a regular file within ``max_bytes``, or a directory.
 
@@ -86,12 +95,8 @@ def check_path(path: Path, label: str, limits: Limits = DEFAULT_LIMITS) -> os.st
     """
     try:
         st = os.stat(path)
-    except FileNotFoundError:
-        raise LoadError(label, "no such file or directory") from None
-    except PermissionError:
-        raise LoadError(label, "permission denied") from None
     except OSError as exc:
-        raise LoadError(label, f"cannot be read: {exc.strerror or type(exc).__name__}") from None
+        raise os_error(label, exc) from None
     if stat.S_ISDIR(st.st_mode):
         return st
     if not stat.S_ISREG(st.st_mode):
@@ -119,12 +124,8 @@ def read_bounded(path: Path, label: str, limits: Limits = DEFAULT_LIMITS) -> byt
     """
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except FileNotFoundError:
-        raise LoadError(label, "no such file or directory") from None
-    except PermissionError:
-        raise LoadError(label, "permission denied") from None
-    except IsADirectoryError:
-        raise LoadError(label, "is a directory") from None
+    except OSError as exc:
+        raise os_error(label, exc) from None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
