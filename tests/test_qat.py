@@ -168,3 +168,48 @@ def test_bad_folding_mode():
 
     with pytest.raises(QATPlanError, match="folding_mode: 'tflite' is not one of"):
         build_qat_model(_conv_bn("dense"), QATPlan((), (), True, False, False), folding_mode="tflite")
+
+
+def _softmax_classifier():
+    import keras
+
+    inp = keras.Input((12, 12, 3), name="image")
+    x = keras.layers.Conv2D(8, 3, name="conv")(inp)
+    x = keras.layers.BatchNormalization(name="bn")(x)
+    x = keras.layers.ReLU(name="relu")(x)
+    x = keras.layers.GlobalAveragePooling2D(name="pool")(x)
+    out = keras.layers.Dense(5, activation="softmax", name="predictions")(x)   # keras.applications' head
+    model = keras.Model(inp, out)
+    from qviz.samples import randomize_batch_norms
+
+    randomize_batch_norms(model, 3)
+    return model
+
+
+def test_softmax_head_is_quantized_before_its_softmax(tmp_path):
+    """TF quantizes a dense layer's output before the softmax inside it: the QAT
+    model splits Dense(softmax) into Dense → quantizer → Activation(softmax)."""
+    model = _softmax_classifier()
+    path = tmp_path / "classifier.keras"
+    model.save(path)
+    g = qviz.load(path)
+    recipe = qviz.Recipe.default(g, qviz.LayerBits(8, 8))
+    qat = export_qat(path, recipe)
+    names = [layer.name for layer in qat.layers]
+    assert names[-2:] == ["predictions_act_quant", "predictions_activation"]
+    assert qat.get_layer("predictions").activation.__name__ == "linear"
+    x = np.random.default_rng(0).normal(size=(8, 12, 12, 3)).astype("float32")
+    ptq = qviz.apply(g, recipe, report=False).graph.run(x)[0]
+    assert rel_err(qat.predict(x, verbose=0), ptq) < 1e-4
+
+
+@pytest.mark.zoo
+def test_export_qat_works_on_a_stock_classifier_with_the_default_recipe(tmp_path):
+    import keras
+
+    model = keras.applications.MobileNetV2(weights=None, input_shape=(32, 32, 3), classes=10)
+    path = tmp_path / "mobilenet_v2.keras"
+    model.save(path)
+    recipe = qviz.Recipe.default(qviz.load(path))
+    qat = export_qat(path, recipe, tmp_path / "qat.keras")
+    assert qat.layers[-1].name == "predictions_activation" and (tmp_path / "qat.keras").exists()

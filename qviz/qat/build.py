@@ -54,19 +54,27 @@ def build_qat_model(model, plan: QATPlan, *, folding_mode: str = "ema_stats_fold
     folded_bns = {p.bn_layer: p.layer for p in plan.layers if p.bn_layer}
     by_name = {layer.name: layer for layer in model.layers}
 
+    def config_of(layer):
+        """The layer's config; linear when its activation moves after the quantizer."""
+        config = layer.get_config()
+        q = plan.output(layer.name)
+        if q is not None and q.before_activation:
+            config = {**config, "activation": "linear"}
+        return config
+
     def clone(layer):
         p = planned.get(layer.name)
         if p is not None:
             kind = KIND_OF_OP[p.op]
             _check_layer(layer, kind)
             bn_config = by_name[p.bn_layer].get_config() if p.bn_layer else None
-            return FoldedQuantLayer(kind, layer.get_config(), bn_config, weight_bits=p.weight_bits,
+            return FoldedQuantLayer(kind, config_of(layer), bn_config, weight_bits=p.weight_bits,
                                     narrow_range=plan.narrow_range, symmetric=plan.symmetric,
                                     per_channel=plan.per_channel, folding_mode=folding_mode,
                                     freeze_bn_delay=freeze_bn_delay, name=layer.name)
         if layer.name in folded_bns:
             return keras.layers.Identity(name=layer.name)
-        return layer.__class__.from_config(layer.get_config())
+        return layer.__class__.from_config(config_of(layer))
 
     def call(layer, *args, **kwargs):
         if layer.name in folded_bns or layer.name in planned:  # they take no mask=
@@ -77,8 +85,11 @@ def build_qat_model(model, plan: QATPlan, *, folding_mode: str = "ema_stats_fold
         q = plan.output(layer.name)
         if q is None:
             return out
-        return OutputQuantizer(q.bits, q.min, q.max, ema_decay=ema_decay, symmetric=plan.symmetric,
-                               name=f"{layer.name}_act_quant")(out)
+        out = OutputQuantizer(q.bits, q.min, q.max, ema_decay=ema_decay, symmetric=plan.symmetric,
+                              name=f"{layer.name}_act_quant")(out)
+        if q.before_activation:   # Dense(softmax) → Dense(linear) → quantizer → Activation(softmax)
+            out = keras.layers.Activation(q.before_activation, name=f"{layer.name}_activation")(out)
+        return out
 
     qat = keras.models.clone_model(model, clone_function=clone, call_function=call)
     for layer in model.layers:

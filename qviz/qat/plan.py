@@ -56,6 +56,8 @@ class OutputQuant:
     bits: int
     min: float                 # the calibrated range the moving average starts from
     max: float
+    before_activation: str | None = None   # the layer's own activation (e.g. "softmax"), applied after
+                                           # the quantizer: TF quantizes a dense/conv output before it
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,23 @@ def _through_identities(graph: Graph, tensor: str) -> set[str]:
     return seen
 
 
+#: A layer's fused activation op → its Keras name, for splitting ``Dense(activation=…)``.
+_ACTIVATIONS = {"Softmax": "softmax", "Relu": "relu", "Relu6": "relu6", "Sigmoid": "sigmoid", "Tanh": "tanh",
+                "Elu": "elu", "Selu": "selu", "Softplus": "softplus", "Softsign": "softsign"}
+
+
+def _activation_after(graph: Graph, tensor: str, end: str | None) -> str | None:
+    """The Keras activation a layer applies to ``tensor`` to give its output ``end``
+    (its pre-activation is what TF quantizes), or ``None`` if it is not that."""
+    if end is None:
+        return None
+    for c in graph.consumers(tensor):
+        kind = _ACTIVATIONS.get(c.op)
+        if kind and c.layer == graph.producer(tensor).layer and end in _through_identities(graph, c.output(0)):
+            return kind
+    return None
+
+
 def qat_plan(graph: Graph, recipe: Recipe, *, calibration: Sequence[np.ndarray] | None = None) -> QATPlan:
     """The plan for a Keras model whose frozen graph is ``graph``.
 
@@ -111,15 +130,20 @@ def qat_plan(graph: Graph, recipe: Recipe, *, calibration: Sequence[np.ndarray] 
             ops[p.layer] = p.layer_op.op
             continue
         owner = folded.producer(p.tensor).layer
+        activation = None
         if ends.get(owner) not in _through_identities(folded, p.tensor):
-            raise QATPlanError(f"{p.name} of {p.layer}: the quantized tensor {p.tensor} is not the output "
-                               f"of layer {owner}, so no Keras layer output can carry it")
+            activation = _activation_after(folded, p.tensor, ends.get(owner))
+            if activation is None:
+                raise QATPlanError(f"{p.name} of {p.layer}: the quantized tensor {p.tensor} is not the output "
+                                   f"of layer {owner}, so no Keras layer output can carry it; leave its "
+                                   f"activations float in the recipe (quantize.layers.{p.layer}."
+                                   "activation_bits: null)")
         fq = fake_quants.get(p.tensor)
         if fq is None:
             continue
         lo = float(constant_value(result.graph, fq.inputs[1]))
         hi = float(constant_value(result.graph, fq.inputs[2]))
-        outputs[owner] = OutputQuant(owner, p.bits, lo, hi)
+        outputs[owner] = OutputQuant(owner, p.bits, lo, hi, before_activation=activation)
     layer_ops = {n.layer: n.op for n in folded.nodes if n.op in ("Conv2D", "DepthwiseConv2dNative", "MatMul")}
     names = [name for name in graph.layers if name in weight_bits or name in folds]
     layers = tuple(LayerPlan(name, ops.get(name) or layer_ops[name], folds.get(name), weight_bits.get(name))
