@@ -128,7 +128,7 @@ def test_cli_apply_errors_are_one_line(samples, tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.strip() == f"qviz: error: --recipe {tmp_path / 'bad.json'}: quantize.layers.conv9: no such layer in the graph"
     assert main(["apply", model, "--recipe", str(tmp_path / "missing.json")]) == 2
-    assert "No such file" in capsys.readouterr().err
+    assert "no such file or directory" in capsys.readouterr().err
 
 
 @pytest.mark.zoo
