@@ -1,6 +1,9 @@
 """Small text helpers shared by the loaders, the runtime and the app: errors stay one line."""
 
-__all__ = ["first_line", "quote_name", "one_line"]
+import re
+import tempfile
+
+__all__ = ["first_line", "quote_name", "one_line", "hide_temp_paths"]
 
 
 def first_line(exc: BaseException, limit: int = 300) -> str:
@@ -38,3 +41,13 @@ def one_line(text: str) -> str:
     if text.isprintable():
         return text
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def hide_temp_paths(text: str) -> str:
+    """``text`` with paths under the temp dir replaced: a message shown to a page
+    must not reveal where the server keeps its files.
+
+    >>> hide_temp_paths(f"{tempfile.gettempdir()}/qviz-upload-x/m.pb: the file is empty")
+    '(temporary file): the file is empty'
+    """
+    return re.sub(re.escape(tempfile.gettempdir()) + r"/[^\s'\":]*", "(temporary file)", text)

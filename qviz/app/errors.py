@@ -20,10 +20,9 @@ from __future__ import annotations
 
 import logging
 import re
-import tempfile
 import uuid
 
-from .._text import one_line
+from .._text import hide_temp_paths, one_line
 
 __all__ = ["make_error_handler", "user_message", "USER_ERRORS"]
 
@@ -46,7 +45,6 @@ def _user_errors() -> tuple[type, ...]:
 
 USER_ERRORS = _user_errors()
 
-_TEMP = re.compile(re.escape(tempfile.gettempdir()) + r"/[^\s'\":]*")
 _REPR = re.compile(r"<[^<>]* at 0x[0-9a-fA-F]+>")
 
 
@@ -60,7 +58,7 @@ def user_message(exc: BaseException, limit: int = 400) -> str:
     True
     """
     if isinstance(exc, USER_ERRORS):
-        text = _REPR.sub("(object)", _TEMP.sub("(temporary file)", one_line(str(exc))))
+        text = _REPR.sub("(object)", hide_temp_paths(one_line(str(exc))))
         return text[:limit]
     ref = uuid.uuid4().hex[:8]
     return f"internal error ({type(exc).__name__}); the server log has the details under ref {ref}"
@@ -77,7 +75,7 @@ def make_error_handler(store, options):
     def on_error(exc: Exception):
         if isinstance(exc, SessionGone):
             pending = store.loading.get(exc.sid)
-            if pending is not None and pending[0] != "done" and not pending[0].done():
+            if pending is not None and pending.answer is None and not pending.future.done():
                 return None   # already reopening: the poll will finish it
             message, reopening = reopen_message(store, exc, options)
             log.info("session %s gone: %s", exc.sid[:8], message)

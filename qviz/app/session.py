@@ -48,6 +48,22 @@ class SessionGone(Exception):
 
 
 @dataclass
+class PendingOpen:
+    """A model being opened for a page: the queued load, then the page's answer.
+
+    ``answer`` is kept once the load is done: the page drops the answer of a
+    poll that was in flight when a newer one went out, so later polls repeat it.
+    """
+
+    future: Future                  # Future[Graph]
+    origin: Origin
+    started: float                  # time.monotonic() when queued
+    upload: object = None           # the Upload being opened, if any (its directory goes on failure)
+    keep_recipe: bool = False       # a reopened session keeps the page's recipe
+    answer: tuple | None = None     # the open callback's outputs, once done
+
+
+@dataclass
 class Session:
     graph: Graph
     name: str
@@ -196,9 +212,7 @@ class SessionStore:
         self._sessions: OrderedDict[str, Session] = OrderedDict()
         self._lock = threading.Lock()
         self.capacity = capacity
-        # session id → (Future[Graph], name, start time, Upload | None, keep recipe) of a model
-        # being opened, then ("done", the callback's answer) once it is open (see callbacks/model.py)
-        self.loading: dict[str, tuple] = {}
+        self.loading: dict[str, PendingOpen] = {}   # session id → its model being opened
         self.loads = LoadQueue(load_workers)
         self.samples: dict[str, Future] = {}   # sample name → Future[Graph], shared by every session
         self.lock = threading.Lock()            # guards ``samples``
@@ -265,6 +279,6 @@ class SessionStore:
         for s in sessions:
             s.close()
         for pending in list(self.loading.values()):
-            if len(pending) > 3 and pending[3] is not None:
-                remove_dir(pending[3].directory)
+            if pending.upload is not None and pending.answer is None:
+                pending.upload.discard()
         self.loads.shutdown()

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import base64
 import binascii
-import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from .._text import hide_temp_paths
 from ..importers import LoadError, load
 from ..importers.safety import Limits, extract_zip
 from .session import remove_dir
@@ -103,10 +103,10 @@ def save_upload(contents, filename, max_bytes: int) -> Upload:
 
 
 def _hide_paths(text: str, directory: Path | None) -> str:
-    """A message without server paths: the upload's directory and temp dirs removed."""
+    """A message without server paths: the upload's own directory, then any temp path."""
     if directory is not None:
         text = text.replace(str(directory) + "/", "").replace(str(directory), "")
-    return re.sub(re.escape(tempfile.gettempdir()) + r"/[^\s'\":]*", "(temporary file)", text)
+    return hide_temp_paths(text)
 
 
 def open_file(path, name: str, directory: Path | None = None):

@@ -50,6 +50,7 @@ from types import MappingProxyType
 
 from ..ir import Graph
 from .fold_batch_norms import fold_candidates
+from .._text import one_line
 from .quantize import MAX_BITS, MIN_BITS, LayerBits, QuantizeConfig, quantizable_layers
 
 __all__ = ["Recipe", "RecipeError", "MAX_NESTING"]
@@ -66,15 +67,7 @@ class RecipeError(ValueError):
 
 
 def _fail(path: str, cause: str):
-    raise RecipeError(_one_line(f"{path or 'recipe'}: {cause}"))
-
-
-_BREAKS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
-
-
-def _one_line(text: str) -> str:
-    """``text`` with control characters (line breaks among them) escaped: a last guard."""
-    return _BREAKS.sub(lambda m: repr(m.group())[1:-1], text)
+    raise RecipeError(one_line(f"{path or 'recipe'}: {cause}"))
 
 
 def _name(key) -> str:
@@ -104,7 +97,7 @@ def _show(value) -> str:
     if isinstance(value, _LongInt):
         return f"an integer of {value.digits} digits"
     try:
-        return _one_line(_Short().repr(value))
+        return one_line(_Short().repr(value))
     except Exception:  # a hostile object's __repr__, from from_dict()
         return f"a {type(value).__name__}"
 
@@ -147,7 +140,7 @@ _SCAN = re.compile(r'"(?:[^"\\]|\\.)*"?|[\[\]{}]|-?Infinity|NaN', re.DOTALL)
 def _json_error(text: str, pos: int, what: str) -> RecipeError:
     line = text.count("\n", 0, pos) + 1
     column = pos - text.rfind("\n", 0, pos)
-    return RecipeError(_one_line(f"recipe is not valid JSON: {what} (line {line}, column {column})"))
+    return RecipeError(one_line(f"recipe is not valid JSON: {what} (line {line}, column {column})"))
 
 
 def _check_nesting(text: str) -> None:

@@ -46,7 +46,7 @@ def test_a_file_over_the_upload_limit_is_refused_in_the_page(dash_duo, tmp_path)
     big.write_bytes(b"\0" * 50_000)
     dash_duo.find_element("#model-upload input[type=file]").send_keys(str(big))
     dash_duo.wait_for_contains_text("#model-status", "big.pb: is 48.8 KB, over the 10.2 KB upload limit",
-                                    timeout=20)
+                                    timeout=60)
     assert "big.pb" in _alert(dash_duo)
     assert _figure_nodes(dash_duo) > 0                          # the previous model stays
 
@@ -55,7 +55,7 @@ def test_a_forged_callback_value_is_one_line_not_a_silent_500(dash_duo):
     _start(dash_duo)
     dash_duo.driver.execute_script(
         "window.dash_clientside.set_props('model-picker', {value: '../../../etc/passwd'});")
-    dash_duo.wait_for_contains_text("#model-status", "no such sample", timeout=20)
+    dash_duo.wait_for_contains_text("#model-status", "no such sample", timeout=60)
     assert "\n" not in dash_duo.find_element("#model-status").text
     dash_duo.driver.execute_script("window.dash_clientside.set_props('session-store', {data: {sid: 42}});")
     dash_duo.find_element("#bulk-all-8").click()

@@ -237,7 +237,7 @@ def test_evicted_session_is_told_and_a_sample_reopens_with_its_recipe(app, lenet
                               ["recipe-store.data"]))
     assert "reopening lenet_digits with your recipe" in _one_line(_texts(answer)["alert"])
     assert answer["sideUpdate"]["model-poll"] == {"disabled": False}
-    future = app.qviz_sessions.loading[first][0]
+    future = app.qviz_sessions.loading[first].future
     future.result(timeout=120)
     polled = _post(app, _body(app, "model-status.children",
                               {"session-store.data": {"sid": first}, "view-store.data": {"mode": "layer"},
@@ -277,5 +277,5 @@ def test_a_sample_is_frozen_once_for_every_page(app):
         _post(app, _body(app, "model-status.children",
                          {"model-picker.value": "lenet_digits", "session-store.data": {"sid": sid}},
                          ["model-picker.value"]))
-    a, b = app.qviz_sessions.loading[first][0], app.qviz_sessions.loading[second][0]
+    a, b = app.qviz_sessions.loading[first].future, app.qviz_sessions.loading[second].future
     assert a is b and a.result(timeout=120) is b.result(timeout=120)

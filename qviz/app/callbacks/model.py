@@ -11,7 +11,7 @@ from ...importers import LoadError
 from ...passes import Recipe
 from ...samples import SAMPLES, sample_path
 from .. import ids
-from ..session import Origin, Session
+from ..session import Origin, PendingOpen, Session
 from ..uploads import Upload, load_upload, open_file, save_upload  # noqa: F401  (load_upload: tests)
 
 log = logging.getLogger(__name__)
@@ -52,9 +52,9 @@ def start_open(store, sid: str, origin: Origin, options, *, upload: Upload | Non
                 fut = store.samples[origin.name] = store.loads.submit(
                     timed, open_file, sample_path(origin.name), origin.name)
     previous = store.loading.get(sid)
-    if previous is not None and len(previous) > 3 and previous[3] is not None and previous[0].cancel():
-        previous[3].discard()   # a newer choice replaced a queued upload: its file goes too
-    store.loading[sid] = (fut, origin.name, time.monotonic(), upload, keep_recipe, origin)
+    if previous is not None and previous.upload is not None and previous.future.cancel():
+        previous.upload.discard()   # a newer choice replaced a queued upload: its file goes too
+    store.loading[sid] = PendingOpen(fut, origin, queued, upload, keep_recipe)
     return f"loading {origin.name}…"
 
 
@@ -116,18 +116,19 @@ def register(app, store, options) -> None:
         pending = store.loading.get(sid)
         if pending is None:
             return no_update, no_update, no_update, no_update, True
-        if pending[0] == "done":
+        if pending.answer is not None:
             # A tick sent while the one that finished was in flight: the page
             # drops that older answer, so this one must carry it again.
-            return pending[1]
-        future, name, started, upload, keep_recipe, origin = pending
-        if not future.done():
-            ahead = store.loads.position(future)
+            return pending.answer
+        name, upload = pending.origin.name, pending.upload
+        if not pending.future.done():
+            ahead = store.loads.position(pending.future)
             if ahead:
                 return (f"waiting to open {name}: {ahead} in line before it", no_update, no_update, no_update, False)
-            return f"loading {name}… {time.monotonic() - started:.0f} s", no_update, no_update, no_update, False
+            return (f"loading {name}… {time.monotonic() - pending.started:.0f} s", no_update, no_update, no_update,
+                    False)
         try:
-            answer = _opened(future.result(), origin, sid, view, upload, keep_recipe)
+            answer = _opened(pending.future.result(), pending.origin, sid, view, upload, pending.keep_recipe)
         except LoadError as exc:
             answer = failed(exc)
         except Exception as exc:  # a loader bug: logged with its traceback, one line on the page
@@ -135,7 +136,7 @@ def register(app, store, options) -> None:
             answer = failed(LoadError(name, f"could not be opened ({type(exc).__name__}); see the server log"))
         if not isinstance(answer[1], dict) and upload is not None:
             upload.discard()   # the load failed: nothing of it stays on disk
-        store.loading[sid] = ("done", answer)
+        pending.answer = answer
         return answer
 
     def _opened(graph, origin, sid, view, upload, keep_recipe=False):
