@@ -55,7 +55,7 @@ class OutputQuantizer(keras.layers.Layer):
     Args:
         bits: 2–16.
         init_min, init_max: the starting range (qviz passes the calibrated one).
-        ema_decay: ``r ← d·r + (1−d)·batch`` per training step.
+        ema_decay: ``r ← d·r + (1−d)·batch`` per training step (1: a fixed range).
         symmetric: make the range ``[−a, a]``.
     """
 
@@ -78,11 +78,12 @@ class OutputQuantizer(keras.layers.Layer):
             self.range_max.assign(d * self.range_max + (1 - d) * tf.reduce_max(inputs))
         lo = tf.minimum(self.range_min, 0.0)
         hi = tf.maximum(self.range_max, 0.0)
-        if self.symmetric:
+        wide = self.bits == 16   # TFLite's int16 activations: symmetric, zero point 0 (as qviz.quantize)
+        if self.symmetric or wide:
             hi = tf.maximum(-lo, hi)
             lo = -hi
         return tf.quantization.fake_quant_with_min_max_vars(inputs, lo, tf.maximum(hi, lo + 1e-8),
-                                                            num_bits=self.bits, narrow_range=False)
+                                                            num_bits=self.bits, narrow_range=wide)
 
     def compute_output_shape(self, input_shape):
         return input_shape

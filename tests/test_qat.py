@@ -66,7 +66,7 @@ def test_folded_layer_trains_like_batch_norm(kind, mode):
     op = {"conv2d": "Conv2D", "depthwise": "DepthwiseConv2dNative", "dense": "MatMul"}[kind]
     x = np.random.default_rng(1).normal(size=(8, 6, 6, 3)).astype("float32")
     for delay, reference_training in ((None, True), (0, False)):
-        plan = QATPlan((LayerPlan("layer", op, "bn", None),), (), True, False, False)
+        plan = QATPlan((LayerPlan("layer", op, "bn", None),), (), True, False, False, False)
         qat = build_qat_model(model, plan, folding_mode=mode, freeze_bn_delay=delay)
         layer = qat.get_layer("layer")
         assert isinstance(layer, FoldedQuantLayer)
@@ -86,7 +86,8 @@ def test_plan_follows_the_recipe(samples):
     assert plan.layer("conv1").weight_bits is None and plan.layer("conv1").bn_layer == "bn1"
     assert plan.layer("conv2").bn_layer is None and plan.layer("conv2").weight_bits == 4
     assert plan.layer("logits").weight_bits == 8 and plan.output("logits").bits == 6
-    assert plan.output("relu1") is None and plan.output("relu2").bits == 4
+    # conv1 stays float, but conv2 runs in integer: it rounds its input, relu1's output, at its own bits
+    assert plan.output("relu1").bits == 4 and plan.output("relu2").bits == 4
     o = plan.output("relu2")
     assert o.min <= 0 < o.max
 
@@ -120,7 +121,7 @@ def test_qat_recovers_what_ptq_lost(samples, digits, tmp_path):
     for n in back.nodes:
         if n.op in FAKE_QUANT_OPS:
             bits.setdefault(n.layer, set()).add(n.attrs["num_bits"])
-    assert bits == {"conv1": {3}, "relu1_act_quant": {3}, "conv2": {3}, "relu2_act_quant": {3},
+    assert bits == {"image_input_quant": {3}, "conv1": {3}, "relu1_act_quant": {3}, "conv2": {3}, "relu2_act_quant": {3},
                     "fc1": {3}, "relu3_act_quant": {3}, "logits": {8}, "logits_act_quant": {8}}
     assert _accuracy(back.run(x_test)[0], y_test) == pytest.approx(qat_acc, abs=1 / len(y_test) + 1e-9)
 
@@ -135,7 +136,7 @@ def test_cli_export_qat_and_its_errors(samples, tmp_path, capsys):
     assert "4 conv/dense layer(s)" in capsys.readouterr().out and out.exists()
     back = qviz.load(out)
     assert {n.attrs["num_bits"] for n in back.nodes if n.op in FAKE_QUANT_OPS} == {4}
-    assert sum(n.op in FAKE_QUANT_OPS for n in back.nodes) == 8   # weights and activation of 4 layers
+    assert sum(n.op in FAKE_QUANT_OPS for n in back.nodes) == 9   # weights and output of 4 layers, the input
 
     assert main(["export-qat", str(samples["lenet_digits"]), "--recipe", str(recipe), "-o",
                  str(tmp_path / "q.pb")]) == 2
@@ -167,7 +168,7 @@ def test_bad_folding_mode():
     from qviz.qat.plan import QATPlan
 
     with pytest.raises(QATPlanError, match="folding_mode: 'tflite' is not one of"):
-        build_qat_model(_conv_bn("dense"), QATPlan((), (), True, False, False), folding_mode="tflite")
+        build_qat_model(_conv_bn("dense"), QATPlan((), (), True, False, False, False), folding_mode="tflite")
 
 
 def _softmax_classifier():
@@ -187,8 +188,9 @@ def _softmax_classifier():
 
 
 def test_softmax_head_is_quantized_before_its_softmax(tmp_path):
-    """TF quantizes a dense layer's output before the softmax inside it: the QAT
-    model splits Dense(softmax) into Dense → quantizer → Activation(softmax)."""
+    """TF quantizes a dense layer's output before the softmax inside it, and TFLite
+    rounds the softmax to its fixed int8 range: the QAT model splits
+    Dense(softmax) into Dense → quantizer → Activation(softmax) → quantizer."""
     model = _softmax_classifier()
     path = tmp_path / "classifier.keras"
     model.save(path)
@@ -196,7 +198,7 @@ def test_softmax_head_is_quantized_before_its_softmax(tmp_path):
     recipe = qviz.Recipe.default(g, qviz.LayerBits(8, 8))
     qat = export_qat(path, recipe)
     names = [layer.name for layer in qat.layers]
-    assert names[-2:] == ["predictions_act_quant", "predictions_activation"]
+    assert names[-3:] == ["predictions_act_quant", "predictions_activation", "predictions_out_quant"]
     assert qat.get_layer("predictions").activation.__name__ == "linear"
     x = np.random.default_rng(0).normal(size=(8, 12, 12, 3)).astype("float32")
     ptq = qviz.apply(g, recipe, report=False).graph.run(x)[0]
@@ -212,4 +214,4 @@ def test_export_qat_works_on_a_stock_classifier_with_the_default_recipe(tmp_path
     model.save(path)
     recipe = qviz.Recipe.default(qviz.load(path))
     qat = export_qat(path, recipe, tmp_path / "qat.keras")
-    assert qat.layers[-1].name == "predictions_activation" and (tmp_path / "qat.keras").exists()
+    assert qat.layers[-1].name == "predictions_out_quant" and (tmp_path / "qat.keras").exists()

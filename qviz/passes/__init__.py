@@ -7,10 +7,11 @@ what it left alone, with reasons); the graph it was given is never modified.
 
 from .fold_batch_norms import FoldCandidate, fold_batch_norms, fold_candidates, fold_values
 from .fold_training import fold_batch_norms_training
-from .quantize import LayerBits, QuantizeConfig, quant_points, quantizable_layers, quantize
+from .quantize import LayerBits, QuantizeConfig, quant_points, quantizable_layers, quantizable_units, quantize
 from .recipe import Recipe, RecipeError
 from .rewrite import Changes, GraphEditor, PassResult, Skipped
 
 __all__ = ["Recipe", "RecipeError", "quantize", "QuantizeConfig", "LayerBits", "quant_points", "quantizable_layers",
+           "quantizable_units",
            "fold_batch_norms", "fold_batch_norms_training", "fold_candidates", "fold_values", "FoldCandidate",
            "Changes", "GraphEditor", "PassResult", "Skipped"]

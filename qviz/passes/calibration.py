@@ -20,7 +20,7 @@ import numpy as np
 from ..ir import Graph
 from ..samples import sample_data, sample_name_of
 
-__all__ = ["default_inputs", "activation_ranges", "CalibrationError"]
+__all__ = ["default_inputs", "activation_ranges", "as_input_list", "CalibrationError"]
 
 
 class CalibrationError(ValueError):
@@ -57,6 +57,24 @@ def default_inputs(graph: Graph, count: int = 64, seed: int = 0) -> list[np.ndar
     return out
 
 
+def as_input_list(graph: Graph, data) -> list[np.ndarray]:
+    """``data`` as one array per graph input: a list or tuple of arrays as given,
+    or a bare array for a one-input graph (as Keras' ``predict`` takes it).
+
+    >>> import numpy as np, qviz
+    >>> from qviz.samples import sample_path
+    >>> g = qviz.load(sample_path("lenet_digits"))
+    >>> [x.shape for x in as_input_list(g, np.zeros((4, 8, 8, 1), np.float32))]
+    [(4, 8, 8, 1)]
+    """
+    if isinstance(data, (list, tuple)):
+        return list(data)
+    if len(graph.inputs) != 1:
+        raise CalibrationError(f"one array was given, but the graph has {len(graph.inputs)} inputs: "
+                               "give a list with one array per input")
+    return [np.asarray(data)]
+
+
 def _batches(inputs: Sequence[np.ndarray], batch_size: int):
     n = len(inputs[0])
     if any(len(x) != n for x in inputs):
@@ -81,6 +99,7 @@ def activation_ranges(graph: Graph, tensors: Sequence[str], inputs: Sequence[np.
     """
     if ema_decay is not None and not 0.0 <= ema_decay < 1.0:
         raise CalibrationError(f"ema_decay must be in [0, 1), got {ema_decay}")
+    inputs = as_input_list(graph, inputs)
     if len(inputs) != len(graph.inputs):
         raise CalibrationError(f"the graph has {len(graph.inputs)} input(s), "
                                f"but {len(inputs)} calibration array(s) were given")

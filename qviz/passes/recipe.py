@@ -51,7 +51,7 @@ from types import MappingProxyType
 from ..ir import Graph
 from .fold_batch_norms import fold_candidates
 from .._text import one_line
-from .quantize import MAX_BITS, MIN_BITS, LayerBits, QuantizeConfig, quantizable_layers
+from .quantize import MAX_BITS, MIN_BITS, LayerBits, QuantizeConfig, quantizable_layers, quantizable_units
 
 __all__ = ["Recipe", "RecipeError", "MAX_NESTING"]
 
@@ -59,7 +59,10 @@ __all__ = ["Recipe", "RecipeError", "MAX_NESTING"]
 MAX_NESTING = 64
 _NAME_LIMIT = 300   # characters of a layer name or key shown in a message
 
-_OPTION_DEFAULTS = {"narrow_range": True, "symmetric": False, "per_channel": False, "ema_decay": None}
+_OPTION_DEFAULTS = {"narrow_range": True, "symmetric_weights": True, "symmetric_activations": False,
+                    "per_channel": False, "ema_decay": None}
+# Read, never written: older recipes had one "symmetric" option for weights and activations.
+_LEGACY_OPTIONS = ("symmetric",)
 
 
 class RecipeError(ValueError):
@@ -223,7 +226,11 @@ class Recipe:
     """Which batch norms to fold and which layers to quantize at what bits.
 
     Layers not listed take the default. ``quantize_default=None`` quantizes
-    nothing unless listed; a layer mapped to ``None`` stays float.
+    nothing unless listed; a layer mapped to ``None`` stays float. The layers
+    are conv/dense layers and bypass ``Add`` layers (an Add counts only its
+    ``activation_bits``): :func:`~qviz.passes.quant_points.quantizable_units`.
+    Weights are symmetric and activations asymmetric by default, as TFLite's
+    integer kernels need.
     """
 
     fold_default: bool = True
@@ -231,7 +238,8 @@ class Recipe:
     quantize_default: LayerBits | None = None
     quantize_layers: Mapping[str, LayerBits | None] = field(default_factory=dict)
     narrow_range: bool = True
-    symmetric: bool = False
+    symmetric_weights: bool = True
+    symmetric_activations: bool = False
     per_channel: bool = False
     ema_decay: float | None = None
 
@@ -261,9 +269,10 @@ class Recipe:
 
     def quantize_config(self, graph: Graph) -> QuantizeConfig:
         """The :class:`QuantizeConfig` for ``graph`` (only layers that quantize)."""
-        layers = {name: self.bits(name) for name in quantizable_layers(graph)}
+        layers = {name: self.bits(name) for name in quantizable_units(graph)}
         return QuantizeConfig({k: v for k, v in layers.items() if v is not None},
-                              narrow_range=self.narrow_range, symmetric=self.symmetric,
+                              narrow_range=self.narrow_range, weight_symmetric=self.symmetric_weights,
+                              activation_symmetric=self.symmetric_activations,
                               per_channel=self.per_channel, ema_decay=self.ema_decay)
 
     def validate(self, graph: Graph) -> "Recipe":
@@ -274,12 +283,13 @@ class Recipe:
                 _fail(f"fold.layers.{_name(name)}", "no such layer in the graph")
             if name not in foldable:
                 _fail(f"fold.layers.{_name(name)}", "this layer has no batch norm after it to fold")
-        quantizable = set(quantizable_layers(graph)) if self.quantize_layers else set()
+        quantizable = set(quantizable_units(graph)) if self.quantize_layers else set()
         for name in self.quantize_layers:
             if name not in graph.layers:
                 _fail(f"quantize.layers.{_name(name)}", "no such layer in the graph")
             if name not in quantizable:
-                _fail(f"quantize.layers.{_name(name)}", "not a Conv2D/DepthwiseConv2dNative/MatMul layer")
+                _fail(f"quantize.layers.{_name(name)}", "not a Conv2D/DepthwiseConv2dNative/MatMul layer "
+                                                        "or a bypass Add")
         return self
 
     # -- building ----------------------------------------------------------------------
@@ -304,12 +314,15 @@ class Recipe:
         d = _keys(d, "", ("fold", "quantize", "options"))
         fold = _keys(d.get("fold", {}), "fold", ("default", "layers"))
         quant = _keys(d.get("quantize", {}), "quantize", ("default", "layers"))
-        options = _keys(d.get("options", {}), "options", tuple(_OPTION_DEFAULTS))
+        options = _keys(d.get("options", {}), "options", tuple(_OPTION_DEFAULTS) + _LEGACY_OPTIONS)
+        if "symmetric" in options:   # the old single option: both, unless the new ones say otherwise
+            both = _bool(options.pop("symmetric"), "options.symmetric")
+            options = {"symmetric_weights": both, "symmetric_activations": both, **options}
         fold_layers = {str(k): _bool(v, f"fold.layers.{_name(k)}")
                        for k, v in _mapping(fold.get("layers", {}), "fold.layers").items()}
         quant_layers_raw = _mapping(quant.get("layers", {}), "quantize.layers")
         opts = {**_OPTION_DEFAULTS, **options}
-        for k in ("narrow_range", "symmetric", "per_channel"):
+        for k in ("narrow_range", "symmetric_weights", "symmetric_activations", "per_channel"):
             _bool(opts[k], f"options.{k}")
         ema = opts["ema_decay"]
         if ema is not None and (isinstance(ema, bool) or not isinstance(ema, (int, float)) or not 0 <= ema < 1):
@@ -319,8 +332,9 @@ class Recipe:
             fold_layers=fold_layers,
             quantize_default=_bits(quant.get("default"), "quantize.default"),
             quantize_layers={str(k): _bits(v, f"quantize.layers.{_name(k)}") for k, v in quant_layers_raw.items()},
-            narrow_range=opts["narrow_range"], symmetric=opts["symmetric"],
-            per_channel=opts["per_channel"], ema_decay=None if ema is None else float(ema))
+            narrow_range=opts["narrow_range"], symmetric_weights=opts["symmetric_weights"],
+            symmetric_activations=opts["symmetric_activations"], per_channel=opts["per_channel"],
+            ema_decay=None if ema is None else float(ema))
 
     @classmethod
     def from_json(cls, text: str | bytes) -> "Recipe":
@@ -340,8 +354,9 @@ class Recipe:
             "fold": {"default": self.fold_default, "layers": dict(self.fold_layers)},
             "quantize": {"default": bits(self.quantize_default),
                          "layers": {k: bits(v) for k, v in self.quantize_layers.items()}},
-            "options": {"narrow_range": self.narrow_range, "symmetric": self.symmetric,
-                        "per_channel": self.per_channel, "ema_decay": self.ema_decay},
+            "options": {"narrow_range": self.narrow_range, "symmetric_weights": self.symmetric_weights,
+                        "symmetric_activations": self.symmetric_activations, "per_channel": self.per_channel,
+                        "ema_decay": self.ema_decay},
         }
 
     def to_json(self, indent: int | None = 2) -> str:

@@ -69,26 +69,45 @@ def build_qat_model(model, plan: QATPlan, *, folding_mode: str = "ema_stats_fold
             _check_layer(layer, kind)
             bn_config = by_name[p.bn_layer].get_config() if p.bn_layer else None
             return FoldedQuantLayer(kind, config_of(layer), bn_config, weight_bits=p.weight_bits,
-                                    narrow_range=plan.narrow_range, symmetric=plan.symmetric,
+                                    narrow_range=plan.narrow_range, symmetric=plan.weight_symmetric,
                                     per_channel=plan.per_channel, folding_mode=folding_mode,
                                     freeze_bn_delay=freeze_bn_delay, name=layer.name)
         if layer.name in folded_bns:
             return keras.layers.Identity(name=layer.name)
         return layer.__class__.from_config(config_of(layer))
 
+    def quantizer(q, name):
+        return OutputQuantizer(q.bits, q.min, q.max, ema_decay=1.0 if q.fixed else ema_decay,
+                               symmetric=plan.activation_symmetric, name=name)
+
+    quantized_inputs = {}
+
+    def quantize_input(x):
+        """A model input the plan quantizes (the graph input before the first conv): one quantizer."""
+        history = getattr(x, "_keras_history", None)
+        source = getattr(history, "operation", None)
+        q = plan.output(source.name) if isinstance(source, keras.layers.InputLayer) else None
+        if q is None:
+            return x
+        if id(x) not in quantized_inputs:
+            quantized_inputs[id(x)] = quantizer(q, f"{source.name}_input_quant")(x)
+        return quantized_inputs[id(x)]
+
     def call(layer, *args, **kwargs):
         if layer.name in folded_bns or layer.name in planned:  # they take no mask=
             kwargs.pop("mask", None)
         if layer.name in folded_bns:
             kwargs.pop("training", None)
+        args = keras.tree.map_structure(quantize_input, args)
         out = layer(*args, **kwargs)
         q = plan.output(layer.name)
         if q is None:
             return out
-        out = OutputQuantizer(q.bits, q.min, q.max, ema_decay=ema_decay, symmetric=plan.symmetric,
-                              name=f"{layer.name}_act_quant")(out)
+        out = quantizer(q, f"{layer.name}_act_quant")(out)
         if q.before_activation:   # Dense(softmax) → Dense(linear) → quantizer → Activation(softmax)
             out = keras.layers.Activation(q.before_activation, name=f"{layer.name}_activation")(out)
+        if q.after is not None:   # → TFLite's fixed-range softmax output
+            out = quantizer(q.after, f"{layer.name}_out_quant")(out)
         return out
 
     qat = keras.models.clone_model(model, clone_function=clone, call_function=call)

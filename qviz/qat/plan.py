@@ -20,7 +20,7 @@ same FakeQuant places, same calibrated ranges.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -58,6 +58,8 @@ class OutputQuant:
     max: float
     before_activation: str | None = None   # the layer's own activation (e.g. "softmax"), applied after
                                            # the quantizer: TF quantizes a dense/conv output before it
+    after: "OutputQuant | None" = None     # a second quantizer after that activation (TFLite's softmax)
+    fixed: bool = False                    # a range TFLite fixes (softmax, sigmoid): not trained
 
 
 @dataclass(frozen=True)
@@ -65,7 +67,8 @@ class QATPlan:
     layers: tuple[LayerPlan, ...]
     outputs: tuple[OutputQuant, ...]
     narrow_range: bool
-    symmetric: bool
+    weight_symmetric: bool
+    activation_symmetric: bool
     per_channel: bool
 
     def layer(self, name: str) -> LayerPlan | None:
@@ -143,7 +146,11 @@ def qat_plan(graph: Graph, recipe: Recipe, *, calibration: Sequence[np.ndarray] 
             continue
         lo = float(constant_value(result.graph, fq.inputs[1]))
         hi = float(constant_value(result.graph, fq.inputs[2]))
-        outputs[owner] = OutputQuant(owner, p.bits, lo, hi, before_activation=activation)
+        q = OutputQuant(owner, p.bits, lo, hi, before_activation=activation, fixed=p.kind == "fixed")
+        first = outputs.get(owner)
+        if first is not None and first.before_activation and activation is None:
+            q = replace(first, after=q)     # Dense(softmax): quantizer → softmax → TFLite's fixed-range one
+        outputs[owner] = q
     layer_ops = {n.layer: n.op for n in folded.nodes if n.op in ("Conv2D", "DepthwiseConv2dNative", "MatMul")}
     names = [name for name in graph.layers if name in weight_bits or name in folds]
     layers = tuple(LayerPlan(name, ops.get(name) or layer_ops[name], folds.get(name), weight_bits.get(name))
@@ -151,4 +158,4 @@ def qat_plan(graph: Graph, recipe: Recipe, *, calibration: Sequence[np.ndarray] 
     order = {name: i for i, name in enumerate(graph.layers)}
     opts = recipe.quantize_config(folded)
     return QATPlan(layers, tuple(sorted(outputs.values(), key=lambda o: order.get(o.layer, 0))),
-                   opts.narrow_range, opts.symmetric, opts.per_channel)
+                   opts.narrow_range, opts.weight_symmetric, opts.activation_symmetric, opts.per_channel)

@@ -5,7 +5,7 @@ import pytest
 
 import qviz
 from qviz.ir import GraphError
-from qviz.passes import LayerBits, QuantizeConfig, fold_batch_norms, quantizable_layers, quantize
+from qviz.passes import LayerBits, QuantizeConfig, fold_batch_norms, quantizable_layers, quantizable_units, quantize
 from qviz.passes.calibration import CalibrationError, activation_ranges, default_inputs
 from qviz.passes.quantize import FAKE_QUANT_OPS
 from qviz.samples import sample_data
@@ -46,7 +46,8 @@ def test_narrow_range_and_per_channel_bounds(samples, per_channel):
     for node, v in zip(fqs, values):
         assert node.attrs["narrow_range"] is True
         lo = r.graph.producer(node.inputs[1]).value
-        if per_channel:   # one range per output channel, laid out on the last axis
+        dense = any(n.op == "MatMul" for n in r.graph.layer_nodes(node.layer))
+        if per_channel and not dense:   # one range per output channel, laid out on the last axis
             assert node.op == "FakeQuantWithMinMaxVarsPerChannel"
             assert lo.shape == (v.shape[-1],)
             groups = v.reshape(-1, v.shape[-1]).T
@@ -58,7 +59,7 @@ def test_narrow_range_and_per_channel_bounds(samples, per_channel):
 
 
 def test_symmetric_ranges(lenet):
-    r = quantize(lenet, _all(lenet, symmetric=True))
+    r = quantize(lenet, _all(lenet, weight_symmetric=True, activation_symmetric=True))
     for node in _fq(r.graph):
         lo, hi = (r.graph.producer(t).value for t in node.inputs[1:])
         np.testing.assert_allclose(lo, -hi)
@@ -84,18 +85,26 @@ def test_never_quantizes_twice(samples):
             assert len(tensors) == len(set(tensors))
 
 
-def test_bypass_add_inputs_and_outputs_are_quantized(samples):
+def test_bypass_adds_are_quantized_as_tflite_runs_them(samples):
     g = fold_batch_norms(qviz.load(samples["resnet_block"])).graph
-    r = quantize(g, _all(g))
+    r = quantize(g, QuantizeConfig({u: LayerBits(8, 8) for u in quantizable_units(g)}))
     q = r.graph
     for layer in ("add1", "add2"):
         add = next(n for n in q.layer_nodes(layer) if n.op in ("Add", "AddV2"))
         for t in add.inputs:
             assert q.producer(t).op in FAKE_QUANT_OPS, f"{layer} input {t}"
-        after = [c for c in q.consumers(add) if c.op in FAKE_QUANT_OPS]
-        relu = [c for c in q.consumers(add) if c.op in ("Relu", "Relu6")]
-        # the output is quantized, or the activation right after it is
-        assert after or any(c.op in FAKE_QUANT_OPS for r_ in relu for c in q.consumers(r_))
+        readers = q.consumers(add)
+        if [c.op for c in readers] == ["Relu"]:    # TFLite fuses the ReLU into the Add: one rounding, after it
+            assert [c.op for c in q.consumers(readers[0])][0] in FAKE_QUANT_OPS
+        else:
+            assert [c.op for c in readers] == ["FakeQuantWithMinMaxVars"]
+    assert q.producer(q.node("resnet_block_1/add1_1/Add").inputs[0]).op != "Relu"
+
+
+def test_selecting_a_conv_does_not_quantize_the_add_after_it(samples):
+    g = fold_batch_norms(qviz.load(samples["resnet_block"])).graph
+    r = quantize(g, QuantizeConfig({"conv2": LayerBits(8, 8)}))
+    assert {n.layer for n in _fq(r.graph)} == {"conv2"}   # weights, input and output: no add1, no relu2
 
 
 def test_unfolded_bn_still_quantizes_after_the_chain(samples):
