@@ -202,12 +202,45 @@ def _cmd_apply(args) -> int:
     print(f"changes: {len(c.added)} ops added, {len(c.removed)} removed, {len(c.modified)} modified")
     for s in result.skipped:
         print(f"skipped {s}")
+    from .analysis.deployability import deployability
+
+    for line in deployability(graph, recipe, result).warnings:
+        print(f"qviz: warning: TFLite: {line}", file=sys.stderr)
     print(result.report.format())
     if args.report:
         data = {"report": result.report.to_dict(), "changes": c.to_dict(),
                 "skipped": [vars(s) for s in result.skipped]}
         with open(args.report, "w", encoding="utf-8") as f:
             json.dump(data, f, indent=2)
+    return 0
+
+
+def _cmd_export_tflite(args) -> int:
+    from .exporters.tflite import export_tflite
+
+    from .passes import RecipeError
+
+    _check_output(args.output, (".tflite",), "TensorFlow Lite models")
+    recipe = _read_recipe(args.recipe)
+    graph = _load(args)
+    try:
+        done = export_tflite(graph, recipe, args.output, int8_io=args.int8_io)
+    except RecipeError as exc:
+        raise RecipeError(f"--recipe {args.recipe}: {exc}") from None
+    d = done.device
+    io = "int8" if args.int8_io else "float (QUANTIZE/DEQUANTIZE inside)"
+    print(f"wrote {args.output}: {d.size_bytes / 1024:.1f} KB, {sum(d.ops.values())} ops, inputs/outputs {io}")
+    print(done.check.summary())
+    for line in done.check.warnings:
+        print(f"qviz: warning: TFLite: {line}", file=sys.stderr)
+    if d.float_ops:
+        print(f"runs in float on the device: {', '.join(d.float_ops)}")
+    print(d.summary())
+    worst = sorted(d.layers, key=lambda t: t.within_1_lsb)[:5]
+    if worst:
+        print("per tensor, the least faithful (fraction within 1 LSB, max LSBs apart):")
+        for t in worst:
+            print(f"  {t.layer:<24} {100 * t.within_1_lsb:6.2f} %  {t.max_lsb:5.1f}")
     return 0
 
 
@@ -373,6 +406,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--saved-model", metavar="DIR", help="also write it as a SavedModel directory")
     p.add_argument("--report", metavar="JSON", help="write the verification report and changes as JSON")
     p.set_defaults(func=_cmd_apply)
+
+    p = sub.add_parser("export-tflite", help="write the recipe's model as .tflite and check it against qviz")
+    _add_model_args(p)
+    p.add_argument("--recipe", required=True, help="recipe JSON (see `qviz recipe`)")
+    p.add_argument("-o", "--output", required=True, help="the TensorFlow Lite model to write (.tflite)")
+    p.add_argument("--int8-io", action="store_true",
+                   help="int8 inputs and outputs (the first and last layers' activations must be quantized)")
+    p.set_defaults(func=_cmd_export_tflite)
 
     p = sub.add_parser("export-qat", help="write a Keras model for quantization-aware training of a recipe")
     p.add_argument("model", help="a Keras model (.keras or .h5)")

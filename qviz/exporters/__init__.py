@@ -1,6 +1,7 @@
-"""Writing graphs back out: a frozen ``.pb``/``.pbtxt``, or a SavedModel.
+"""Writing graphs back out: a frozen ``.pb``/``.pbtxt``, a SavedModel, or a
+``.tflite`` model checked against the simulation (:mod:`.tflite`).
 
-TensorFlow is imported only by :func:`save_saved_model`.
+TensorFlow is imported only by :func:`save_saved_model` and the TFLite functions.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from pathlib import Path
 
 from ..ir import Graph
 
-__all__ = ["save_graph_def", "save_saved_model", "ExportError"]
+__all__ = ["save_graph_def", "save_saved_model", "ExportError", "export_tflite", "TFLiteError"]
 
 
 class ExportError(OSError):
@@ -68,3 +69,6 @@ def save_saved_model(graph: Graph, directory) -> Path:
     except OSError as exc:
         raise ExportError(f"{directory}: cannot write the SavedModel: {exc}") from None
     return directory
+
+
+from .tflite import TFLiteError, export_tflite  # noqa: E402  (it uses save_saved_model and ExportError)

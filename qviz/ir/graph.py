@@ -20,6 +20,7 @@ build new graphs (:meth:`Graph.with_nodes`).
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 
 import networkx as nx
@@ -29,7 +30,16 @@ from .layers import layers_from_names
 from .node import Node, parse_tensor_name, tensor_name
 from .proto import pb
 
-__all__ = ["Graph"]
+__all__ = ["Graph", "graphs_containing"]
+
+# Every live graph, so a node can be traced back to its graph (GraphMatcher.match_op(node)).
+_LIVE: "weakref.WeakSet[Graph]" = weakref.WeakSet()
+
+
+def graphs_containing(node: Node) -> list["Graph"]:
+    """The live graphs that hold this very node object (a rewrite shares the
+    nodes it did not change with the graph it came from)."""
+    return [g for g in list(_LIVE) if g._nodes.get(node.name) is node]
 
 # Ops that never count as a graph output when outputs are inferred.
 # Ops whose value is not a function of their inputs: never constant, whatever feeds them.
@@ -100,6 +110,7 @@ class Graph:
         self.source = source
         self._nx = None
         self._cache: dict = {}  # derived data (runtime functions, shapes); never graph content
+        _LIVE.add(self)
 
     # -- construction ---------------------------------------------------
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from ..ir import Graph, Node
+from ..ir.graph import graphs_containing
 from .compile import CompiledPattern, compile_pattern
 from .pattern import OpTypePattern, Pattern
 
@@ -94,8 +95,17 @@ class GraphMatcher:
     """Finds where a pattern matches, rooted at each node.
 
     The pattern is compiled when the matcher is made: edit patterns before,
-    not after. ``match_op`` and ``match_ops`` need the graph the nodes belong
-    to: give it to the constructor, or call ``match_graph(graph)``.
+    not after. ``match_op`` and ``match_ops`` work on the graph given to the
+    constructor or to ``match_graph``; without one, on the graph the node
+    belongs to (as TF's ``op.graph``), when only one live graph holds it.
+
+    >>> import qviz
+    >>> from qviz.samples import sample_path
+    >>> from qviz.patterns import BUILTIN
+    >>> g = qviz.load(sample_path("lenet_digits"))
+    >>> relu = next(n for n in g.nodes if n.op == "Relu")
+    >>> GraphMatcher(BUILTIN["layer_activation"]).match_op(relu).get_op("layer").layer
+    'conv1'
     """
 
     def __init__(self, pattern: Pattern, graph: Graph | None = None):
@@ -110,7 +120,21 @@ class GraphMatcher:
 
     def match_op(self, node) -> MatchResult | None:
         """The match rooted at ``node`` (a Node or a name), or ``None``."""
+        if self.graph is None and isinstance(node, Node):
+            owners = graphs_containing(node)
+            if len(owners) != 1:
+                raise ValueError(f"GraphMatcher has no graph and node {node.name!r} is in "
+                                 f"{len(owners) or 'no'} live graph(s) (a rewrite shares unchanged nodes): "
+                                 "pass graph= to the constructor or use match_graph()")
+            return next(GraphMatcher._bound(self, owners[0]).match_ops([node]), None)
         return next(self.match_ops([self._node(node)]), None)
+
+    @staticmethod
+    def _bound(matcher: "GraphMatcher", graph: Graph) -> "GraphMatcher":
+        """The same compiled pattern on ``graph`` (the matcher itself is not rebound)."""
+        bound = object.__new__(GraphMatcher)
+        bound.pattern, bound.compiled, bound.graph = matcher.pattern, matcher.compiled, graph
+        return bound
 
     def match_ops(self, nodes: Iterable) -> Iterator[MatchResult]:
         """Matches rooted at each of ``nodes``, in order."""

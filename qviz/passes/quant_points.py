@@ -31,7 +31,7 @@ TFLite fuses the two and rounds once.
 
 >>> import qviz
 >>> from qviz.samples import sample_path
->>> from qviz.passes import fold_batch_norms
+>>> from qviz.passes import LayerBits, fold_batch_norms
 >>> g = fold_batch_norms(qviz.load(sample_path("resnet_block"))).graph
 >>> points, _ = quant_points(g, QuantizeConfig({"conv2": LayerBits(8, 8)}))
 >>> [(p.name, p.layer) for p in points]    # conv2 alone: not the Add after it

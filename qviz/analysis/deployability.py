@@ -1,0 +1,240 @@
+"""What TensorFlow Lite will run for a recipe, said before anything is converted.
+
+For each quantized layer and part (weights, activations) at the bits asked,
+one :class:`Fate`. The table is what TF 2.21's converter and interpreter do
+with a fake-quantized graph, measured (``tests/exporters/test_tflite.py``
+checks every width against the real converter):
+
+============  =====================================================================
+weights 2–3   stored as int4, on a grid TFLite derives itself: not qviz's (regridded)
+weights 4     int4 at qviz's scale (honoured)
+weights 5–7   re-rounded onto the int8 grid: an extra rounding qviz does not show (regridded)
+weights 8     int8 (honoured)
+weights 9–16  refused by the converter
+acts 2–4      refused by the converter
+acts 5–7      run at 8 bits: the device is more precise than qviz shows (widened)
+acts 8        int8 (honoured)
+acts 9–16     refused: TFLite has wider activations only as a whole-model int16x8 mode,
+              which the converter gets wrong from a fake-quant graph (measured)
+============  =====================================================================
+
+>>> import qviz
+>>> from qviz.samples import sample_path
+>>> g = qviz.load(sample_path("lenet_digits"))
+>>> check = deployability(g, qviz.Recipe.default(g, qviz.LayerBits(6, 8)))
+>>> print(check.fates[0].message)
+conv1 weights at 6 bits: TFLite re-rounds them onto its int8 grid, an extra rounding qviz does not simulate
+>>> deployability(g, qviz.Recipe.default(g)).warnings
+()
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..ir import Graph
+from ..passes.constants import constant_value
+from ..passes.quant_config import FAKE_QUANT_OPS
+from ..passes.quant_points import (ADD_OPS, FIXED_RANGE_OPS, REGRID_OPS, SAME_GRID_OPS, quant_points,
+                                   quantizable_units)
+from ..passes.recipe import Recipe
+from ..patterns.builtin import LAYER_TYPES
+
+__all__ = ["Fate", "DeployCheck", "deployability", "weight_fate", "activation_fate", "STATUSES"]
+
+#: honoured: runs as simulated; widened / regridded: runs, but not as simulated;
+#: refused: will not convert or load; dynamic: weight-only quantization, not simulated.
+STATUSES = ("honoured", "widened", "regridded", "dynamic", "refused")
+_CONCATS = frozenset({"ConcatV2", "Concat"})
+
+
+@dataclass(frozen=True)
+class Fate:
+    """What TFLite does with one part of one layer at the bits the recipe asks."""
+
+    layer: str
+    part: str        # "weights" | "activations"
+    bits: int
+    status: str      # one of STATUSES
+    runs_as: str     # "int8", "int4", "float", "—" (refused)
+    message: str
+
+
+def weight_fate(layer: str, bits: int) -> Fate:
+    if bits == 8:
+        return Fate(layer, "weights", bits, "honoured", "int8", f"{layer} weights: int8")
+    if bits == 4:
+        return Fate(layer, "weights", bits, "honoured", "int4", f"{layer} weights: int4 at qviz's scale")
+    if bits < 4:
+        return Fate(layer, "weights", bits, "regridded", "int4",
+                    f"{layer} weights at {bits} bits: TFLite stores them as int4 on a grid of its own, "
+                    "not the one qviz simulates")
+    if bits < 8:
+        return Fate(layer, "weights", bits, "regridded", "int8",
+                    f"{layer} weights at {bits} bits: TFLite re-rounds them onto its int8 grid, "
+                    "an extra rounding qviz does not simulate")
+    return Fate(layer, "weights", bits, "refused", "—",
+                f"{layer} weights at {bits} bits: TFLite's converter refuses weights wider than 8 bits")
+
+
+def activation_fate(layer: str, bits: int) -> Fate:
+    if bits == 8:
+        return Fate(layer, "activations", bits, "honoured", "int8", f"{layer} activations: int8")
+    if bits < 5:
+        return Fate(layer, "activations", bits, "refused", "—",
+                    f"{layer} activations at {bits} bits: TFLite's converter refuses activations "
+                    "narrower than 5 bits")
+    if bits < 8:
+        return Fate(layer, "activations", bits, "widened", "int8",
+                    f"{layer} activations at {bits} bits: TFLite runs them at 8 bits, so the device "
+                    "is more precise than qviz shows")
+    return Fate(layer, "activations", bits, "refused", "—",
+                f"{layer} activations at {bits} bits: TFLite runs wider activations only as a whole-model "
+                "int16x8 mode, which TF's converter gets wrong from a fake-quant graph")
+
+
+@dataclass(frozen=True)
+class DeployCheck:
+    """The fates of a recipe's layers, and what the quantized model will look like."""
+
+    fates: tuple[Fate, ...]
+    boundaries: int          # float↔integer conversions (QUANTIZE/DEQUANTIZE ops) the recipe creates
+    weight_bytes: int        # the weights as TFLite stores them (int4 packed two per byte)
+    float_weight_bytes: int  # the same weights in float32
+    quantized_io: bool       # every graph input and output is quantized (int8 I/O is possible)
+    notes: tuple[str, ...]   # other places the device does what qviz does not simulate
+
+    @property
+    def refused(self) -> tuple[Fate, ...]:
+        return tuple(f for f in self.fates if f.status == "refused")
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """Every way the device will differ from the simulation, one line each."""
+        return tuple(f.message for f in self.fates if f.status != "honoured") + self.notes
+
+    def summary(self) -> str:
+        honoured = sum(f.status == "honoured" for f in self.fates)
+        return (f"TFLite: {honoured} of {len(self.fates)} quantized parts run as simulated, "
+                f"{len(self.warnings)} warning(s); {self.boundaries} float↔int conversion(s); weights "
+                f"{self.weight_bytes / 1024:.1f} KB (float {self.float_weight_bytes / 1024:.1f} KB)")
+
+
+def deployability(graph: Graph, recipe: Recipe, result=None, *, int8_io: bool = False) -> DeployCheck:
+    """What TFLite will run for ``recipe`` on ``graph`` (``result``: ``qviz.apply``'s, if made already;
+    ``int8_io``: the model will take and give int8, so its inputs and outputs need no conversion).
+
+    No TensorFlow is needed unless ``result`` is not given (then the recipe is applied).
+    """
+    if result is None:
+        from ..pipeline import apply
+
+        result = apply(graph, recipe, report=False)
+    folded = result.folded.graph
+    config = recipe.quantize_config(folded)
+    points, _ = quant_points(folded, config)
+    fates: list[Fate] = []
+    for layer in quantizable_units(folded):
+        bits = config.layers.get(layer)
+        if bits is None:
+            continue
+        has_weights = any(n.op in LAYER_TYPES for n in folded.layer_nodes(layer))
+        if has_weights and bits.weight_bits is not None:
+            fates.append(weight_fate(layer, bits.weight_bits))
+        if bits.activation_bits is not None:
+            fates.append(activation_fate(layer, bits.activation_bits))
+        elif has_weights and bits.weight_bits is not None:
+            fates.append(Fate(layer, "activations", 0, "dynamic", "float",
+                              f"{layer}: weights quantized but activations float: TFLite does not run "
+                              "that as qviz simulates (it becomes a float or dynamic-range kernel)"))
+    for p in points:   # roundings qviz adds for the device (pools), at the bits of what they follow
+        if p.kind == "requantize" and p.bits != 8:
+            fates.append(activation_fate(p.layer, p.bits))
+    io = _quantized_io(result.graph)
+    boundaries = _boundaries(result.graph, config)
+    if int8_io and io:
+        boundaries -= len(result.graph.inputs) + len(result.graph.outputs)
+    return DeployCheck(tuple(fates), boundaries, *_weight_bytes(folded, points), io, tuple(_notes(result.graph)))
+
+
+def _int_tensors(graph: Graph) -> set[str]:
+    """Activation tensors the device holds as integers: FakeQuant outputs, carried through same-grid ops."""
+    found = {n.output(0) for n in graph.nodes if n.op == "FakeQuantWithMinMaxVars"
+             and not graph.is_constant(n.inputs[0])}
+    for node in graph.toposort().nodes:
+        if node.op in SAME_GRID_OPS and node.inputs and node.inputs[0] in found:
+            found.add(node.output(0))
+    return found
+
+
+def _boundaries(graph: Graph, config) -> int:
+    """QUANTIZE ops (a float tensor into a FakeQuant that starts an integer run)
+    plus DEQUANTIZE ops (an integer tensor read by an op that runs in float)."""
+    ints = _int_tensors(graph)
+    quantize = {n.inputs[0] for n in graph.nodes if n.op == "FakeQuantWithMinMaxVars" and n.output(0) in ints
+                and _starts_integer_run(graph, n, config)}
+    integer_readers = set(LAYER_TYPES) | SAME_GRID_OPS | REGRID_OPS | set(FIXED_RANGE_OPS) | ADD_OPS \
+        | FAKE_QUANT_OPS | _CONCATS
+    dequantize = {t for t in ints for c in graph.consumers(t) if c.op not in integer_readers
+                  or (c.op in LAYER_TYPES and c.layer not in config.layers)}
+    dequantize |= {t for t in graph.outputs if t in ints or _through_identity(graph, t) in ints}
+    return len(quantize) + len(dequantize)
+
+
+def _through_identity(graph: Graph, tensor: str) -> str:
+    node = graph.producer(tensor)
+    while node.op == "Identity" and node.inputs:
+        tensor = node.inputs[0]
+        node = graph.producer(tensor)
+    return tensor
+
+
+def _starts_integer_run(graph: Graph, fq, config) -> bool:
+    """A FakeQuant on a tensor computed in float: the device converts there (QUANTIZE)."""
+    node = graph.producer(fq.inputs[0])
+    # what TFLite computes in integer and fuses: a conv/dense chain (BiasAdd, Relu…) or an Add of integers
+    while node.op in ("Relu", "Relu6", "BiasAdd", "Identity", "BatchToSpaceND") and node.inputs:
+        node = graph.producer(node.inputs[0])
+    if node.op in LAYER_TYPES:
+        return node.layer not in config.layers or not _is_integer_input(graph, node.inputs[0])
+    if node.op in ADD_OPS or node.op in REGRID_OPS or node.op in FIXED_RANGE_OPS:
+        return not all(_is_integer_input(graph, t) for t in node.inputs if not graph.is_constant(t))
+    return True
+
+
+def _is_integer_input(graph: Graph, tensor: str) -> bool:
+    node = graph.producer(tensor)
+    while node.op in SAME_GRID_OPS and node.inputs:
+        node = graph.producer(node.inputs[0])
+    return node.op == "FakeQuantWithMinMaxVars"
+
+
+def _weight_bytes(folded: Graph, points) -> tuple[int, int]:
+    quantized = {p.tensor: p.bits for p in points if p.kind == "weights"}
+    stored = floats = 0
+    for node in folded.nodes:
+        if node.op not in LAYER_TYPES or not folded.is_constant(node.inputs[1]):
+            continue
+        size = int(np.prod(constant_value(folded, node.inputs[1]).shape))
+        floats += 4 * size
+        bits = quantized.get(node.inputs[1])
+        stored += 4 * size if bits is None or bits > 8 else (size + 1) // 2 if bits <= 4 else size
+    return stored, floats
+
+
+def _quantized_io(graph: Graph) -> bool:
+    ints = _int_tensors(graph)
+    inputs_ok = all(any(c.op == "FakeQuantWithMinMaxVars" for c in graph.consumers(t)) for t in graph.inputs)
+    return inputs_ok and all(_through_identity(graph, t) in ints for t in graph.outputs)
+
+
+def _notes(graph: Graph) -> list[str]:
+    ints = _int_tensors(graph)
+    notes = []
+    for node in graph.nodes:
+        if node.op in _CONCATS and any(t in ints for t in node.inputs):
+            notes.append(f"{node.layer}: TFLite gives a Concat's inputs one scale and requantizes them; "
+                         "qviz does not simulate that rounding")
+    return notes

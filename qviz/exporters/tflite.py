@@ -1,0 +1,320 @@
+"""TensorFlow Lite export that checks itself against qviz's simulation.
+
+:func:`convert` turns a fake-quantized graph into a ``.tflite`` flatbuffer
+with TensorFlow's own converter, the way graphs with FakeQuant ops are
+converted (``optimizations=[DEFAULT]``: the FakeQuant ranges become the
+integer tensors' scales, no other calibration). :func:`compare_with_device`
+runs it in ``tf.lite.Interpreter`` (TFLite's built-in kernels, no XNNPACK
+delegate) next to qviz's graph and says, in the output's own LSBs, how far
+apart they are; with ``per_layer=True`` also per integer tensor.
+:func:`export_tflite` does both for a recipe and writes the file.
+
+TensorFlow is imported only inside these functions.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..analysis.deployability import DeployCheck, deployability
+from ..analysis.verify import sqnr_db, verification_data
+from ..ir import Graph
+from ..passes.calibration import as_input_list
+from ..passes.quant_config import FAKE_QUANT_OPS
+from ..passes.quant_points import SAME_GRID_OPS
+from ..passes.recipe import Recipe
+from ..pipeline import Result, apply
+from . import ExportError, save_saved_model
+
+__all__ = ["convert", "compare_with_device", "export_tflite", "DeviceReport", "TensorAgreement",
+           "TFLiteExport", "TFLiteError"]
+
+
+#: "Within one LSB", allowing for float32 noise in qviz's dequantized values (≈1e-6 LSB).
+_ONE_LSB = 1.0 + 1e-3
+
+
+class TFLiteError(ExportError):
+    """The converter refused the graph, or the interpreter refused the model."""
+
+
+@dataclass(frozen=True)
+class TensorAgreement:
+    """qviz against the device on one integer tensor of the ``.tflite`` model."""
+
+    layer: str
+    tensor: str          # the qviz tensor compared
+    max_lsb: float       # max |qviz − device| in the tensor's LSBs
+    within_1_lsb: float  # fraction of values within one LSB
+
+
+@dataclass(frozen=True)
+class DeviceReport:
+    """The ``.tflite`` model run on verification data, next to qviz's simulation."""
+
+    examples: int
+    size_bytes: int
+    ops: dict                 # TFLite op name → count
+    output_lsb: float | None  # the scale of the (first) output, None when it stays float
+    max_lsb: float | None     # max |qviz − device| over the outputs, in output LSBs
+    within_1_lsb: float | None
+    max_abs: float            # max |qviz − device|
+    agreement: float | None   # fraction of examples whose argmax agrees (classifier outputs)
+    sqnr_qviz_db: float       # qviz's simulation against float
+    sqnr_device_db: float     # the device against float
+    layers: tuple[TensorAgreement, ...] = ()
+    float_ops: tuple[str, ...] = ()   # TFLite ops (besides QUANTIZE/DEQUANTIZE) that run in float
+
+    def summary(self) -> str:
+        """One line: how close the simulation is to the device."""
+        def db(v):
+            return "∞" if math.isinf(v) else f"{v:.2f}"
+        lsb = ("" if self.max_lsb is None else
+               f"max {self.max_lsb:.2g} LSB apart, {100 * self.within_1_lsb:.1f} % of outputs within 1 LSB, ")
+        agree = "" if self.agreement is None else f"predictions agree on {100 * self.agreement:.1f} %, "
+        return (f"TFLite vs qviz on {self.examples} examples: {lsb}{agree}"
+                f"SQNR vs float: qviz {db(self.sqnr_qviz_db)} dB, TFLite {db(self.sqnr_device_db)} dB")
+
+
+@dataclass(frozen=True)
+class TFLiteExport:
+    path: Path
+    check: DeployCheck
+    device: DeviceReport
+    result: Result = field(repr=False)
+
+
+def _tf():
+    import tensorflow as tf
+
+    return tf
+
+
+def convert(graph: Graph, *, int8_io: bool = False) -> bytes:
+    """The ``.tflite`` flatbuffer of a fake-quantized ``graph``.
+
+    Args:
+        int8_io: the model's inputs and outputs are int8 (quantized with the
+            input quantizer's and the output quantizer's ranges) instead of
+            float with QUANTIZE/DEQUANTIZE inside. Needs both quantized.
+
+    Raises:
+        TFLiteError: the converter refused the graph (the message is its first line).
+    """
+    tf = _tf()
+    with tempfile.TemporaryDirectory(prefix="qviz-tflite-") as tmp:
+        saved = save_saved_model(graph, Path(tmp) / "model")
+        converter = tf.lite.TFLiteConverter.from_saved_model(os.fspath(saved))
+        converter.optimizations = [tf.lite.Optimize.DEFAULT]
+        if int8_io:
+            converter.inference_input_type = tf.int8
+            converter.inference_output_type = tf.int8
+        try:
+            return converter.convert()
+        except Exception as exc:   # ConverterError and friends: a many-line MLIR dump
+            first = next((ln.strip() for ln in str(exc).splitlines() if "error:" in ln), str(exc).splitlines()[0])
+            raise TFLiteError(f"TFLite's converter refused the graph: {first.split('error:')[-1].strip()}") from None
+
+
+def _interpreter(model: bytes, preserve: bool):
+    tf = _tf()
+    with warnings.catch_warnings():   # "tf.lite.Interpreter is deprecated": it is what TF 2.21 ships
+        warnings.simplefilter("ignore")
+        it = tf.lite.Interpreter(model_content=model, experimental_preserve_all_tensors=preserve,
+                                 experimental_op_resolver_type=tf.lite.experimental.OpResolverType
+                                 .BUILTIN_WITHOUT_DEFAULT_DELEGATES)
+    try:
+        it.allocate_tensors()
+    except (RuntimeError, ValueError) as exc:
+        raise TFLiteError(f"TFLite's interpreter refused the model: {str(exc).splitlines()[0]}") from None
+    return it
+
+
+def _scale(detail) -> tuple[float, int] | None:
+    scales = detail["quantization_parameters"]["scales"]
+    if len(scales) != 1 or not detail["dtype"] in (np.int8, np.int16, np.uint8):
+        return None
+    return float(scales[0]), int(detail["quantization_parameters"]["zero_points"][0])
+
+
+def _run_device(it, graph: Graph, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    """Run the interpreter on ``inputs`` (in ``graph.inputs`` order); float outputs in graph order."""
+    runner = it.get_signature_runner("serving_default")
+    details_in = runner.get_input_details()
+    feeds = {}
+    for tensor, x in zip(graph.inputs, inputs):
+        name = tensor.split(":")[0].replace("/", "_")
+        d = details_in[name]
+        q = _scale(d)
+        x = np.asarray(x, np.float32)
+        if q is not None:   # int8 input: quantize as the device's caller must
+            info = np.iinfo(d["dtype"])
+            x = np.clip(np.round(x / q[0]) + q[1], info.min, info.max).astype(d["dtype"])
+        feeds[name] = x
+    out = runner(**feeds)
+    details_out = runner.get_output_details()
+    results = []
+    for i in range(len(graph.outputs)):
+        key = f"output_{i}"
+        v = out[key]
+        q = _scale(details_out[key])
+        results.append((v.astype(np.float32) - q[1]) * q[0] if q is not None else v.astype(np.float32))
+    return results
+
+
+def _output_scale(graph: Graph, tensor: str) -> float | None:
+    """The LSB of a graph output produced by a FakeQuant (through Identity ops)."""
+    node = graph.producer(tensor)
+    while node.op == "Identity" and node.inputs:
+        node = graph.producer(node.inputs[0])
+    if node.op not in FAKE_QUANT_OPS or node.op == "FakeQuantWithMinMaxVarsPerChannel":
+        return None
+    lo, hi = (float(graph.producer(t).attrs["value"]) if graph.producer(t).op == "Const" else None
+              for t in node.inputs[1:3])
+    if lo is None or hi is None:
+        return None
+    levels = 2 ** int(node.attrs.get("num_bits", 8)) - 1 - int(bool(node.attrs.get("narrow_range")))
+    return (hi - lo) / levels
+
+
+_FUSED_CHAIN = frozenset({"BiasAdd", "Relu", "Relu6", "Identity", "BatchToSpaceND"})
+
+
+def _quantized_value(graph: Graph, node) -> str | None:
+    """The qviz tensor holding what the device stores for ``node``'s fused op: the
+    FakeQuant after it, through the bias and activation TFLite fuses into it; or its
+    own output when it only moves values already on a grid (MaxPool, Reshape…)."""
+    start = node
+    while True:
+        readers = graph.consumers(node.output(0))
+        fq = next((c for c in readers if c.op == "FakeQuantWithMinMaxVars"), None)
+        if fq is not None:
+            return fq.output(0)
+        if len(readers) != 1 or readers[0].op not in _FUSED_CHAIN:
+            break
+        node = readers[0]
+    return start.output(0) if start.op in SAME_GRID_OPS else None
+
+
+def _per_tensor(it, graph: Graph, inputs: list[np.ndarray]) -> list[TensorAgreement]:
+    """Each integer tensor the device computed, against the same tensor in qviz's graph.
+
+    TFLite names a fused op's output after the TF ops it fused (``a;b;c``, the
+    last op first); the quantized value qviz computes is the FakeQuant after it.
+    """
+    found = []
+    for op in it._get_ops_details():
+        if op["op_name"] in ("QUANTIZE", "DEQUANTIZE"):
+            continue
+        for idx in op["outputs"]:
+            d = it._get_tensor_details(idx, 0)
+            q = _scale(d)
+            if q is None:
+                continue
+            node = next((graph.node(part) for part in d["name"].split(";") if part in graph), None)
+            tensor = None if node is None else _quantized_value(graph, node)
+            if tensor is not None:
+                found.append((graph.producer(tensor).layer, tensor, idx, q))
+    if not found:
+        return []
+    values = graph.run(*inputs, fetches=[t for _, t, _, _ in found])
+    rows = []
+    for (layer, tensor, idx, (scale, zp)), want in zip(found, values):
+        got = (it.get_tensor(idx).astype(np.float64) - zp) * scale
+        if got.shape != want.shape:
+            continue
+        lsb = np.abs(got - want) / scale
+        rows.append(TensorAgreement(layer, tensor, float(lsb.max()), float(np.mean(lsb <= _ONE_LSB))))
+    return rows
+
+
+def compare_with_device(model: bytes, graph: Graph, float_graph: Graph, inputs, *,
+                        per_layer: bool = False, per_layer_examples: int = 8) -> DeviceReport:
+    """Run the ``.tflite`` ``model`` and qviz's ``graph`` on ``inputs``; compare both
+    with ``float_graph`` and with each other.
+
+    Args:
+        inputs: one array per graph input, or a bare array for a one-input graph.
+        per_layer: also compare every integer tensor (on the first
+            ``per_layer_examples`` examples; it keeps every tensor in memory).
+    """
+    inputs = as_input_list(graph, inputs)
+    it = _interpreter(model, preserve=False)
+    device = _run_device(it, graph, inputs)
+    sim = graph.run(*inputs)
+    ref = float_graph.run(*inputs)
+    scale = _output_scale(graph, graph.outputs[0])
+    diffs = [np.abs(np.asarray(d, np.float64) - np.asarray(s, np.float64)) for d, s in zip(device, sim)]
+    max_lsb = within = None
+    if scale:
+        lsb = np.concatenate([d.ravel() for d in diffs]) / scale
+        max_lsb, within = float(lsb.max()), float(np.mean(lsb <= _ONE_LSB))
+    agreement = None
+    if sim[0].ndim == 2 and sim[0].shape[-1] > 1:
+        agreement = float(np.mean(np.argmax(sim[0], -1) == np.argmax(device[0], -1)))
+    counts: dict[str, int] = {}
+    float_ops = []
+    for op in it._get_ops_details():
+        counts[op["op_name"]] = counts.get(op["op_name"], 0) + 1
+        outs = [it._get_tensor_details(i, 0) for i in op["outputs"]]
+        if op["op_name"] not in ("QUANTIZE", "DEQUANTIZE") and any(o["dtype"] == np.float32 for o in outs):
+            float_ops.append(f"{op['op_name']} {outs[0]['name'].split(';')[0]}")
+    layers: tuple[TensorAgreement, ...] = ()
+    if per_layer:
+        small = [x[:per_layer_examples] for x in inputs]
+        it2 = _interpreter(model, preserve=True)
+        _run_device(it2, graph, small)
+        layers = tuple(_per_tensor(it2, graph, small))
+    return DeviceReport(
+        examples=len(inputs[0]), size_bytes=len(model), ops=counts, output_lsb=scale,
+        max_lsb=max_lsb, within_1_lsb=within, max_abs=float(max(d.max() for d in diffs)) if diffs else 0.0,
+        agreement=agreement,
+        sqnr_qviz_db=min(sqnr_db(s, r) for s, r in zip(sim, ref)),
+        sqnr_device_db=min(sqnr_db(d, r) for d, r in zip(device, ref)),
+        layers=layers, float_ops=tuple(float_ops))
+
+
+def export_tflite(graph: Graph, recipe: Recipe, path, *, int8_io: bool = False, calibration=None,
+                  verification: Sequence[np.ndarray] | np.ndarray | None = None,
+                  per_layer: bool = True) -> TFLiteExport:
+    """Apply ``recipe`` to ``graph``, convert the result to ``.tflite`` at ``path``,
+    and check the file against qviz's simulation on ``verification`` data.
+
+    What TFLite will not run as asked is refused before converting, with the
+    reasons of :func:`~qviz.analysis.deployability.deployability`.
+
+    Raises:
+        RecipeError: the recipe does not fit the graph.
+        TFLiteError: the recipe asks for what TFLite cannot run, or the
+            converter or interpreter refused the model.
+        ExportError: ``path`` is not a writable ``.tflite`` path.
+    """
+    path = Path(path)
+    if path.suffix.lower() != ".tflite":
+        raise ExportError(f"{path}: a TensorFlow Lite model is written as .tflite")
+    result = apply(graph, recipe, calibration=calibration, report=False)
+    check = deployability(graph, recipe, result, int8_io=int8_io)
+    if check.refused:
+        more = sorted({f.layer for f in check.refused[1:]} - {check.refused[0].layer})
+        raise TFLiteError(f"TFLite cannot run this recipe: {check.refused[0].message}"
+                          + (f" (and {', '.join(more)})" if more else ""))
+    if int8_io and not check.quantized_io:
+        raise TFLiteError("--int8-io needs the graph's input and output quantized: quantize the first "
+                          "and last layers' activations in the recipe")
+    model = convert(result.graph, int8_io=int8_io)
+    try:
+        path.write_bytes(model)
+    except OSError as exc:
+        raise ExportError(f"{path}: cannot write: {exc.strerror or exc}") from None
+    if verification is None:
+        verification, _ = verification_data(graph)
+    device = compare_with_device(model, result.graph, graph, verification, per_layer=per_layer)
+    return TFLiteExport(path, check, device, result)
