@@ -45,9 +45,11 @@ from ..patterns.builtin import LAYER_TYPES
 __all__ = ["Fate", "DeployCheck", "deployability", "weight_fate", "activation_fate", "STATUSES"]
 
 #: honoured: runs as simulated; widened / regridded: runs, but not as simulated;
-#: refused: will not convert or load; dynamic: weight-only quantization, not simulated.
-STATUSES = ("honoured", "widened", "regridded", "dynamic", "refused")
+#: refused: will not convert or load; dynamic: weight-only quantization, not simulated;
+#: implicit: left float by the recipe, but TFLite quantizes it (between integer neighbours).
+STATUSES = ("honoured", "widened", "regridded", "dynamic", "implicit", "refused")
 _CONCATS = frozenset({"ConcatV2", "Concat"})
+_SHAPE_ONLY = frozenset({"Shape", "Size", "Rank"})   # read a tensor's shape, not its values
 
 
 @dataclass(frozen=True)
@@ -152,8 +154,13 @@ def deployability(graph: Graph, recipe: Recipe, result=None, *, int8_io: bool = 
     for p in points:   # roundings qviz adds for the device (pools), at the bits of what they follow
         if p.kind == "requantize" and p.bits != 8:
             fates.append(activation_fate(p.layer, p.bits))
+    implicit = _implicitly_quantized(result.graph, config)
+    for layer in dict.fromkeys(n.layer for n in implicit):
+        fates.append(Fate(layer, "weights", 8, "implicit", "int8",
+                          f"{layer} is left float, but between integer neighbours TFLite runs it in int8, "
+                          "with weights it quantizes itself: qviz does not simulate that"))
     io = _quantized_io(result.graph)
-    boundaries = _boundaries(result.graph, config)
+    boundaries = _boundaries(result.graph, config, {n.name for n in implicit})
     if int8_io and io:
         boundaries -= len(result.graph.inputs) + len(result.graph.outputs)
     return DeployCheck(tuple(fates), boundaries, *_weight_bytes(folded, points), io, tuple(_notes(result.graph)))
@@ -169,16 +176,39 @@ def _int_tensors(graph: Graph) -> set[str]:
     return found
 
 
-def _boundaries(graph: Graph, config) -> int:
+_FUSED_CHAIN = frozenset({"BiasAdd", "Relu", "Relu6", "Identity", "BatchToSpaceND"})
+
+
+def _implicitly_quantized(graph: Graph, config) -> list:
+    """Conv/dense ops the recipe leaves float whose input is an integer tensor and
+    whose output (through its bias, activation and same-grid ops) reaches a
+    quantizer: TF's converter gives them int8 weights of its own and runs them in integer."""
+    found = []
+    for node in graph.nodes:
+        if node.op not in LAYER_TYPES or node.layer in config.layers or not _is_integer_input(graph, node.inputs[0]):
+            continue
+        t = node.output(0)
+        while True:
+            readers = [c for c in graph.consumers(t) if c.op not in _SHAPE_ONLY]
+            if any(c.op == "FakeQuantWithMinMaxVars" for c in readers):
+                found.append(node)
+                break
+            if len(readers) != 1 or readers[0].op not in _FUSED_CHAIN | SAME_GRID_OPS:
+                break
+            t = readers[0].output(0)
+    return found
+
+
+def _boundaries(graph: Graph, config, implicit: set[str]) -> int:
     """QUANTIZE ops (a float tensor into a FakeQuant that starts an integer run)
     plus DEQUANTIZE ops (an integer tensor read by an op that runs in float)."""
     ints = _int_tensors(graph)
     quantize = {n.inputs[0] for n in graph.nodes if n.op == "FakeQuantWithMinMaxVars" and n.output(0) in ints
-                and _starts_integer_run(graph, n, config)}
+                and _starts_integer_run(graph, n, config, implicit)}
     integer_readers = set(LAYER_TYPES) | SAME_GRID_OPS | REGRID_OPS | set(FIXED_RANGE_OPS) | ADD_OPS \
-        | FAKE_QUANT_OPS | _CONCATS
+        | FAKE_QUANT_OPS | _CONCATS | _SHAPE_ONLY
     dequantize = {t for t in ints for c in graph.consumers(t) if c.op not in integer_readers
-                  or (c.op in LAYER_TYPES and c.layer not in config.layers)}
+                  or (c.op in LAYER_TYPES and c.layer not in config.layers and c.name not in implicit)}
     dequantize |= {t for t in graph.outputs if t in ints or _through_identity(graph, t) in ints}
     return len(quantize) + len(dequantize)
 
@@ -191,14 +221,15 @@ def _through_identity(graph: Graph, tensor: str) -> str:
     return tensor
 
 
-def _starts_integer_run(graph: Graph, fq, config) -> bool:
+def _starts_integer_run(graph: Graph, fq, config, implicit: set[str]) -> bool:
     """A FakeQuant on a tensor computed in float: the device converts there (QUANTIZE)."""
     node = graph.producer(fq.inputs[0])
     # what TFLite computes in integer and fuses: a conv/dense chain (BiasAdd, Relu…) or an Add of integers
-    while node.op in ("Relu", "Relu6", "BiasAdd", "Identity", "BatchToSpaceND") and node.inputs:
+    while (node.op in _FUSED_CHAIN or node.op in SAME_GRID_OPS) and node.inputs:
         node = graph.producer(node.inputs[0])
     if node.op in LAYER_TYPES:
-        return node.layer not in config.layers or not _is_integer_input(graph, node.inputs[0])
+        runs_integer = node.layer in config.layers or node.name in implicit
+        return not runs_integer or not _is_integer_input(graph, node.inputs[0])
     if node.op in ADD_OPS or node.op in REGRID_OPS or node.op in FIXED_RANGE_OPS:
         return not all(_is_integer_input(graph, t) for t in node.inputs if not graph.is_constant(t))
     return True

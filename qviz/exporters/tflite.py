@@ -71,7 +71,8 @@ class DeviceReport:
     sqnr_qviz_db: float       # qviz's simulation against float
     sqnr_device_db: float     # the device against float
     layers: tuple[TensorAgreement, ...] = ()
-    float_ops: tuple[str, ...] = ()   # TFLite ops (besides QUANTIZE/DEQUANTIZE) that run in float
+    float_ops: tuple[str, ...] = ()   # "OP tensor" of the ops (besides QUANTIZE/DEQUANTIZE) that run in float
+    integer_ops: tuple[str, ...] = ()  # "OP tensor" of the ops that run in integer
 
     def summary(self) -> str:
         """One line: how close the simulation is to the device."""
@@ -261,12 +262,14 @@ def compare_with_device(model: bytes, graph: Graph, float_graph: Graph, inputs, 
     if sim[0].ndim == 2 and sim[0].shape[-1] > 1:
         agreement = float(np.mean(np.argmax(sim[0], -1) == np.argmax(device[0], -1)))
     counts: dict[str, int] = {}
-    float_ops = []
+    float_ops, integer_ops = [], []
     for op in it._get_ops_details():
         counts[op["op_name"]] = counts.get(op["op_name"], 0) + 1
         outs = [it._get_tensor_details(i, 0) for i in op["outputs"]]
-        if op["op_name"] not in ("QUANTIZE", "DEQUANTIZE") and any(o["dtype"] == np.float32 for o in outs):
-            float_ops.append(f"{op['op_name']} {outs[0]['name'].split(';')[0]}")
+        if op["op_name"] in ("QUANTIZE", "DEQUANTIZE"):
+            continue
+        where = float_ops if any(o["dtype"] == np.float32 for o in outs) else integer_ops
+        where.append(f"{op['op_name']} {outs[0]['name'].split(';')[0]}")
     layers: tuple[TensorAgreement, ...] = ()
     if per_layer:
         small = [x[:per_layer_examples] for x in inputs]
@@ -279,7 +282,7 @@ def compare_with_device(model: bytes, graph: Graph, float_graph: Graph, inputs, 
         agreement=agreement,
         sqnr_qviz_db=min(sqnr_db(s, r) for s, r in zip(sim, ref)),
         sqnr_device_db=min(sqnr_db(d, r) for d, r in zip(device, ref)),
-        layers=layers, float_ops=tuple(float_ops))
+        layers=layers, float_ops=tuple(float_ops), integer_ops=tuple(integer_ops))
 
 
 def export_tflite(graph: Graph, recipe: Recipe, path, *, int8_io: bool = False, calibration=None,

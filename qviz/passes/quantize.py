@@ -38,7 +38,8 @@ from ..ir import Graph, GraphError, Node
 from .calibration import activation_ranges, as_input_list, default_inputs
 from .constants import constant_value
 from .quant_config import FAKE_QUANT_OPS, MAX_BITS, MIN_BITS, LayerBits, QuantizeConfig
-from .quant_points import QuantPoint, fake_quant_range, quant_points, quantizable_layers, quantizable_units
+from .quant_points import (SAME_GRID_OPS, QuantPoint, fake_quant_range, quant_points, quantizable_layers,
+                           quantizable_units)
 from .rewrite import Changes, GraphEditor, PassResult, Skipped, const_node
 
 __all__ = ["LayerBits", "QuantizeConfig", "QuantPoint", "quantize", "quant_points",
@@ -85,13 +86,60 @@ def quantize(graph: Graph, config: QuantizeConfig, *, calibration=None,
         ranges.update(activation_ranges(graph, need, inputs, ema_decay=config.ema_decay))
     editor = GraphEditor(graph)
     used: dict[str, tuple[float, float]] = {}   # tensor → the range its FakeQuant got
+    scales: dict[str, np.ndarray] = {}          # tensor → the scale (LSB) of its grid
     for p in points:
         if p.kind == "weights" and config.per_channel and p.layer_op.op == "MatMul":
             skipped.append(Skipped(p.layer, p.layer_op.name,
                                    "per-channel weights: kept per-tensor, as TFLite's converter refuses "
                                    "per-channel fully-connected weights"))
-        _insert(graph, editor, p, config, ranges, used)
+        _insert(graph, editor, p, config, ranges, used, scales)
+    for p in points:   # an integer kernel (integer input and output): its bias is an int32 too
+        if p.kind == "weights" and config.layers[p.layer].activation_bits is not None:
+            _round_bias(graph, editor, p, scales)
     return editor.finish(skipped)
+
+
+def _scale(lo, hi, bits: int, narrow: bool):
+    return (np.asarray(hi, np.float64) - np.asarray(lo, np.float64)) / (2 ** bits - 1 - int(narrow))
+
+
+def _grid_scale(graph: Graph, tensor: str, scales) -> float | None:
+    """The LSB of the integer grid ``tensor`` is on (through same-grid ops), if any."""
+    while True:
+        if tensor in scales:
+            return float(scales[tensor])
+        node = graph.producer(tensor)
+        if node.op == "FakeQuantWithMinMaxVars":
+            lo, hi = fake_quant_range(graph, tensor)
+            return float(_scale(lo, hi, int(node.attrs.get("num_bits", 8)), bool(node.attrs.get("narrow_range"))))
+        if node.op not in SAME_GRID_OPS or not node.inputs:
+            return None
+        tensor = node.inputs[0]
+
+
+def _round_bias(graph: Graph, editor: GraphEditor, p: QuantPoint, scales) -> None:
+    """Put a quantized layer's bias on TFLite's int32 grid (scale = input LSB × weight LSB).
+
+    TFLite adds the bias as an integer; left in float it is off by up to half
+    that step, about 1 % of an output LSB: enough to flip one output rounding in
+    a few hundred against the device.
+    """
+    op = p.layer_op
+    readers = graph.consumers(op.output(0))
+    if len(readers) != 1 or readers[0].op != "BiasAdd" or not graph.is_constant(readers[0].inputs[1]):
+        return
+    s_in = _grid_scale(graph, op.inputs[0], scales)
+    s_w = scales.get(p.tensor)
+    if s_in is None or s_w is None:
+        return
+    bias_add = readers[0]
+    b = np.asarray(constant_value(graph, bias_add.inputs[1]))
+    step = np.broadcast_to(s_in * np.asarray(s_w, np.float64), b.shape)
+    rounded = (np.round(b / step) * step).astype(b.dtype)
+    scope = graph.layer_scope(bias_add.layer)
+    const = editor.add(const_node(editor.unique_name(f"{scope}/bias_int32_grid"), rounded, bias_add.layer),
+                       after=bias_add.name)
+    editor.update(bias_add.name, inputs=(editor.node(bias_add.name).inputs[0], const.output(0)))
 
 
 def activation_range(lo: float, hi: float, bits: int, config: QuantizeConfig) -> tuple[float, float]:
@@ -101,7 +149,8 @@ def activation_range(lo: float, hi: float, bits: int, config: QuantizeConfig) ->
     return float(a), float(b)
 
 
-def _insert(graph: Graph, editor: GraphEditor, p: QuantPoint, config: QuantizeConfig, ranges, used) -> None:
+def _insert(graph: Graph, editor: GraphEditor, p: QuantPoint, config: QuantizeConfig, ranges, used,
+            scales) -> None:
     base = f"{graph.layer_scope(p.owner)}/{p.name}"
     scope, i = base, 0
     while f"{scope}/min" in editor:  # several quantized tensors in one layer
@@ -113,7 +162,7 @@ def _insert(graph: Graph, editor: GraphEditor, p: QuantPoint, config: QuantizeCo
         return editor.add(const_node(f"{scope}/{suffix}", value, p.owner), after=anchor)
 
     if p.kind == "weights":
-        out = _quantize_weights(graph, editor, p, config, scope, const)
+        out = _quantize_weights(graph, editor, p, config, scope, const, scales)
     else:
         if p.kind == "requantize":
             lo, hi = used[p.range_of] if p.range_of in used else fake_quant_range(graph, p.range_of)
@@ -124,6 +173,7 @@ def _insert(graph: Graph, editor: GraphEditor, p: QuantPoint, config: QuantizeCo
         used[p.tensor] = (lo, hi)
         # 16-bit activations: narrow range puts zero at level 0 of int16, as TFLite requires
         narrow = p.bits == 16 and p.kind != "fixed"
+        scales[p.tensor] = _scale(lo, hi, p.bits, narrow)
         mn, mx = const("min", np.float32(lo)), const("max", np.float32(hi))
         out = editor.add(Node(f"{scope}/FakeQuantWithMinMaxVars", "FakeQuantWithMinMaxVars",
                               [p.tensor, mn.output(0), mx.output(0)],
@@ -134,12 +184,13 @@ def _insert(graph: Graph, editor: GraphEditor, p: QuantPoint, config: QuantizeCo
         raise GraphError(f"quantizing {p.tensor}: none of {list(p.consumers)} reads it")
 
 
-def _quantize_weights(graph, editor, p: QuantPoint, config, scope, const) -> str:
+def _quantize_weights(graph, editor, p: QuantPoint, config, scope, const, scales) -> str:
     w = constant_value(graph, p.tensor)
     op = p.layer_op
     attrs = {"num_bits": p.bits, "narrow_range": config.narrow_range}
     if not config.per_channel or op.op == "MatMul":
         lo, hi = weight_range(w, config.weight_symmetric)
+        scales[p.tensor] = _scale(lo, hi, p.bits, config.narrow_range)
         mn, mx = const("min", lo), const("max", hi)
         return editor.add(Node(f"{scope}/FakeQuantWithMinMaxVars", "FakeQuantWithMinMaxVars",
                                [p.tensor, mn.output(0), mx.output(0)], attrs=attrs, layer=p.owner),
@@ -159,6 +210,7 @@ def _quantize_weights(graph, editor, p: QuantPoint, config, scope, const) -> str
     else:
         view = w
     lo, hi = weight_range(view, config.weight_symmetric, axis=-1)
+    scales[p.tensor] = _scale(lo, hi, p.bits, config.narrow_range)   # per output channel, as the bias
     mn, mx = const("min", lo), const("max", hi)
     out = editor.add(Node(f"{scope}/FakeQuantWithMinMaxVarsPerChannel", "FakeQuantWithMinMaxVarsPerChannel",
                           [tensor, mn.output(0), mx.output(0)], attrs=attrs, layer=p.owner),

@@ -1,0 +1,175 @@
+"""What qviz simulates is what TensorFlow Lite runs: every claim checked against
+TF's own converter and interpreter."""
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+import qviz
+from qviz.analysis.deployability import deployability
+from qviz.cli import main
+from qviz.exporters.tflite import TFLiteError, compare_with_device, convert, export_tflite
+from qviz.passes import LayerBits
+from qviz.passes.quant_config import FAKE_QUANT_OPS
+from qviz.samples import sample_data, sample_path
+from tests.conftest import ZOO_SIZE, zoo_model_random_bn
+
+SAMPLES = ["lenet_digits", "mobilenet_block", "resnet_block", "fused_bn_tf_keras"]
+
+
+def _noise(graph, n=64, seed=1):
+    shape = tuple(graph.producer(graph.inputs[0]).attrs["shape"])[1:]
+    return np.random.default_rng(seed).standard_normal((n,) + shape).astype(np.float32)
+
+
+@pytest.mark.parametrize("per_channel", [False, True], ids=["per-tensor", "per-channel"])
+@pytest.mark.parametrize("name", SAMPLES)
+def test_samples_run_on_tflite_as_simulated(name, per_channel, tmp_path):
+    g = qviz.load(sample_path(name))
+    recipe = replace(qviz.Recipe.default(g), per_channel=per_channel)
+    done = export_tflite(g, recipe, tmp_path / "m.tflite", verification=None if name == "lenet_digits" else _noise(g))
+    d = done.device
+    assert (tmp_path / "m.tflite").stat().st_size == d.size_bytes > 0
+    assert done.check.warnings == () and not d.float_ops          # every conv/dense runs in int8
+    assert d.ops.get("QUANTIZE") == 1 and d.ops.get("DEQUANTIZE") == 1   # at the input and the output only
+    assert abs(d.sqnr_qviz_db - d.sqnr_device_db) < 0.5
+    assert d.agreement is None or d.agreement >= 0.98
+    # Every integer tensor within 1 LSB of qviz's (TFLite's fixed-point rounding differs
+    # only within ~1/256 LSB of a half); the outputs within a few LSBs.
+    assert d.layers and all(t.within_1_lsb >= 0.99 for t in d.layers), d.layers
+    assert d.max_lsb <= 6
+    if name in ("lenet_digits", "resnet_block"):
+        assert d.within_1_lsb >= 0.99
+
+
+def test_default_recipe_keeps_weight_zero_points_at_zero(tmp_path):
+    """TFLite's int8 conv and fully-connected kernels refuse weights with a zero point:
+    qviz's default ranges are symmetric, activations asymmetric."""
+    import tensorflow as tf
+
+    g = qviz.load(sample_path("lenet_digits"))
+    model = convert(qviz.apply(g, qviz.Recipe.default(g), report=False).graph)
+    it = tf.lite.Interpreter(model_content=model)
+    it.allocate_tensors()
+    zero_points = {}
+    for op in it._get_ops_details():
+        if op["op_name"] in ("CONV_2D", "FULLY_CONNECTED"):
+            w = it._get_tensor_details(op["inputs"][1], 0)
+            out = it._get_tensor_details(op["outputs"][0], 0)
+            assert set(w["quantization_parameters"]["zero_points"]) == {0}
+            zero_points[op["op_name"]] = out["quantization_parameters"]["zero_points"][0]
+    assert any(z != 0 for z in zero_points.values())       # activations keep their own zero point
+
+
+def _faithful(graph, recipe, x) -> bool:
+    """Converts, loads, and the device's SQNR is within 0.5 dB of qviz's."""
+    result = qviz.apply(graph, recipe, report=False)
+    try:
+        d = compare_with_device(convert(result.graph), result.graph, graph, x)
+    except TFLiteError:
+        return False
+    return abs(d.sqnr_qviz_db - d.sqnr_device_db) < 0.5 and d.within_1_lsb >= 0.99
+
+
+@pytest.mark.parametrize("part", ["weights", "activations"])
+def test_every_width_is_faithful_on_the_device_or_warned(part):
+    """The deployability table is checked against the real converter, width by width:
+    what it calls honoured runs as simulated; everything else is warned about."""
+    g = qviz.load(sample_path("lenet_digits"))
+    x = sample_data("lenet_digits")["x_test"][:64]
+    for bits in range(2, 17):
+        lb = LayerBits(bits, 8) if part == "weights" else LayerBits(8, bits)
+        recipe = qviz.Recipe.default(g, lb)
+        check = deployability(g, recipe)
+        statuses = {f.status for f in check.fates if f.part == part}
+        faithful = _faithful(g, recipe, x)
+        if statuses == {"honoured"}:
+            assert faithful, f"{part} at {bits} bits: said honoured, but TFLite does not run it as simulated"
+        else:
+            assert check.warnings, f"{part} at {bits} bits: not faithful, and nothing said"
+            if "refused" in statuses:
+                assert not faithful, f"{part} at {bits} bits: refused, but TFLite runs it as simulated"
+
+
+def test_export_refuses_what_tflite_cannot_run_and_says_why(tmp_path):
+    g = qviz.load(sample_path("lenet_digits"))
+    with pytest.raises(TFLiteError, match=r"conv1 activations at 4 bits: TFLite's converter refuses"):
+        export_tflite(g, qviz.Recipe.default(g, LayerBits(8, 4)), tmp_path / "m.tflite")
+    assert not (tmp_path / "m.tflite").exists()
+
+
+def test_int8_io_quantizes_the_model_boundary(tmp_path):
+    g = qviz.load(sample_path("lenet_digits"))
+    done = export_tflite(g, qviz.Recipe.default(g), tmp_path / "m.tflite", int8_io=True)
+    assert "QUANTIZE" not in done.device.ops and "DEQUANTIZE" not in done.device.ops
+    assert done.check.boundaries == 0 and done.device.agreement == 1.0 and done.device.within_1_lsb >= 0.99
+    no_input_quant = qviz.Recipe.default(g).with_bits("conv1", LayerBits(8, None))
+    with pytest.raises(TFLiteError, match="--int8-io needs the graph's input and output quantized"):
+        export_tflite(g, no_input_quant, tmp_path / "n.tflite", int8_io=True)
+
+
+@pytest.mark.parametrize("layers", [None, ("conv2",), ("conv1", "fc1")], ids=["all", "conv2", "conv1+fc1"])
+def test_predicted_conversions_are_the_device_ones(layers, tmp_path):
+    """The check counts the float↔int conversions a recipe creates; the converted model has exactly those."""
+    g = qviz.load(sample_path("lenet_digits"))
+    recipe = qviz.Recipe.default(g) if layers is None else \
+        qviz.Recipe(quantize_default=None, quantize_layers={name: LayerBits(8, 8) for name in layers})
+    done = export_tflite(g, recipe, tmp_path / "m.tflite", per_layer=False)
+    assert done.check.boundaries == done.device.ops.get("QUANTIZE", 0) + done.device.ops.get("DEQUANTIZE", 0)
+    # Between two integer layers, the converter quantizes a float conv itself: the check says so.
+    implicit = {f.layer for f in done.check.fates if f.status == "implicit"}
+    assert implicit == ({"conv2"} if layers == ("conv1", "fc1") else set())
+    device_int = sum(op.split()[0] in ("CONV_2D", "FULLY_CONNECTED") for op in done.device.integer_ops)
+    assert device_int == len(layers or ("conv1", "conv2", "fc1", "logits")) + len(implicit)
+
+
+def test_selecting_one_layer_runs_that_layer_alone_in_integer(tmp_path):
+    g = qviz.load(sample_path("resnet_block"))
+    recipe = qviz.Recipe(quantize_default=None, quantize_layers={"conv2": LayerBits(8, 8)})
+    result = qviz.apply(g, recipe, report=False)
+    assert {n.layer for n in result.graph.nodes if n.op in FAKE_QUANT_OPS} == {"conv2"}
+    done = export_tflite(g, recipe, tmp_path / "m.tflite", verification=_noise(g))
+    assert [op.split()[0] for op in done.device.integer_ops] == ["CONV_2D"]
+    assert abs(done.device.sqnr_qviz_db - done.device.sqnr_device_db) < 0.5
+
+
+def test_cli_export_tflite(tmp_path, capsys):
+    recipe = tmp_path / "r.json"
+    g = qviz.load(sample_path("lenet_digits"))
+    recipe.write_text(qviz.Recipe.default(g, LayerBits(6, 8)).to_json())
+    out = tmp_path / "m.tflite"
+    assert main(["export-tflite", str(sample_path("lenet_digits")), "--recipe", str(recipe), "-o", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert out.exists() and "TFLite vs qviz on 450 examples" in captured.out
+    assert "qviz: warning: TFLite: conv1 weights at 6 bits: TFLite re-rounds them" in captured.err
+    recipe.write_text(qviz.Recipe.default(g, LayerBits(8, 3)).to_json())
+    assert main(["export-tflite", str(sample_path("lenet_digits")), "--recipe", str(recipe),
+                 "-o", str(tmp_path / "x.tflite")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "activations at 3 bits" in err
+    assert main(["export-tflite", str(sample_path("lenet_digits")), "--recipe", str(recipe),
+                 "-o", str(tmp_path / "x.pb")]) == 2
+    assert "name the file *.tflite" in capsys.readouterr().err
+
+
+@pytest.mark.zoo
+@pytest.mark.parametrize("per_channel", [False, True], ids=["per-tensor", "per-channel"])
+def test_mobilenet_v2_runs_on_tflite_as_simulated(per_channel, tmp_path):
+    model = zoo_model_random_bn("MobileNetV2")
+    g = qviz.load(model)
+    x = np.random.default_rng(0).uniform(-1, 1, (32, ZOO_SIZE, ZOO_SIZE, 3)).astype(np.float32)
+    recipe = replace(qviz.Recipe.default(g), per_channel=per_channel)
+    done = export_tflite(g, recipe, tmp_path / "m.tflite", verification=x, per_layer=False)
+    d = done.device
+    assert not d.float_ops and done.check.warnings == ()
+    assert d.agreement >= 0.995 and abs(d.sqnr_qviz_db - d.sqnr_device_db) < 1.0
+    assert d.within_1_lsb >= 0.99
+
+
+@pytest.mark.zoo
+def test_one_layer_of_mobilenet_v2_leaks_into_no_other(tmp_path):
+    g = qviz.load(zoo_model_random_bn("MobileNetV2"))
+    recipe = qviz.Recipe(quantize_default=None, quantize_layers={"block_3_project": LayerBits(8, 8)})
+    result = qviz.apply(g, recipe, report=False)
+    assert {n.layer for n in result.graph.nodes if n.op in FAKE_QUANT_OPS} == {"block_3_project"}
