@@ -82,6 +82,30 @@ def randomize_batch_norms(model, rng: np.random.Generator | int = 1) -> None:
             layer.set_weights([w.astype("float32") for w in new])
 
 
+def normalize_batch_norms(model, x, rng: np.random.Generator | int = 1) -> None:
+    """Set every BatchNormalization's moving statistics to the statistics of its
+    input on ``x`` (as training mode normalizes), with random γ and β.
+
+    An untrained net with random statistics (:func:`randomize_batch_norms`) can
+    lose its signal on the way through (MobileNetV2 gives the same output for
+    every input); normalized with its own statistics, each layer passes an
+    input-dependent signal on, so output errors measure something.
+    """
+    if not isinstance(rng, np.random.Generator):
+        rng = np.random.default_rng(rng)
+    bns = [layer for layer in model._flatten_layers(include_self=False, recursive=True)
+           if type(layer).__name__ == "BatchNormalization"]
+    momenta = [layer.momentum for layer in bns]
+    for layer in bns:
+        layer.momentum = 0.0     # one training-mode call sets the moving statistics to the batch's
+        n = layer.get_weights()[-1].shape
+        new = ([rng.uniform(0.5, 1.5, n)] if layer.scale else []) + ([rng.normal(0, 0.3, n)] if layer.center else [])
+        layer.set_weights([w.astype("float32") for w in new] + layer.get_weights()[len(new):])
+    model(x, training=True)
+    for layer, momentum in zip(bns, momenta):
+        layer.momentum = momentum
+
+
 def digits_split():
     """``(x_train, x_test, y_train, y_test)`` of scikit-learn's bundled 8x8 digits,
     the split ``lenet_digits`` was trained and tested on (needs scikit-learn;

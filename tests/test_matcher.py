@@ -205,3 +205,22 @@ def test_find_matches_keeps_only_maximal_ones():
     assert [m.root.name for m in GraphMatcher(p).match_graph(g)] == ["conv", "relu", "conv2"]
     # conv lies inside relu's match; relu feeds conv2 only as a leaf wildcard, so both stay
     assert [m.root.name for m in find_matches(p, g)] == ["relu", "conv2"]
+
+
+def test_match_op_finds_the_graph_of_a_node_as_tf_does(samples):
+    """TF's ``GraphMatcher(p).match_op(op)`` works from the op alone: so does qviz's,
+    while the node is in one live graph; a shared node (a rewrite keeps unchanged
+    nodes) asks for the graph instead of guessing."""
+    from qviz.matcher import GraphMatcher
+    from qviz.passes import fold_batch_norms
+    from qviz.patterns import BUILTIN
+
+    g = qviz.load(samples["lenet_digits"])
+    relu = next(n for n in g.nodes if n.op == "Relu")
+    assert GraphMatcher(BUILTIN["layer_activation"]).match_op(relu).get_op("layer").layer == "conv1"
+    folded = fold_batch_norms(g).graph
+    shared = next(n for n in g.nodes if n.op == "Placeholder")
+    assert folded.node(shared.name) is shared
+    with pytest.raises(ValueError, match="is in 2 live graph"):
+        GraphMatcher(BUILTIN["layer_activation"]).match_op(shared)
+    assert GraphMatcher(BUILTIN["layer_activation"], folded).match_op(shared) is None

@@ -90,3 +90,11 @@ QAT_BUTTON = "qat-export-button"
 QAT_POLL = "qat-poll"
 QAT_STATUS = "qat-status"
 QAT_DOWNLOAD = "qat-download"
+
+# TensorFlow Lite export and device check (a background job in the worker; polled; in the verification panel)
+TFLITE_INT8_IO = "tflite-int8-io"
+TFLITE_BUTTON = "tflite-export-button"
+TFLITE_POLL = "tflite-poll"
+TFLITE_STATUS = "tflite-status"
+TFLITE_FIGURES = "tflite-figures"
+TFLITE_DOWNLOAD = "tflite-download"

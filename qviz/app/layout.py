@@ -100,13 +100,15 @@ def page(default_sample: str, session_id: str, max_upload_bytes: int = 200 * 2**
                         "cellEditor": "agSelectCellEditor", "cellEditorParams": {"values": BITS}},
                        {"field": "activation_bits", "headerName": "activation bits", "editable": True,
                         "cellEditor": "agSelectCellEditor", "cellEditorParams": {"values": BITS}},
+                       {"field": "tflite", "headerName": "on TFLite", "tooltipField": "tflite_why"},
                        {"field": "why", "headerName": "why not foldable", "flex": 2},
                    ], rowData=[], getRowId="params.data.layer", defaultColDef={"resizable": True, "flex": 1},
                        dashGridOptions={"rowSelection": "single", "singleClickEdit": True},
                        style={"height": "260px"})),
             _panel("Verification", html.Div(id=ids.VERIFY_PANEL),
                    dcc.Interval(id=ids.VERIFY_POLL, interval=300, disabled=True),
-                   dcc.Graph(id=ids.LAYER_ERRORS, figure=NO_FIGURE)),
+                   dcc.Graph(id=ids.LAYER_ERRORS, figure=NO_FIGURE),
+                   *_device_check()),
         ], className="row bottom"),
         html.Div([_sweep_panel(), _qat_panel()], className="row bottom"),
     ], className="qviz")
@@ -130,6 +132,22 @@ def _sweep_panel():
         dcc.Graph(id=ids.SWEEP_HEATMAP, config={"displayModeBar": False}, style={"display": "none"}),
         html.Div(id=ids.SWEEP_SUGGESTION),
         html.Button("apply suggestion", id=ids.SWEEP_APPLY, disabled=True))
+
+
+def _device_check():
+    """On the device: the recipe converted by TensorFlow Lite and run next to qviz's simulation."""
+    return [
+        html.H5("On the device: TensorFlow Lite", className="subtitle"),
+        html.Div([
+            dcc.Checklist(id=ids.TFLITE_INT8_IO, options=[{"label": "int8 inputs/outputs", "value": "int8"}],
+                          value=[], inline=True),
+            html.Button("convert, check and download .tflite", id=ids.TFLITE_BUTTON),
+            html.Span(id=ids.TFLITE_STATUS, className="status"),
+        ], className="toolbar"),
+        html.Div(id=ids.TFLITE_FIGURES),
+        dcc.Interval(id=ids.TFLITE_POLL, interval=400, disabled=True),
+        dcc.Download(id=ids.TFLITE_DOWNLOAD),
+    ]
 
 
 def _qat_panel():

@@ -78,6 +78,7 @@ class Session:
     key: str = field(default_factory=lambda: uuid.uuid4().hex)  # names this model in the worker
     sweep: tuple | None = None   # (bits, Future[Sensitivity]) of the last sweep
     qat: object = None           # the QAT export: a Future (bytes of a .keras file), then its answer
+    tflite: object = None        # the TFLite export: a Future ((bytes, DeployCheck, DeviceReport)), then its answer
 
     def result(self, recipe: Recipe):
         """``qviz.apply(original, recipe, report=False)``, cached (undo/redo is instant).
@@ -150,6 +151,14 @@ class Session:
 
         args = (self.graph.source, recipe.to_json(indent=None), folding_mode, freeze_bn_delay)
         return self.worker.qat(*args) if self.worker is not None else in_thread(run_qat_export, *args)
+
+    def tflite_future(self, recipe: Recipe, int8_io: bool) -> Future:
+        """``(tflite bytes, DeployCheck, DeviceReport)`` of the recipe, run in the worker."""
+        from .worker import in_thread, run_tflite_export
+
+        if self.worker is not None:
+            return self.worker.tflite(self.key, self.graph, recipe.to_json(indent=None), int8_io)
+        return in_thread(run_tflite_export, self.graph, recipe.to_json(indent=None), int8_io)
 
 
     def close(self) -> None:

@@ -1,7 +1,7 @@
 """Celery tasks: the worker's jobs for a shared deployment (``REDIS_URL`` set).
 
 With ``REDIS_URL`` in the environment, :func:`qviz.app.create_app` sends
-calibration, verification, sensitivity sweeps and QAT exports to Celery
+calibration, verification, sensitivity sweeps, QAT and TFLite exports to Celery
 workers through Redis instead of its own worker process, so several web
 processes (gunicorn workers) share one pool of TensorFlow workers. Run them
 with::
@@ -58,3 +58,8 @@ def sensitivity(self, key, graph, bits):
 @celery.task(name="qviz.qat")
 def qat(source, recipe_json, folding_mode, freeze_bn_delay):
     return jobs.run_qat_export(source, recipe_json, folding_mode, freeze_bn_delay)
+
+
+@celery.task(name="qviz.tflite")
+def tflite(key, graph, recipe_json, int8_io):
+    return jobs._tflite_job(key, graph, recipe_json, int8_io)

@@ -27,7 +27,8 @@ import uuid
 from collections import OrderedDict
 from concurrent.futures import Future, ProcessPoolExecutor
 
-__all__ = ["Worker", "in_thread", "sensitivity_in_thread", "run_sensitivity", "run_qat_export"]
+__all__ = ["Worker", "in_thread", "sensitivity_in_thread", "run_sensitivity", "run_qat_export",
+           "run_tflite_export"]
 
 _GRAPHS: OrderedDict = OrderedDict()   # in the worker process only: key → Graph
 
@@ -53,15 +54,22 @@ def _graph(key, graph):
 
 def _ranges_job(key, graph, fold_layers):
     """Activation ranges of every quantizable layer of the graph folded as asked."""
-    from ..passes import LayerBits, QuantizeConfig, fold_batch_norms, quant_points, quantizable_layers
+    from ..passes import LayerBits, QuantizeConfig, fold_batch_norms, quant_points, quantizable_units
     from ..passes.calibration import activation_ranges, default_inputs
+    from ..passes.quant_points import bypass_adds
+    from ..patterns.builtin import LAYER_TYPES
 
     graph = _graph(key, graph)
     folded = fold_batch_norms(graph, layers=list(fold_layers)).graph
-    config = QuantizeConfig({name: LayerBits(8, 8) for name in quantizable_layers(folded)})
+    config = QuantizeConfig({name: LayerBits(8, 8) for name in quantizable_units(folded)})
     points, _ = quant_points(folded, config)
-    tensors = [p.tensor for p in points if p.kind != "weights"]
-    return activation_ranges(folded, tensors, default_inputs(graph))
+    adds = set(bypass_adds(folded))
+    tensors = [p.tensor for p in points if p.kind not in ("weights", "requantize", "fixed")]
+    # and every unit's input: a layer quantized alone rounds its input at a range of its own
+    units = set(config.layers)
+    tensors += [t for n in folded.nodes if n.layer in units and (n.op in LAYER_TYPES or n in adds)
+                for t in (n.inputs[:1] if n.op in LAYER_TYPES else n.inputs)]
+    return activation_ranges(folded, list(dict.fromkeys(tensors)), default_inputs(graph))
 
 
 def _report_job(key, graph, recipe_json, ranges):
@@ -97,6 +105,22 @@ def run_qat_export(source, recipe_json, folding_mode, freeze_bn_delay):
         export_qat(source, Recipe.from_json(recipe_json), out, folding_mode=folding_mode,
                    freeze_bn_delay=freeze_bn_delay)
         return out.read_bytes()
+
+
+def run_tflite_export(graph, recipe_json, int8_io):
+    """``(tflite bytes, DeployCheck, DeviceReport)`` of a recipe (see :func:`qviz.exporters.export_tflite`)."""
+    from pathlib import Path
+
+    from ..exporters.tflite import export_tflite
+    from ..passes import Recipe
+
+    with tempfile.TemporaryDirectory(prefix="qviz-tflite-") as tmp:
+        done = export_tflite(graph, Recipe.from_json(recipe_json), Path(tmp) / "model.tflite", int8_io=int8_io)
+        return done.path.read_bytes(), done.check, done.device
+
+
+def _tflite_job(key, graph, recipe_json, int8_io):
+    return run_tflite_export(_graph(key, graph), recipe_json, int8_io)
 
 
 def write_progress(path, done: int, total: int) -> None:
@@ -173,6 +197,9 @@ class Worker:
 
     def qat(self, source, recipe_json: str, folding_mode: str, freeze_bn_delay) -> Future:
         return self._get().submit(run_qat_export, str(source), recipe_json, folding_mode, freeze_bn_delay)
+
+    def tflite(self, key, graph, recipe_json: str, int8_io: bool) -> Future:
+        return self._get().submit(_tflite_job, key, graph, recipe_json, int8_io)
 
     def close(self) -> None:
         """Stop the worker processes (they may be busy in TensorFlow: they are terminated)."""

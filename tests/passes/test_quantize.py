@@ -156,3 +156,12 @@ def test_zoo_mobilenet_16_bits_moves_outputs_less_than_1e3():
     r = quantize(folded, _all(folded, 16, 16), calibration=[x])
     assert len(_fq(r.graph)) > 100
     assert rel_err(r.graph.run(x)[0], g.run(x)[0]) < 1e-3
+
+
+def test_calibration_takes_a_bare_array_for_a_one_input_graph(lenet, samples):
+    x = sample_data("lenet_digits")["x_calib"]
+    bare = quantize(lenet, _all(lenet), calibration=x)
+    listed = quantize(lenet, _all(lenet), calibration=[x])
+    assert bare.graph.to_graph_def().SerializeToString() == listed.graph.to_graph_def().SerializeToString()
+    result = qviz.apply(qviz.load(samples["lenet_digits"]), qviz.Recipe.default(lenet), calibration=x, report=False)
+    assert any(n.op in FAKE_QUANT_OPS for n in result.graph.nodes)

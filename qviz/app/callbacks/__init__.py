@@ -1,6 +1,6 @@
 """Callbacks, grouped by feature. Each is thin: it reads the session and calls the library."""
 
-from . import analysis, explainer, graph, model, recipe
+from . import analysis, device, explainer, graph, model, recipe
 
 
 def register(app, store, options) -> None:
@@ -16,3 +16,4 @@ def register(app, store, options) -> None:
     graph.register(app, store)
     explainer.register(app, store)
     analysis.register(app, store)
+    device.register(app, store)

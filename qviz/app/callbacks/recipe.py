@@ -7,7 +7,8 @@ from dataclasses import replace
 
 from dash import ALL, Input, Output, State, ctx, dcc, no_update
 
-from ...passes import LayerBits, Recipe, RecipeError, fold_candidates, quantizable_layers
+from ...analysis.deployability import activation_fate, weight_fate
+from ...passes import LayerBits, Recipe, RecipeError, fold_candidates, quantizable_layers, quantizable_units
 from .. import ids
 
 
@@ -16,7 +17,24 @@ def _bits_text(b):
 
 
 def _bits_value(text):
-    return None if text in (None, "float", "") else int(text)
+    return int(text) if isinstance(text, int) or (isinstance(text, str) and text.isdigit()) else None
+
+
+def on_tflite(layer: str, bits: LayerBits | None, has_weights: bool) -> tuple[str, str]:
+    """(short, full) of what TFLite runs for this layer at these bits."""
+    if bits is None or (bits.activation_bits is None and (bits.weight_bits is None or not has_weights)):
+        return "float", f"{layer} stays float"
+    fates = ([weight_fate(layer, bits.weight_bits)] if has_weights and bits.weight_bits is not None else []) \
+        + ([activation_fate(layer, bits.activation_bits)] if bits.activation_bits is not None else [])
+    worst = next((f for f in fates if f.status == "refused"), None) or \
+        next((f for f in fates if f.status != "honoured"), None)
+    if has_weights and bits.weight_bits is not None and bits.activation_bits is None:
+        return "⚠ not as simulated", (f"{layer}: weights quantized but activations float: TFLite does not run "
+                                      "that as qviz simulates")
+    if worst is None:
+        return " + ".join(f.runs_as for f in fates) + " ✓", "; ".join(f.message for f in fates)
+    mark = "✗ refused" if worst.status == "refused" else f"⚠ {worst.part} {worst.status}"
+    return mark, worst.message
 
 
 def layer_rows(graph, recipe: Recipe) -> list[dict]:
@@ -25,19 +43,22 @@ def layer_rows(graph, recipe: Recipe) -> list[dict]:
     for c in fold_candidates(graph):
         if c.layer is not None:
             folds[c.layer] = c
-    quantizable = quantizable_layers(graph)
+    with_weights = set(quantizable_layers(graph))
+    quantizable = set(quantizable_units(graph))   # and bypass Adds: activations only
     rows = []
     for layer in graph.layers:
         if layer not in folds and layer not in quantizable:
             continue
         c = folds.get(layer)
         bits = recipe.bits(layer) if layer in quantizable else None
+        short, full = on_tflite(layer, bits, layer in with_weights)
         rows.append({
             "layer": layer, "batch_norm": c.bn_layer if c else "",
             "foldable": "yes" if c and c.foldable else ("no" if c else "—"),
             "fold": bool(c and c.foldable and recipe.folds(layer)),
-            "weight_bits": _bits_text(bits.weight_bits if bits else None),
+            "weight_bits": _bits_text(bits.weight_bits if bits else None) if layer in with_weights else "—",
             "activation_bits": _bits_text(bits.activation_bits if bits else None),
+            "tflite": short, "tflite_why": full,
             "why": (c.reason or "") if c else "",
         })
     return rows
