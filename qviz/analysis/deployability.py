@@ -46,8 +46,9 @@ __all__ = ["Fate", "DeployCheck", "deployability", "weight_fate", "activation_fa
 
 #: honoured: runs as simulated; widened / regridded: runs, but not as simulated;
 #: refused: will not convert or load; dynamic: weight-only quantization, not simulated;
-#: implicit: left float by the recipe, but TFLite quantizes it (between integer neighbours).
-STATUSES = ("honoured", "widened", "regridded", "dynamic", "implicit", "refused")
+#: implicit: left float by the recipe, but TFLite quantizes it (between integer neighbours);
+#: float: quantized by the recipe, but TFLite runs the op in float (an unfolded batch norm).
+STATUSES = ("honoured", "widened", "regridded", "dynamic", "implicit", "float", "refused")
 _CONCATS = frozenset({"ConcatV2", "Concat"})
 _SHAPE_ONLY = frozenset({"Shape", "Size", "Rank"})   # read a tensor's shape, not its values
 
@@ -138,11 +139,18 @@ def deployability(graph: Graph, recipe: Recipe, result=None, *, int8_io: bool = 
     config = recipe.quantize_config(folded)
     points, _ = quant_points(folded, config)
     fates: list[Fate] = []
+    implicit = _implicitly_quantized(result.graph, config)
+    integer_ops = _integer_layer_ops(result.graph, config, {n.name for n in implicit})
     for layer in quantizable_units(folded):
         bits = config.layers.get(layer)
         if bits is None:
             continue
-        has_weights = any(n.op in LAYER_TYPES for n in folded.layer_nodes(layer))
+        ops = [n for n in folded.layer_nodes(layer) if n.op in LAYER_TYPES]
+        has_weights = bool(ops)
+        if has_weights and bits.activation_bits is not None and any(n.name not in integer_ops for n in ops):
+            fates.append(Fate(layer, "activations", bits.activation_bits, "float", "float", _why_float(
+                result.graph, next(n for n in ops if n.name not in integer_ops))))
+            continue
         if has_weights and bits.weight_bits is not None:
             fates.append(weight_fate(layer, bits.weight_bits))
         if bits.activation_bits is not None:
@@ -154,13 +162,12 @@ def deployability(graph: Graph, recipe: Recipe, result=None, *, int8_io: bool = 
     for p in points:   # roundings qviz adds for the device (pools), at the bits of what they follow
         if p.kind == "requantize" and p.bits != 8:
             fates.append(activation_fate(p.layer, p.bits))
-    implicit = _implicitly_quantized(result.graph, config)
     for layer in dict.fromkeys(n.layer for n in implicit):
         fates.append(Fate(layer, "weights", 8, "implicit", "int8",
                           f"{layer} is left float, but between integer neighbours TFLite runs it in int8, "
                           "with weights it quantizes itself: qviz does not simulate that"))
     io = _quantized_io(result.graph)
-    boundaries = _boundaries(result.graph, config, {n.name for n in implicit})
+    boundaries = _boundaries(result.graph, integer_ops)
     if int8_io and io:
         boundaries -= len(result.graph.inputs) + len(result.graph.outputs)
     return DeployCheck(tuple(fates), boundaries, *_weight_bytes(folded, points), io, tuple(_notes(result.graph)))
@@ -187,28 +194,59 @@ def _implicitly_quantized(graph: Graph, config) -> list:
     for node in graph.nodes:
         if node.op not in LAYER_TYPES or node.layer in config.layers or not _is_integer_input(graph, node.inputs[0]):
             continue
-        t = node.output(0)
-        while True:
-            readers = [c for c in graph.consumers(t) if c.op not in _SHAPE_ONLY]
-            if any(c.op == "FakeQuantWithMinMaxVars" for c in readers):
-                found.append(node)
-                break
-            if len(readers) != 1 or readers[0].op not in _FUSED_CHAIN | SAME_GRID_OPS:
-                break
-            t = readers[0].output(0)
+        if _chain_to_quantizer(graph, node, _FUSED_CHAIN | SAME_GRID_OPS):
+            found.append(node)
     return found
 
 
-def _boundaries(graph: Graph, config, implicit: set[str]) -> int:
+def _chain_to_quantizer(graph: Graph, node, through) -> bool:
+    """Whether ``node``'s output reaches a FakeQuant through single-reader ops in ``through``."""
+    t = node.output(0)
+    while True:
+        readers = [c for c in graph.consumers(t) if c.op not in _SHAPE_ONLY]
+        if any(c.op == "FakeQuantWithMinMaxVars" for c in readers):
+            return True
+        if len(readers) != 1 or readers[0].op not in through:
+            return False
+        t = readers[0].output(0)
+
+
+def _integer_layer_ops(graph: Graph, config, implicit: set[str]) -> set[str]:
+    """Conv/dense ops TFLite runs in integer: selected (or quantized by the converter),
+    with an integer input, and an output that reaches its quantizer through what
+    TFLite fuses into the op (bias, ReLU). An unfolded batch norm in between
+    leaves the op in float."""
+    return {n.name for n in graph.nodes if n.op in LAYER_TYPES
+            and (n.layer in config.layers or n.name in implicit)
+            and _is_integer_input(graph, n.inputs[0])
+            and (n.name in implicit or _chain_to_quantizer(graph, n, _FUSED_CHAIN))}
+
+
+def _why_float(graph: Graph, op) -> str:
+    t, seen = op.output(0), []
+    for _ in range(8):
+        readers = graph.consumers(t)
+        if len(readers) != 1:
+            break
+        seen.append(readers[0].op)
+        t = readers[0].output(0)
+    if any(o in ("Mul", "FusedBatchNorm", "FusedBatchNormV3", "AddV2", "Add") for o in seen):
+        return (f"{op.layer}: its batch norm is not folded, so TFLite runs the layer in float (float32 weights, "
+                "QUANTIZE/DEQUANTIZE around it): fold the batch norm to run it in int8")
+    return (f"{op.layer}: an op TFLite cannot fuse sits between the layer and its quantizer, so TFLite runs "
+            "the layer in float")
+
+
+def _boundaries(graph: Graph, integer_ops: set[str]) -> int:
     """QUANTIZE ops (a float tensor into a FakeQuant that starts an integer run)
     plus DEQUANTIZE ops (an integer tensor read by an op that runs in float)."""
     ints = _int_tensors(graph)
     quantize = {n.inputs[0] for n in graph.nodes if n.op == "FakeQuantWithMinMaxVars" and n.output(0) in ints
-                and _starts_integer_run(graph, n, config, implicit)}
+                and _starts_integer_run(graph, n, integer_ops)}
     integer_readers = set(LAYER_TYPES) | SAME_GRID_OPS | REGRID_OPS | set(FIXED_RANGE_OPS) | ADD_OPS \
         | FAKE_QUANT_OPS | _CONCATS | _SHAPE_ONLY
     dequantize = {t for t in ints for c in graph.consumers(t) if c.op not in integer_readers
-                  or (c.op in LAYER_TYPES and c.layer not in config.layers and c.name not in implicit)}
+                  or (c.op in LAYER_TYPES and c.name not in integer_ops)}
     dequantize |= {t for t in graph.outputs if t in ints or _through_identity(graph, t) in ints}
     return len(quantize) + len(dequantize)
 
@@ -221,15 +259,14 @@ def _through_identity(graph: Graph, tensor: str) -> str:
     return tensor
 
 
-def _starts_integer_run(graph: Graph, fq, config, implicit: set[str]) -> bool:
+def _starts_integer_run(graph: Graph, fq, integer_ops: set[str]) -> bool:
     """A FakeQuant on a tensor computed in float: the device converts there (QUANTIZE)."""
     node = graph.producer(fq.inputs[0])
     # what TFLite computes in integer and fuses: a conv/dense chain (BiasAdd, Relu…) or an Add of integers
     while (node.op in _FUSED_CHAIN or node.op in SAME_GRID_OPS) and node.inputs:
         node = graph.producer(node.inputs[0])
     if node.op in LAYER_TYPES:
-        runs_integer = node.layer in config.layers or node.name in implicit
-        return not runs_integer or not _is_integer_input(graph, node.inputs[0])
+        return node.name not in integer_ops
     if node.op in ADD_OPS or node.op in REGRID_OPS or node.op in FIXED_RANGE_OPS:
         return not all(_is_integer_input(graph, t) for t in node.inputs if not graph.is_constant(t))
     return True

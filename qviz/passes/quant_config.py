@@ -59,8 +59,10 @@ class QuantizeConfig:
 
     Options apply to every layer: ``narrow_range`` weights (levels
     ``[1, 2^b − 1]``), ``weight_symmetric`` and ``activation_symmetric`` ranges
-    (``[−m, m]``), ``per_channel`` weights, and ``ema_decay`` for activation
-    calibration (``None``: min/max).
+    (``[−m, m]``), ``per_channel`` weights, ``ema_decay`` for activation
+    calibration (``None``: min/max), and ``int32_bias``: put each integer
+    layer's bias on TFLite's int32 grid (input LSB × weight LSB), as the
+    converter does (``False`` leaves biases float, as a QAT model trains them).
     """
 
     layers: Mapping[str, LayerBits] = field(default_factory=dict)
@@ -69,3 +71,4 @@ class QuantizeConfig:
     activation_symmetric: bool = False
     per_channel: bool = False
     ema_decay: float | None = None
+    int32_bias: bool = True

@@ -94,7 +94,7 @@ def quantize(graph: Graph, config: QuantizeConfig, *, calibration=None,
                                    "per-channel fully-connected weights"))
         _insert(graph, editor, p, config, ranges, used, scales)
     for p in points:   # an integer kernel (integer input and output): its bias is an int32 too
-        if p.kind == "weights" and config.layers[p.layer].activation_bits is not None:
+        if p.kind == "weights" and config.int32_bias and config.layers[p.layer].activation_bits is not None:
             _round_bias(graph, editor, p, scales)
     return editor.finish(skipped)
 

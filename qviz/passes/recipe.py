@@ -60,7 +60,7 @@ MAX_NESTING = 64
 _NAME_LIMIT = 300   # characters of a layer name or key shown in a message
 
 _OPTION_DEFAULTS = {"narrow_range": True, "symmetric_weights": True, "symmetric_activations": False,
-                    "per_channel": False, "ema_decay": None}
+                    "per_channel": False, "ema_decay": None, "int32_bias": True}
 # Read, never written: older recipes had one "symmetric" option for weights and activations.
 _LEGACY_OPTIONS = ("symmetric",)
 
@@ -242,6 +242,7 @@ class Recipe:
     symmetric_activations: bool = False
     per_channel: bool = False
     ema_decay: float | None = None
+    int32_bias: bool = True
 
     def __post_init__(self):
         object.__setattr__(self, "fold_layers", _freeze(self.fold_layers))
@@ -273,7 +274,7 @@ class Recipe:
         return QuantizeConfig({k: v for k, v in layers.items() if v is not None},
                               narrow_range=self.narrow_range, weight_symmetric=self.symmetric_weights,
                               activation_symmetric=self.symmetric_activations,
-                              per_channel=self.per_channel, ema_decay=self.ema_decay)
+                              per_channel=self.per_channel, ema_decay=self.ema_decay, int32_bias=self.int32_bias)
 
     def validate(self, graph: Graph) -> "Recipe":
         """Check every layer named exists and can do what is asked; returns ``self``."""
@@ -322,7 +323,7 @@ class Recipe:
                        for k, v in _mapping(fold.get("layers", {}), "fold.layers").items()}
         quant_layers_raw = _mapping(quant.get("layers", {}), "quantize.layers")
         opts = {**_OPTION_DEFAULTS, **options}
-        for k in ("narrow_range", "symmetric_weights", "symmetric_activations", "per_channel"):
+        for k in ("narrow_range", "symmetric_weights", "symmetric_activations", "per_channel", "int32_bias"):
             _bool(opts[k], f"options.{k}")
         ema = opts["ema_decay"]
         if ema is not None and (isinstance(ema, bool) or not isinstance(ema, (int, float)) or not 0 <= ema < 1):
@@ -334,7 +335,7 @@ class Recipe:
             quantize_layers={str(k): _bits(v, f"quantize.layers.{_name(k)}") for k, v in quant_layers_raw.items()},
             narrow_range=opts["narrow_range"], symmetric_weights=opts["symmetric_weights"],
             symmetric_activations=opts["symmetric_activations"], per_channel=opts["per_channel"],
-            ema_decay=None if ema is None else float(ema))
+            ema_decay=None if ema is None else float(ema), int32_bias=opts["int32_bias"])
 
     @classmethod
     def from_json(cls, text: str | bytes) -> "Recipe":
@@ -356,7 +357,7 @@ class Recipe:
                          "layers": {k: bits(v) for k, v in self.quantize_layers.items()}},
             "options": {"narrow_range": self.narrow_range, "symmetric_weights": self.symmetric_weights,
                         "symmetric_activations": self.symmetric_activations, "per_channel": self.per_channel,
-                        "ema_decay": self.ema_decay},
+                        "ema_decay": self.ema_decay, "int32_bias": self.int32_bias},
         }
 
     def to_json(self, indent: int | None = 2) -> str:

@@ -5,7 +5,10 @@ Keras model.
 
 The plan is read off what :func:`qviz.apply` does to the frozen graph, so the
 QAT model starts exactly where post-training quantization ends: same folds,
-same FakeQuant places, same calibrated ranges.
+same FakeQuant places (the graph input's too), same calibrated ranges. Only
+the biases differ: the QAT model trains them in float and TFLite's converter
+puts them on its int32 grid afterwards (``qviz.apply`` with the recipe option
+``int32_bias: false`` is the exact starting point).
 
 >>> import qviz
 >>> from qviz.samples import sample_path
@@ -14,7 +17,7 @@ same FakeQuant places, same calibrated ranges.
 >>> [(l.layer, l.bn_layer, l.weight_bits) for l in plan.layers]
 [('conv1', 'bn1', 4), ('conv2', 'bn2', 4), ('fc1', 'bn3', 4), ('logits', None, 4)]
 >>> [(o.layer, o.bits) for o in plan.outputs]
-[('relu1', 4), ('relu2', 4), ('relu3', 4), ('logits', 4)]
+[('image', 4), ('relu1', 4), ('relu2', 4), ('relu3', 4), ('logits', 4)]
 """
 
 from __future__ import annotations

@@ -287,3 +287,32 @@ def test_qat_export_downloads_a_model_with_the_recipes_bits(dash_duo):
             bits.setdefault(n.layer, set()).add(n.attrs["num_bits"])
     assert bits["conv1"] == {8} and bits["conv2"] == {4} and bits["fc1"] == {4} and bits["logits"] == {8}
     assert bits["relu2_act_quant"] == {4}
+
+
+def test_tflite_check_shows_the_device_next_to_qviz(dash_duo):
+    """The recipe converted and run in TFLite from the Verification panel, the file
+    downloaded; a width TFLite will not honour is flagged in the layer table."""
+    import numpy as np
+    import tensorflow as tf
+
+    _start(dash_duo)
+    dash_duo.find_element("#bulk-all-8").click()
+    _wait(lambda: dash_duo.driver.execute_script(
+        "return dash_ag_grid.getApi('layer-grid').getRowNode('conv2').data.tflite") == "int8 + int8 ✓",
+        what="conv2 runs as simulated")
+    dash_duo.find_element("#tflite-export-button").click()
+    _wait(lambda: dash_duo.find_element("#tflite-status").text.startswith("downloaded"), timeout=120,
+          what="the .tflite downloaded")
+    figures = dash_duo.find_element("#tflite-figures").text
+    assert "TFLite vs qviz on 450 examples" in figures and "100.0 % of outputs within 1 LSB" in figures
+    path = Path(dash_duo.download_path) / "lenet_digits.tflite"
+    _wait(lambda: path.exists() and path.stat().st_size > 0, what="the file on disk")
+    it = tf.lite.Interpreter(model_path=str(path))
+    it.allocate_tensors()
+    assert {d["dtype"] for d in it.get_tensor_details()} >= {np.int8}
+    _set_cell(dash_duo, "conv2", "weight_bits", "6")
+    _wait(lambda: dash_duo.driver.execute_script(
+        "return dash_ag_grid.getApi('layer-grid').getRowNode('conv2').data.tflite").startswith("⚠ weights"),
+        what="6-bit weights flagged")
+    dash_duo.driver.execute_script("document.getElementById('tflite-figures').scrollIntoView()")
+    _shot(dash_duo, "tflite_check.png")

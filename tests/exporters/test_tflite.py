@@ -110,19 +110,25 @@ def test_int8_io_quantizes_the_model_boundary(tmp_path):
         export_tflite(g, no_input_quant, tmp_path / "n.tflite", int8_io=True)
 
 
-@pytest.mark.parametrize("layers", [None, ("conv2",), ("conv1", "fc1")], ids=["all", "conv2", "conv1+fc1"])
-def test_predicted_conversions_are_the_device_ones(layers, tmp_path):
-    """The check counts the float↔int conversions a recipe creates; the converted model has exactly those."""
+@pytest.mark.parametrize("layers,fold", [(None, True), (("conv2",), True), (("conv1", "fc1"), True),
+                                         (None, False)], ids=["all", "conv2", "conv1+fc1", "all-unfolded"])
+def test_predicted_conversions_are_the_device_ones(layers, fold, tmp_path):
+    """The check counts the float↔int conversions a recipe creates, and says which
+    layers run in float; the converted model has exactly those."""
     g = qviz.load(sample_path("lenet_digits"))
-    recipe = qviz.Recipe.default(g) if layers is None else \
-        qviz.Recipe(quantize_default=None, quantize_layers={name: LayerBits(8, 8) for name in layers})
+    bits = {name: LayerBits(8, 8) for name in layers or ("conv1", "conv2", "fc1", "logits")}
+    recipe = qviz.Recipe(fold_default=fold, quantize_default=None, quantize_layers=bits)
     done = export_tflite(g, recipe, tmp_path / "m.tflite", per_layer=False)
     assert done.check.boundaries == done.device.ops.get("QUANTIZE", 0) + done.device.ops.get("DEQUANTIZE", 0)
-    # Between two integer layers, the converter quantizes a float conv itself: the check says so.
+    # Between two integer layers, the converter quantizes a float conv itself; a conv whose
+    # batch norm is not folded runs in float: the check says both.
     implicit = {f.layer for f in done.check.fates if f.status == "implicit"}
+    floating = {f.layer for f in done.check.fates if f.status == "float"}
     assert implicit == ({"conv2"} if layers == ("conv1", "fc1") else set())
+    assert floating == (set() if fold else {"conv1", "conv2", "fc1"})     # logits has no batch norm
     device_int = sum(op.split()[0] in ("CONV_2D", "FULLY_CONNECTED") for op in done.device.integer_ops)
-    assert device_int == len(layers or ("conv1", "conv2", "fc1", "logits")) + len(implicit)
+    assert device_int == len(bits) + len(implicit) - len(floating)
+    assert abs(done.device.sqnr_qviz_db - done.device.sqnr_device_db) < 0.5
 
 
 def test_selecting_one_layer_runs_that_layer_alone_in_integer(tmp_path):
