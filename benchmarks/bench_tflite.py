@@ -6,7 +6,9 @@ For each model (the four samples, and MobileNetV2 96×96 with 10 classes and
 batch norms normalized on its inputs unless --no-zoo) and recipe, the recipe's graph is converted with
 TF's converter and run in TFLite's interpreter on the verification data
 (lenet_digits: its 450 test digits; the others: 64 fixed-seed inputs). Printed:
-convert time; the outputs within 1 LSB of qviz's; prediction agreement; output
+convert time; each integer op against qviz's given the device's own inputs
+(the worst op's fraction within 1 LSB); the outputs within 1 LSB of qviz's,
+run from the model input; prediction agreement; output
 SQNR against float of qviz's simulation, of TFLite running qviz's recipe, and
 of TFLite's own post-training quantization (full int8, calibrated on the same
 data qviz calibrates on); digits accuracy where there are labels.
@@ -68,9 +70,10 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--no-zoo", action="store_true")
     args = parser.parse_args()
-    print("| model | recipe | convert s | outputs within 1 LSB | agreement | SQNR qviz | SQNR TFLite (qviz recipe) "
-          "| SQNR TFLite own PTQ | accuracy float / qviz / TFLite / TFLite PTQ |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| model | recipe | convert s | integer ops within 1 LSB, given the device's inputs | outputs within 1 LSB "
+          "| agreement | SQNR qviz | SQNR TFLite (qviz recipe) | SQNR TFLite own PTQ "
+          "| accuracy float / qviz / TFLite / TFLite PTQ |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for name, g, x, labels in models(not args.no_zoo):
         calibration = default_inputs(g)
         ref = g.run(x)[0]
@@ -84,7 +87,8 @@ def main():
             start = time.perf_counter()
             blob = convert(result.graph)
             seconds = time.perf_counter() - start
-            d = compare_with_device(blob, result.graph, g, x)
+            d = compare_with_device(blob, result.graph, g, x, per_layer=True)
+            ops = f"{len(d.layers)} ops, worst {min(t.within_1_lsb for t in d.layers):.1%}"
             acc = "—"
             if labels is not None:
                 sim = result.graph.run(x)[0]
@@ -92,7 +96,7 @@ def main():
                 acc = " / ".join(f"{np.mean(np.argmax(v, -1) == labels):.1%}" for v in (ref, sim, dev, ptq))
             within = "—" if d.within_1_lsb is None else f"{d.within_1_lsb:.1%} (max {d.max_lsb:.0f})"
             agree = "—" if d.agreement is None else f"{d.agreement:.1%}"
-            print(f"| {name} | {tag} | {seconds:.1f} | {within} | {agree} | {d.sqnr_qviz_db:.1f} | "
+            print(f"| {name} | {tag} | {seconds:.1f} | {ops} | {within} | {agree} | {d.sqnr_qviz_db:.1f} | "
                   f"{d.sqnr_device_db:.1f} | {sqnr_db(ptq, ref):.1f} | {acc} |", flush=True)
 
 

@@ -16,7 +16,7 @@ import numpy as np
 from ._text import first_line
 from .ir import Graph, Shape, parse_tensor_name
 
-__all__ = ["RunError", "run", "compiled", "evaluate", "tensor_shapes"]
+__all__ = ["RunError", "run", "run_from", "compiled", "evaluate", "tensor_shapes"]
 
 _lock = threading.Lock()
 
@@ -147,6 +147,30 @@ def run(graph: Graph, *arrays, feeds: Mapping | None = None,
     if not isinstance(out, (list, tuple)):
         out = [out]
     return [o.numpy() for o in out]
+
+
+def run_from(graph: Graph, feeds: Mapping[str, np.ndarray], fetches: Sequence[str]) -> list[np.ndarray]:
+    """Run part of ``graph``: ``feeds`` gives values to any tensors (not only the
+    inputs), and what ``fetches`` depends on is computed from them. Not cached:
+    each call prunes the graph again (for one-off checks, e.g. a layer given
+    another runtime's input).
+
+    Raises:
+        RunError: a tensor is not in the graph, or the fetches need a tensor not fed.
+    """
+    feeds = {graph._checked_tensor(t, "feed"): v for t, v in feeds.items()}
+    fetches = [graph._checked_tensor(t, "fetch") for t in fetches]
+    tf = _tf()
+    try:
+        with _lock:
+            wrapped = _wrapped(graph)
+            tfg = wrapped.graph
+            feed_tensors = [tfg.get_tensor_by_name(t) for t in feeds]
+            fn = wrapped.prune(feeds=feed_tensors, fetches=[tfg.get_tensor_by_name(t) for t in fetches])
+        out = fn(*[tf.convert_to_tensor(np.asarray(v), dtype=t.dtype) for v, t in zip(feeds.values(), feed_tensors)])
+    except (tf.errors.InvalidArgumentError, ValueError, TypeError) as exc:
+        raise RunError(f"running part of the graph failed: {first_line(exc)}") from exc
+    return [o.numpy() for o in (out if isinstance(out, (list, tuple)) else [out])]
 
 
 def evaluate(graph: Graph, tensors: Sequence[str]) -> list[np.ndarray]:

@@ -42,8 +42,9 @@ def device_view(check, device) -> list:
         parts.append(html.Div("runs in float on the device: " + ", ".join(device.float_ops), className="warning"))
     worst = sorted(device.layers, key=lambda t: t.within_1_lsb)[:5]
     if worst:
-        parts.append(html.Div("least faithful tensors: " + ", ".join(
-            f"{t.layer} {100 * t.within_1_lsb:.1f} % within 1 LSB" for t in worst), className="device-layers"))
+        parts.append(html.Div(f"each of the {len(device.layers)} integer ops given the device's own inputs — the "
+                              "least faithful: " + ", ".join(f"{t.layer} {100 * t.within_1_lsb:.1f} % within 1 LSB"
+                                                             for t in worst), className="device-layers"))
     return parts
 
 
