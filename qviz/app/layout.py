@@ -100,7 +100,7 @@ def page(default_sample: str, session_id: str, max_upload_bytes: int = 200 * 2**
                         "cellEditor": "agSelectCellEditor", "cellEditorParams": {"values": BITS}},
                        {"field": "activation_bits", "headerName": "activation bits", "editable": True,
                         "cellEditor": "agSelectCellEditor", "cellEditorParams": {"values": BITS}},
-                       {"field": "tflite", "headerName": "on TFLite", "tooltipField": "tflite_why"},
+                       {"field": "tflite", "headerName": "on TFLite", "tooltipField": "tflite_why", "minWidth": 150},
                        {"field": "why", "headerName": "why not foldable", "flex": 2},
                    ], rowData=[], getRowId="params.data.layer", defaultColDef={"resizable": True, "flex": 1},
                        dashGridOptions={"rowSelection": "single", "singleClickEdit": True},

@@ -296,10 +296,16 @@ def test_tflite_check_shows_the_device_next_to_qviz(dash_duo):
     import tensorflow as tf
 
     _start(dash_duo)
+
+    def on_tflite(layer):
+        return dash_duo.driver.execute_script(
+            f"return dash_ag_grid.getApi('layer-grid').getRowNode('{layer}').data.tflite")
+
     dash_duo.find_element("#bulk-all-8").click()
-    _wait(lambda: dash_duo.driver.execute_script(
-        "return dash_ag_grid.getApi('layer-grid').getRowNode('conv2').data.tflite") == "int8 + int8 ✓",
-        what="conv2 runs as simulated")
+    _wait(lambda: on_tflite("conv2") == "⚠ float", what="conv2 with its batch norm unfolded runs in float")
+    assert on_tflite("logits") == "int8 + int8 ✓"           # no batch norm: an int8 kernel
+    dash_duo.find_element("#bulk-fold-all").click()
+    _wait(lambda: on_tflite("conv2") == "int8 + int8 ✓", what="conv2 folded runs as simulated")
     dash_duo.find_element("#tflite-export-button").click()
     _wait(lambda: dash_duo.find_element("#tflite-status").text.startswith("downloaded"), timeout=120,
           what="the .tflite downloaded")
@@ -311,8 +317,8 @@ def test_tflite_check_shows_the_device_next_to_qviz(dash_duo):
     it.allocate_tensors()
     assert {d["dtype"] for d in it.get_tensor_details()} >= {np.int8}
     _set_cell(dash_duo, "conv2", "weight_bits", "6")
-    _wait(lambda: dash_duo.driver.execute_script(
-        "return dash_ag_grid.getApi('layer-grid').getRowNode('conv2').data.tflite").startswith("⚠ weights"),
-        what="6-bit weights flagged")
     dash_duo.driver.execute_script("document.getElementById('tflite-figures').scrollIntoView()")
     _shot(dash_duo, "tflite_check.png")
+    _set_cell(dash_duo, "conv2", "weight_bits", "6")
+    _wait(lambda: on_tflite("conv2").startswith("⚠ weights"), what="6-bit weights flagged")
+    _wait(lambda: dash_duo.find_element("#tflite-figures").text == "", what="figures of the old recipe cleared")

@@ -50,6 +50,18 @@ def device_view(check, device) -> list:
 
 def register(app, store) -> None:
     @app.callback(
+        Output(ids.TFLITE_FIGURES, "children", allow_duplicate=True),
+        Output(ids.TFLITE_STATUS, "children", allow_duplicate=True),
+        Input(ids.RECIPE, "data"), State(ids.SESSION, "data"), prevent_initial_call=True,
+    )
+    def forget(_data, session):
+        """Device figures belong to the recipe they were made for: a new recipe clears them."""
+        s = store.require(session)
+        if s is not None and isinstance(s.tflite, tuple):
+            s.tflite = None
+        return [], ""
+
+    @app.callback(
         Output(ids.TFLITE_DOWNLOAD, "data"), Output(ids.TFLITE_POLL, "disabled"),
         Output(ids.TFLITE_STATUS, "children"), Output(ids.TFLITE_FIGURES, "children"),
         Input(ids.TFLITE_BUTTON, "n_clicks"), Input(ids.TFLITE_POLL, "n_intervals"),

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from dash import ALL, Input, Output, State, ctx, dcc, no_update
 
-from ...analysis.deployability import activation_fate, weight_fate
+from ...analysis.deployability import deployability
 from ...passes import LayerBits, Recipe, RecipeError, fold_candidates, quantizable_layers, quantizable_units
 from .. import ids
 
@@ -20,25 +20,27 @@ def _bits_value(text):
     return int(text) if isinstance(text, int) or (isinstance(text, str) and text.isdigit()) else None
 
 
-def on_tflite(layer: str, bits: LayerBits | None, has_weights: bool) -> tuple[str, str]:
-    """(short, full) of what TFLite runs for this layer at these bits."""
-    if bits is None or (bits.activation_bits is None and (bits.weight_bits is None or not has_weights)):
+def on_tflite(layer: str, fates) -> tuple[str, str]:
+    """(short, full) of what TFLite runs for this layer: its fates in the deployability check."""
+    if not fates:
         return "float", f"{layer} stays float"
-    fates = ([weight_fate(layer, bits.weight_bits)] if has_weights and bits.weight_bits is not None else []) \
-        + ([activation_fate(layer, bits.activation_bits)] if bits.activation_bits is not None else [])
     worst = next((f for f in fates if f.status == "refused"), None) or \
         next((f for f in fates if f.status != "honoured"), None)
-    if has_weights and bits.weight_bits is not None and bits.activation_bits is None:
-        return "⚠ not as simulated", (f"{layer}: weights quantized but activations float: TFLite does not run "
-                                      "that as qviz simulates")
     if worst is None:
         return " + ".join(f.runs_as for f in fates) + " ✓", "; ".join(f.message for f in fates)
-    mark = "✗ refused" if worst.status == "refused" else f"⚠ {worst.part} {worst.status}"
-    return mark, worst.message
+    if worst.status == "refused":
+        return "✗ refused", worst.message
+    if worst.status in ("float", "implicit", "dynamic"):
+        return f"⚠ {worst.status}", worst.message
+    return f"⚠ {worst.part} {worst.status}", worst.message
 
 
-def layer_rows(graph, recipe: Recipe) -> list[dict]:
-    """One row per foldable-or-quantizable layer, for the table."""
+def layer_rows(graph, recipe: Recipe, check=None) -> list[dict]:
+    """One row per foldable-or-quantizable layer, for the table; ``check``: the
+    recipe's :class:`~qviz.analysis.deployability.DeployCheck` for the *on TFLite* column."""
+    fates_of: dict = {}
+    for f in (check.fates if check is not None else ()):
+        fates_of.setdefault(f.layer, []).append(f)
     folds = {}
     for c in fold_candidates(graph):
         if c.layer is not None:
@@ -51,7 +53,7 @@ def layer_rows(graph, recipe: Recipe) -> list[dict]:
             continue
         c = folds.get(layer)
         bits = recipe.bits(layer) if layer in quantizable else None
-        short, full = on_tflite(layer, bits, layer in with_weights)
+        short, full = on_tflite(layer, fates_of.get(layer))
         rows.append({
             "layer": layer, "batch_norm": c.bn_layer if c else "",
             "foldable": "yes" if c and c.foldable else ("no" if c else "—"),
@@ -105,7 +107,9 @@ def register(app, store) -> None:
         s = store.require(session)
         if s is None or not drawn:
             return []
-        return layer_rows(s.graph, Recipe.from_json(drawn))
+        recipe = Recipe.from_json(drawn)
+        # the result is the one just drawn (cached): the check runs no TensorFlow
+        return layer_rows(s.graph, recipe, deployability(s.graph, recipe, s.result(recipe)))
 
     @app.callback(
         Output(ids.RECIPE, "data"), Output(ids.RECIPE_ERROR, "children"),
