@@ -53,7 +53,8 @@ def _edges(g, pos, routes=None):
 
 def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None,
                  selected: str | None = None, show_status: bool = True, title: str = "",
-                 hover: Mapping[str, str] | None = None, routes: Mapping | None = None) -> go.Figure:
+                 hover: Mapping[str, str] | None = None, routes: Mapping | None = None,
+                 flags: Mapping[str, str] | None = None) -> go.Figure:
     """The graph view.
 
     Args:
@@ -65,6 +66,8 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
         hover: node key → extra hover lines (shapes, fold/bit state).
         routes: ``{(u, v): [(x, y), ...]}`` bends of long edges
             (:func:`qviz.layout.layered_routes`); other edges are straight.
+        flags: node key → a mark drawn beside the node (``⚠``/``✗``: TFLite will not
+            run that layer as simulated; the hover says why).
 
     The node trace's ``customdata`` is the node key, which click callbacks read.
     """
@@ -111,6 +114,12 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
             name="matches", showlegend=False, customdata=hk,
             marker=dict(size=30, opacity=0.45,
                         color=[HALO_COLORS[highlights[k] % len(HALO_COLORS)] for k in hk])))
+    if flags:
+        fk = [k for k in keys if k in flags]
+        traces.append(go.Scatter(
+            x=[pos[k][0] for k in fk], y=[pos[k][1] for k in fk], mode="text", text=[flags[k] for k in fk],
+            textposition="top right", textfont=dict(size=14, color="#c05000"), hoverinfo="skip",
+            name="device flags", showlegend=False, customdata=fk))
     fig = go.Figure(traces)
     fig.update_layout(
         title=title or None, margin=dict(l=10, r=10, t=30 if title else 10, b=10), plot_bgcolor="#fff",

@@ -321,4 +321,8 @@ def test_tflite_check_shows_the_device_next_to_qviz(dash_duo):
     _shot(dash_duo, "tflite_check.png")
     _set_cell(dash_duo, "conv2", "weight_bits", "6")
     _wait(lambda: on_tflite("conv2").startswith("⚠ weights"), what="6-bit weights flagged")
+    flagged = ("const g = document.querySelector('#graph .js-plotly-plot');"
+               "const t = g && g.data ? g.data.find(d => d.name === 'device flags') : null;"
+               "return t ? t.customdata : [];")
+    _wait(lambda: dash_duo.driver.execute_script(flagged) == ["layer:conv2"], what="conv2 flagged on the graph")
     _wait(lambda: dash_duo.find_element("#tflite-figures").text == "", what="figures of the old recipe cleared")

@@ -14,6 +14,7 @@ from ...layout import layered_routes, view_graph
 from ...matcher import explain, explain_layer, find_matches
 from ...passes import fold_candidates, quantizable_layers
 from ...patterns import BUILTIN, PatternSyntaxError, parse
+from ...analysis.deployability import deployability
 from ...render import graph_figure, histogram_figure, layer_error_figure
 from .. import ids
 from ..layout import BITS, NO_FIGURE
@@ -115,9 +116,10 @@ def register(app, store) -> None:
         except PatternSyntaxError as exc:
             error, count = str(exc), ""
         sel = selected.get("key") if selected else None
+        hover = _hover(s, graph, vg, current(data))
+        flags = _device_flags(s, vg, current(data), result, hover) if show != "original" else {}
         fig = graph_figure(vg, pos, routes=routes, highlights=highlights, selected=sel,
-                           show_status=show != "original",
-                           hover=_hover(s, graph, vg, current(data)))
+                           show_status=show != "original", hover=hover, flags=flags)
         if sel in pos and selected.get("center"):
             _center(fig, pos, sel)
         c = result.changes
@@ -300,6 +302,23 @@ def _report_view(rep):
     if rep.warning:
         lines.insert(0, html.Div(f"⚠ {rep.warning}", className="warning", id="verify-warning"))
     return lines
+
+
+def _device_flags(s, vg, recipe, result, hover: dict) -> dict[str, str]:
+    """Node key → ⚠/✗ where TFLite will not run the layer as simulated; the reason goes in ``hover``."""
+    if not recipe.quantize_config(s.graph).layers:
+        return {}
+    worst = {}
+    for f in deployability(s.graph, recipe, result).fates:
+        if f.status != "honoured" and (f.layer not in worst or f.status == "refused"):
+            worst[f.layer] = f
+    flags = {}
+    for key, d in vg.nodes(data=True):
+        f = worst.get(d["layer"])
+        if f is not None:
+            flags[key] = "✗" if f.status == "refused" else "⚠"
+            hover[key] = hover.get(key, "") + f"<br>on TFLite: {f.message}"
+    return flags
 
 
 def _hover(s, graph, vg, recipe) -> dict[str, str]:
