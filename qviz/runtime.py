@@ -136,6 +136,13 @@ def run(graph: Graph, *arrays, feeds: Mapping | None = None,
         fetches = tuple(graph._checked_tensor(t, "fetch") for t in fetches)
         if not fetches:
             return []
+        fed = {t: i for i, t in enumerate(graph.inputs)}
+        if any(t in fed for t in fetches):
+            # A graph input fetched is the array given: a pruned function fed and
+            # fetching the same placeholder takes no arguments at all.
+            rest = tuple(t for t in fetches if t not in fed)
+            values = dict(zip(rest, run(graph, *arrays, fetches=rest))) if rest else {}
+            return [np.asarray(arrays[fed[t]]) if t in fed else values[t] for t in fetches]
     fn = compiled(graph, fetches)
     tf = _tf()
     dtypes = graph._cache["runtime.feed_dtypes"]
@@ -175,9 +182,11 @@ def run_from(graph: Graph, feeds: Mapping[str, np.ndarray], fetches: Sequence[st
 
 def evaluate(graph: Graph, tensors: Sequence[str]) -> list[np.ndarray]:
     """Values of tensors that depend on no graph input (constant subgraphs)."""
-    wrapped = _wrapped(graph)
+    _tf()
     try:
-        fn = wrapped.prune(feeds=[], fetches=[wrapped.graph.get_tensor_by_name(t) for t in tensors])
+        with _lock:   # pruning adds to the wrapped graph: one thread at a time
+            wrapped = _wrapped(graph)
+            fn = wrapped.prune(feeds=[], fetches=[wrapped.graph.get_tensor_by_name(t) for t in tensors])
         out = fn()
     except Exception as exc:
         raise RunError(f"cannot evaluate {list(tensors)}: {first_line(exc)}") from exc

@@ -35,7 +35,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir import Graph
-from ..passes.constants import constant_value
 from ..passes.quant_config import FAKE_QUANT_OPS
 from ..passes.quant_points import (ADD_OPS, FIXED_RANGE_OPS, REGRID_OPS, SAME_GRID_OPS, quant_points,
                                    quantizable_units)
@@ -279,13 +278,22 @@ def _is_integer_input(graph: Graph, tensor: str) -> bool:
     return node.op == "FakeQuantWithMinMaxVars"
 
 
+def _const_size(graph: Graph, tensor: str) -> int | None:
+    """Elements of a constant read through Identity/Cast ops, from the Const itself (no TensorFlow)."""
+    node = graph.producer(tensor)
+    while node.op in ("Identity", "Cast") and node.inputs:
+        node = graph.producer(node.inputs[0])
+    value = node.attrs.get("value") if node.op == "Const" else None
+    return None if value is None else int(np.size(value))
+
+
 def _weight_bytes(folded: Graph, points) -> tuple[int, int]:
     quantized = {p.tensor: p.bits for p in points if p.kind == "weights"}
     stored = floats = 0
     for node in folded.nodes:
-        if node.op not in LAYER_TYPES or not folded.is_constant(node.inputs[1]):
+        size = _const_size(folded, node.inputs[1]) if node.op in LAYER_TYPES else None
+        if size is None:
             continue
-        size = int(np.prod(constant_value(folded, node.inputs[1]).shape))
         floats += 4 * size
         bits = quantized.get(node.inputs[1])
         stored += 4 * size if bits is None or bits > 8 else (size + 1) // 2 if bits <= 4 else size

@@ -58,6 +58,8 @@ LAYER_FOLD = "layer-fold"          # type of {"type": LAYER_FOLD, "layer": ...}
 LAYER_WBITS = "layer-weight-bits"
 LAYER_ABITS = "layer-activation-bits"
 
+NODE_PANEL_POLL = "node-panel-poll"   # polls activation samples (for the quantization grids) from the worker
+
 # fold explainer (inside the node panel)
 FOLD_EXPLAIN_BUTTON = "fold-explain-button"
 FOLD_EXPLAINER = "fold-explainer"

@@ -72,9 +72,11 @@ class Session:
     upload_dir: Path | None = None   # an uploaded model's temporary directory: removed with the session
     results: OrderedDict = field(default_factory=OrderedDict)   # recipe json → Result (no report)
     reports: OrderedDict = field(default_factory=OrderedDict)   # recipe json → Future[Report]
+    samples: OrderedDict = field(default_factory=OrderedDict)   # (recipe json, tensors) → Future[{tensor: values}]
+    panel_waiting: bool = False  # the node panel shows a grid still being sampled: its poll re-renders it
     layouts: dict = field(default_factory=dict)                 # view key → (view graph, positions)
     latest: str = ""   # the recipe last drawn: reports for older ones are not worth computing
-    ranges: dict = field(default_factory=dict)                  # fold selection → activation ranges
+    ranges: dict = field(default_factory=dict)                  # fold selection → Future of activation ranges
     key: str = field(default_factory=lambda: uuid.uuid4().hex)  # names this model in the worker
     sweep: tuple | None = None   # (bits, Future[Sensitivity]) of the last sweep
     qat: object = None           # the QAT export: a Future (bytes of a .keras file), then its answer
@@ -96,10 +98,31 @@ class Session:
 
     def _ranges(self, recipe: Recipe):
         """Activation ranges for this fold selection (bits do not change them), cached."""
+        fut = self.ranges_future(recipe)
+        if fut is None:
+            return None
+        try:
+            return fut.result()
+        except Exception:   # not kept: the next recipe with these folds tries again
+            self.ranges.pop(tuple(recipe.fold_selection(self.graph)), None)
+            raise
+
+    def ranges_future(self, recipe: Recipe) -> Future | None:
+        """The calibration of this fold selection, running or done in the worker
+        (``None`` without a worker: :meth:`result` calibrates in this process)."""
+        if self.worker is None:
+            return None
         folds = tuple(recipe.fold_selection(self.graph))
-        if folds not in self.ranges and self.worker is not None:
-            self.ranges[folds] = self.worker.ranges(self.key, self.graph, folds).result()
-        return self.ranges.get(folds)
+        if folds not in self.ranges:
+            self.ranges[folds] = self.worker.ranges(self.key, self.graph, folds)
+        return self.ranges[folds]
+
+    def result_ready(self, recipe: Recipe) -> bool:
+        """Whether :meth:`result` returns at once (made already, or only the passes left to run)."""
+        if recipe.to_json(indent=None) in self.results or not recipe.quantize_config(self.graph).layers:
+            return True
+        fut = self.ranges_future(recipe)
+        return fut is None or fut.done()
 
     def report(self, recipe: Recipe):
         """The verification report (blocking)."""
@@ -151,6 +174,23 @@ class Session:
 
         args = (self.graph.source, recipe.to_json(indent=None), folding_mode, freeze_bn_delay)
         return self.worker.qat(*args) if self.worker is not None else in_thread(run_qat_export, *args)
+
+    def samples_future(self, recipe: Recipe, tensors) -> Future:
+        """Activation values of the rewritten graph (for the quantization grids), run in
+        the worker and cached per (recipe, tensors): TensorFlow never runs on a request."""
+        from .worker import in_thread, run_activation_samples
+
+        key = (recipe.to_json(indent=None), tuple(tensors))
+        fut = self.samples.get(key)
+        if fut is None:
+            ranges = self._ranges(recipe) if recipe.quantize_config(self.graph).layers else None
+            args = (self.key, self.graph, key[0], ranges, key[1])
+            fut = self.worker.samples(*args) if self.worker is not None else \
+                in_thread(run_activation_samples, *args[1:])
+            self.samples[key] = fut
+            while len(self.samples) > 16:
+                self.samples.popitem(last=False)
+        return fut
 
     def tflite_future(self, recipe: Recipe, int8_io: bool) -> Future:
         """``(tflite bytes, DeployCheck, DeviceReport)`` of the recipe, run in the worker."""

@@ -63,3 +63,8 @@ def qat(source, recipe_json, folding_mode, freeze_bn_delay):
 @celery.task(name="qviz.tflite")
 def tflite(key, graph, recipe_json, int8_io):
     return jobs._tflite_job(key, graph, recipe_json, int8_io)
+
+
+@celery.task(name="qviz.samples")
+def samples(key, graph, recipe_json, activation_ranges, tensors):
+    return jobs._samples_job(key, graph, recipe_json, activation_ranges, tensors)

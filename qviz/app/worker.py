@@ -28,7 +28,7 @@ from collections import OrderedDict
 from concurrent.futures import Future, ProcessPoolExecutor
 
 __all__ = ["Worker", "in_thread", "sensitivity_in_thread", "run_sensitivity", "run_qat_export",
-           "run_tflite_export"]
+           "run_tflite_export", "run_activation_samples"]
 
 _GRAPHS: OrderedDict = OrderedDict()   # in the worker process only: key → Graph
 
@@ -79,6 +79,22 @@ def _report_job(key, graph, recipe_json, ranges):
     graph = _graph(key, graph)
     recipe = Recipe.from_json(recipe_json)
     return report_for(graph, recipe, apply(graph, recipe, ranges=ranges, report=False))
+
+
+def run_activation_samples(graph, recipe_json, ranges, tensors, examples=64):
+    """``{tensor: values}`` of the rewritten graph on the first calibration examples
+    (what a layer's activation grid is drawn over)."""
+    from ..passes import Recipe
+    from ..passes.calibration import default_inputs
+    from ..pipeline import apply
+
+    rewritten = apply(graph, Recipe.from_json(recipe_json), ranges=ranges, report=False).graph
+    values = rewritten.run(*[x[:examples] for x in default_inputs(graph)], fetches=list(tensors))
+    return dict(zip(tensors, values))
+
+
+def _samples_job(key, graph, recipe_json, ranges, tensors):
+    return run_activation_samples(_graph(key, graph), recipe_json, ranges, tensors)
 
 
 def run_sensitivity(graph, bits, progress=None):
@@ -185,6 +201,9 @@ class Worker:
 
     def report(self, key, graph, recipe_json: str, ranges) -> Future:
         return self._get().submit(_report_job, key, graph, recipe_json, ranges)
+
+    def samples(self, key, graph, recipe_json: str, ranges, tensors) -> Future:
+        return self._get("interactive").submit(_samples_job, key, graph, recipe_json, ranges, tuple(tensors))
 
     def sensitivity(self, key, graph, bits) -> Future:
         """The sweep as a future with a ``progress()`` method: ``(done, total)``."""

@@ -326,3 +326,25 @@ def test_tflite_check_shows_the_device_next_to_qviz(dash_duo):
                "return t ? t.customdata : [];")
     _wait(lambda: dash_duo.driver.execute_script(flagged) == ["layer:conv2"], what="conv2 flagged on the graph")
     _wait(lambda: dash_duo.find_element("#tflite-figures").text == "", what="figures of the old recipe cleared")
+
+
+def _panel_bits(dash_duo):
+    """The weight and activation bits the node panel's menus show."""
+    text = dash_duo.find_element("#node-panel").text
+    after = text.split("weight bits", 1)[1].split()
+    return after[0], after[after.index("bits") + 1] if "bits" in after else None
+
+
+def test_panel_follows_a_bulk_change_at_once_and_says_when_it_is_working(dash_duo):
+    """Issue 18.1: with a layer selected, a bulk change reached the panel ~1 minute late."""
+    _start(dash_duo)
+    dash_duo.find_element("#search").send_keys("conv1\n")
+    _wait(lambda: "layer conv1" in dash_duo.find_element("#node-panel").text, what="conv1 selected")
+    assert _panel_bits(dash_duo) == ("float", "float")
+    dash_duo.find_element("#bulk-all-8").click()
+    start = time.time()
+    _wait(lambda: _panel_bits(dash_duo) == ("8", "8"), timeout=30, what="the panel shows 8 / 8")
+    took = time.time() - start
+    # activations are sampled in the worker: until they are, the panel says so
+    _wait(lambda: len(dash_duo.find_elements("#node-panel .quant-grid")) >= 2, timeout=60, what="both grids")
+    assert took < 2.0, f"the panel took {took:.1f} s to follow the table"

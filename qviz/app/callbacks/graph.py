@@ -185,15 +185,33 @@ def register(app, store) -> None:
         return {**view, "expanded": sorted(set(view.get("expanded", [])) | {key[6:]})}
 
     @app.callback(
-        Output(ids.NODE_PANEL, "children"), Output(ids.EXPLAIN, "children"),
-        Input(ids.SELECTED, "data"), Input(ids.RECIPE, "data"),
+        Output(ids.NODE_PANEL, "children"), Output(ids.EXPLAIN, "children"), Output(ids.NODE_PANEL_POLL, "disabled"),
+        Input(ids.SELECTED, "data"), Input(ids.RECIPE, "data"), Input(ids.NODE_PANEL_POLL, "n_intervals"),
         State(ids.PATTERN_BUILTIN, "value"), State(ids.PATTERN_TEXT, "value"),
         State(ids.SESSION, "data"), State(ids.SHOW, "value"),
     )
-    def node_panel(selected, data, builtin, text, session, show):
+    def node_panel(selected, data, _tick, builtin, text, session, show):
         s = store.require(session)
         if s is None or not selected or not data:
-            return html.Div("click a node to see it here"), ""
+            return html.Div("click a node to see it here"), "", True
+        if ctx.triggered_id == ids.NODE_PANEL_POLL and not s.panel_waiting:
+            return no_update, no_update, True
+        body, why, waiting = _node_panel(s, selected, data, builtin, text, show)
+        s.panel_waiting = waiting
+        return body, why, not waiting
+
+    def _node_panel(s, selected, data, builtin, text, show):
+        """(panel content, explanation, still waiting for the worker)."""
+        recipe = current(data)
+        if not s.result_ready(recipe):
+            # the recipe's calibration is running in the worker: its controls now, the rest when ready
+            kind, _, name = selected["key"].partition(":")
+            layer = name if kind == "layer" else (s.graph.node(name).layer if name in s.graph else None)
+            if layer is None:
+                return html.Div(f"{name}: applying the recipe…"), "", True
+            return html.Div([html.B(f"layer {layer}"),
+                             html.Div("applying the recipe (calibrating in the worker)…", className="verify-running")]
+                            + _controls(s.graph, recipe, layer)), "", True
         graph, result = _shown(s, data, show)
         kind, _, name = selected["key"].partition(":")
         recipe = current(data)
@@ -204,14 +222,14 @@ def register(app, store) -> None:
         if kind == "layer":
             layer = name
             if layer not in graph.layers:
-                return html.Div(f"layer {layer} (removed by the rewrite)"), ""
+                return html.Div(f"layer {layer} (removed by the rewrite)"), "", False
             nodes = [n for n in graph.layer_nodes(layer)]
             body = [html.B(f"layer {layer}"), html.Div(f"{len(nodes)} ops: " + ", ".join(
                 sorted({n.op for n in nodes})))]
             why = explain_layer(pattern, graph, layer) if pattern is not None else ""
         else:
             if name not in graph:
-                return html.Div(f"{name} (removed by the rewrite)"), ""
+                return html.Div(f"{name} (removed by the rewrite)"), "", False
             node = graph.node(name)
             layer = node.layer
             body = [html.B(node.name), html.Div(f"op {node.op}, layer {layer}")]
@@ -228,8 +246,8 @@ def register(app, store) -> None:
                                               config={"displayModeBar": False}))
             why = explain(pattern, graph, name) if pattern is not None else ""
         body += _controls(s.graph, recipe, layer)
-        body += _grids(s, graph, layer)
-        return html.Div(body), why
+        grids, waiting = _grids(s, graph, layer, recipe)
+        return html.Div(body + grids), why, waiting
 
     @app.callback(
         Output(ids.VERIFY_PANEL, "children"), Output(ids.LAYER_ERRORS, "figure"),
@@ -257,14 +275,14 @@ def register(app, store) -> None:
                                                      [e.sqnr_db for e in rep.layers]), True
 
 
-def _grids(s, graph, layer):
-    """Quantization grids of the selected layer: weights and its activation, levels drawn over."""
+def _grids(s, graph, layer, recipe):
+    """(quantization grids of the selected layer: weights and its activation, levels
+    drawn over; whether activation samples are still being computed in the worker)."""
     from ...analysis.quant_grid import quant_grids
     from ...analysis.verify import layer_outputs
-    from ...passes.calibration import default_inputs
 
     if graph is s.graph or layer not in graph.layers:
-        return []
+        return [], False
     # the layer's own FakeQuants, and the activation FakeQuant a few ops downstream
     near, frontier = {layer}, [layer_outputs(graph).get(layer)]
     for _ in range(3):
@@ -279,17 +297,27 @@ def _grids(s, graph, layer):
              if (graph.node(g.node).layer == layer if g.kind == "weights"
                  else graph.producer(g.tensor).layer in near)]
     out = []
-    for g in grids[:3]:
+    grids = grids[:3]
+    activations = [g.tensor for g in grids if g.kind != "weights"]
+    samples = s.samples_future(recipe, activations) if activations else None
+    if samples is not None and not samples.done():
+        grids = [g for g in grids if g.kind == "weights"]
+        out.append(html.Div("sampling the activations in the worker…", className="verify-running",
+                            id="grid-waiting"))
+    elif samples is not None and samples.exception() is not None:
+        grids = [g for g in grids if g.kind == "weights"]
+        out.append(html.Div(f"activation samples failed: {samples.exception()}", className="error"))
+    for g in grids:
         if g.kind == "weights":
             values = g.values
         else:
-            values = graph.run(*[x[:64] for x in default_inputs(s.graph)], fetches=[g.tensor])[0]
+            values = samples.result()[g.tensor]
         lo, hi = float(np.ravel(g.lo)[0]), float(np.ravel(g.hi)[0])
         title = (f"{g.kind} at {g.bits} bits ({'narrow' if g.narrow_range else 'full'} range, "
                  f"{'per-channel, channel 0' if g.per_channel else 'per-tensor'}): [{lo:.3g}, {hi:.3g}]")
         fig = histogram_figure(values if not g.per_channel else np.asarray(values)[..., 0], title, g.levels(0))
         out.append(dcc.Graph(figure=fig, config={"displayModeBar": False}, className="quant-grid"))
-    return out
+    return out, samples is not None and not samples.done()
 
 
 def _report_view(rep):
