@@ -188,7 +188,8 @@ def test_fold_explainer_shows_this_models_numbers(dash_duo):
     _wait(lambda: len(dash_duo.find_elements("#node-panel .quant-grid")) == 1, what="weights grid")
     time.sleep(0.5)
     _set_cell(dash_duo, "conv1", "activation_bits", "8")
-    _wait(lambda: len(dash_duo.find_elements("#node-panel .quant-grid")) == 2, what="activation grid")
+    # activations are sampled in the worker and polled: as long as the other waits on a loaded machine
+    _wait(lambda: len(dash_duo.find_elements("#node-panel .quant-grid")) == 2, timeout=60, what="activation grid")
     levels = dash_duo.driver.execute_script(   # the levels are one trace: 3 points (x, x, gap) per level
         "return [...document.querySelectorAll('#node-panel .quant-grid .js-plotly-plot')]"
         ".map(g => [g.layout.title.text, ((g.data.find(d => d.name === 'levels') || {x: []}).x.length) / 3]);")
