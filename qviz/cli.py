@@ -284,7 +284,12 @@ def _cmd_sensitivity(args) -> int:
     if result.warning:
         print(f"qviz: warning: {result.warning}; the recipe below is the widest bits swept, not a suggestion",
               file=sys.stderr)
-    print(f"\nsuggested recipe for ~{args.target_sqnr:g} dB overall:")
+    short = result.shortfalls(args.target_sqnr)
+    if short:
+        print(f"qviz: warning: the widths swept cannot reach {args.target_sqnr:g} dB overall; the recipe below "
+              f"keeps the widest bits where they fall short: {'; '.join(short)}", file=sys.stderr)
+    print(f"\nsuggested recipe for ~{args.target_sqnr:g} dB overall"
+          f"{' (not met: see the warning)' if short else ''}:")
     for name, b in recipe.quantize_layers.items():
         print(f"  {name}: weights {b.weight_bits} bits, activations {b.activation_bits} bits")
     if args.recipe_out:

@@ -148,11 +148,7 @@ def run(graph: Graph, *arrays, feeds: Mapping | None = None,
     dtypes = graph._cache["runtime.feed_dtypes"]
     tensors = [tf.convert_to_tensor(np.asarray(a), dtype=d) for a, d in zip(arrays, dtypes)]
     try:
-        # One TF call at a time: pruning (another thread compiling a new fetch list)
-        # edits the wrapped graph a running pruned function belongs to; seen as
-        # "too many positional arguments" when two requests ran one graph at once.
-        with _lock:
-            out = fn(*tensors)
+        out = fn(*tensors)
     except (tf.errors.InvalidArgumentError, ValueError, TypeError) as exc:
         raise RunError(f"running the graph failed: {first_line(exc)}") from exc
     if not isinstance(out, (list, tuple)):

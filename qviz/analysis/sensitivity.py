@@ -77,6 +77,25 @@ class Sensitivity:
                   for i, name in enumerate(self.layers)}
         return Recipe(fold_default=True, quantize_default=None, quantize_layers=layers)
 
+    def shortfalls(self, target_sqnr_db: float) -> list[str]:
+        """Where the widths swept cannot reach what :meth:`suggest` needs, one line each
+        (the layer, the part, its best figure and how far short it is); empty when all can.
+
+        A suggestion then only says "the widest bits swept": it does not meet the target.
+        """
+        if self.warning:
+            return []
+        need = self.need_db(target_sqnr_db)
+        widest = int(np.argmax(self.bits))
+        out = []
+        for i, name in enumerate(self.layers):
+            for part, row in (("weights", self.weight_sqnr[i]), ("activations", self.activation_sqnr[i])):
+                best = float(row[widest])
+                if best < need:
+                    out.append(f"{name} {part}: {best:.1f} dB at {int(self.bits[widest])} bits, "
+                               f"{need - best:.1f} dB short of {need:.1f}")
+        return out
+
     def format(self) -> str:
         head = "layer".ljust(16) + "".join(f"{'w' + str(b):>8}" for b in self.bits) + \
             "".join(f"{'a' + str(b):>8}" for b in self.bits)

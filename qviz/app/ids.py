@@ -69,6 +69,7 @@ VERIFY_PANEL = "verify-panel"
 VERIFY_POLL = "verify-poll"      # dcc.Interval that polls a running report
 DIFF_SUMMARY = "diff-summary"
 LAYER_ERRORS = "layer-errors"
+LAYER_ERRORS_ALL = "layer-errors-all"   # show every layer's bar, not only the worst
 
 # training-mode fold (inside the fold explainer)
 TRAIN_FOLD_MODE = "train-fold-mode"

@@ -160,12 +160,43 @@ def histogram_figure(values: np.ndarray, title: str, levels: np.ndarray | None =
     return fig
 
 
-def layer_error_figure(layers, sqnr) -> go.Figure:
-    """Per-layer SQNR (dB) as bars; infinite SQNR (exact) is drawn at 100 dB."""
-    y = [100.0 if math.isinf(s) else s for s in sqnr]
-    fig = go.Figure(go.Bar(x=list(layers), y=y, marker_color="#4363d8"))
-    fig.update_layout(title="per-layer SQNR (dB, higher is better)", height=240,
-                      margin=dict(l=30, r=10, t=40, b=60))
+#: Bars shown before "show all": the worst layers, every one labelled.
+WORST_LAYERS = 20
+
+
+def layer_error_figure(layers, sqnr, *, quantized=(), limit: int | None = WORST_LAYERS) -> go.Figure:
+    """Per-layer SQNR (dB) as labelled horizontal bars, worst first.
+
+    An exact layer (infinite SQNR) is drawn past every finite bar, in its own
+    colour, labelled ∞; layers in ``quantized`` are marked ◆. ``limit`` keeps the
+    worst ones (``None``: all). Each bar's ``customdata`` is its layer's view key
+    (``layer:<name>``), for a click to select it.
+
+    >>> fig = layer_error_figure(["a", "b", "c"], [40.0, float("inf"), 12.5], quantized={"c"})
+    >>> list(fig.data[0].y), list(fig.data[0].text)
+    (['◆ c', 'a', 'b'], ['12.5 dB', '40.0 dB', '∞ (exact)'])
+    >>> fig.data[0].x[2] > fig.data[0].x[1]
+    True
+    """
+    rows = sorted(zip(sqnr, layers), key=lambda r: r[0])
+    total = len(rows)
+    rows = rows[:limit] if limit else rows
+    finite = [v for v, _ in rows if not math.isinf(v)]
+    top = max(finite, default=0.0)
+    exact_at = max(top * 1.15, top + 10.0, 10.0)
+    quantized = set(quantized)
+    x = [exact_at if math.isinf(v) else v for v, _ in rows]
+    names = [f"◆ {name}" if name in quantized else name for _, name in rows]
+    colors = ["#2e8b57" if math.isinf(v) else ("#4363d8" if name in quantized else "#9aa7c7")
+              for v, name in rows]
+    text = ["∞ (exact)" if math.isinf(v) else f"{v:.1f} dB" for v, _ in rows]
+    fig = go.Figure(go.Bar(x=x, y=names, orientation="h", marker_color=colors, text=text,
+                           textposition="auto", customdata=[f"layer:{name}" for _, name in rows],
+                           hovertemplate="%{y}: %{text}<extra></extra>"))
+    shown = "" if len(rows) == total else f", the worst {len(rows)} of {total}"
+    fig.update_layout(title=f"per-layer SQNR (dB, higher is better; ◆ quantized{shown})",
+                      height=60 + 22 * max(len(rows), 1), margin=dict(l=10, r=10, t=40, b=20),
+                      yaxis=dict(autorange="reversed", automargin=True), xaxis=dict(rangemode="tozero"))
     return fig
 
 

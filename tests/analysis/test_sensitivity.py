@@ -82,3 +82,19 @@ def test_progress_bar_in_a_log_prints_a_line_per_tenth():
     lines = out.getvalue().splitlines()
     assert len(lines) == 11 and lines[0].startswith("measuring: 1/100")   # the start, then each tenth
     assert lines[-1].startswith("measuring: 100/100, done in")
+
+
+def test_a_suggestion_that_cannot_meet_the_target_says_so(samples, capsys, tmp_path):
+    """Issue 18.4: a 4-bit-only sweep suggested 4/4 everywhere 'for ≥ 30 dB' though layers reach 20 dB."""
+    import qviz
+    from qviz.cli import main
+
+    result = sensitivity(qviz.load(samples["lenet_digits"]), bits=(4,))
+    short = result.shortfalls(30.0)
+    assert short and all("dB short of" in line for line in short)
+    assert result.shortfalls(5.0) == []
+    assert main(["sensitivity", str(samples["lenet_digits"]), "--bits", "4", "--target-sqnr", "30",
+                 "--checkpoint", str(tmp_path / "sweep.json")]) == 0
+    captured = capsys.readouterr()
+    assert "(not met: see the warning)" in captured.out
+    assert "qviz: warning: the widths swept cannot reach 30 dB overall" in captured.err

@@ -43,7 +43,7 @@ def _wait(cond, timeout=30, what="condition"):
         except Exception:  # the page is still rendering
             pass
         time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
+    raise AssertionError(f"timed out waiting for {what() if callable(what) else what}")
 
 
 def _start(dash_duo):
@@ -347,5 +347,30 @@ def test_panel_follows_a_bulk_change_at_once_and_says_when_it_is_working(dash_du
     _wait(lambda: _panel_bits(dash_duo) == ("8", "8"), timeout=30, what="the panel shows 8 / 8")
     took = time.time() - start
     # activations are sampled in the worker: until they are, the panel says so
-    _wait(lambda: len(dash_duo.find_elements("#node-panel .quant-grid")) >= 2, timeout=60, what="both grids")
+    _wait(lambda: len(dash_duo.find_elements("#node-panel .quant-grid")) >= 2, timeout=60,
+          what=lambda: f"both grids; the panel shows: {dash_duo.find_element('#node-panel').text[-300:]!r}")
     assert took < 2.0, f"the panel took {took:.1f} s to follow the table"
+
+
+def test_sqnr_chart_is_sorted_labelled_and_selects_a_layer(dash_duo):
+    """Issue 18.3: ∞ was drawn at 100 dB (below 133 dB bars), bars unsorted and unlabelled."""
+    _start(dash_duo)
+    dash_duo.find_element("#bulk-fold-all").click()
+    dash_duo.find_element("#bulk-all-8").click()
+    chart = ("const g = document.querySelector('#layer-errors .js-plotly-plot');"
+             "return g && g.data && g.data.length ? [g.data[0].x, g.data[0].y, g.data[0].text] : null;")
+    _wait(lambda: (dash_duo.driver.execute_script(chart) or [[], ["x"]])[1][0].startswith("◆"), timeout=60,
+          what="the chart of the quantized recipe")
+    x, y, text = dash_duo.driver.execute_script(chart)
+    finite = [v for v, t in zip(x, text) if not t.startswith("∞")]
+    assert finite == sorted(finite), "worst first"
+    assert all(t.startswith("∞") or t.endswith("dB") for t in text) and len(text) == len(y)   # every bar labelled
+    exact = [v for v, t in zip(x, text) if t.startswith("∞")]
+    assert exact and min(exact) > max(finite), "∞ past every finite bar"
+    assert {"◆ conv1", "◆ conv2", "◆ fc1", "◆ logits"} <= set(y)
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    bars = dash_duo.find_elements("#layer-errors .trace.bars .point path")
+    # a real click at the bar (plotly's drag layer is on top and turns it into the bar's click)
+    ActionChains(dash_duo.driver).move_to_element(bars[y.index("◆ fc1")]).click().perform()
+    _wait(lambda: "layer fc1" in dash_duo.find_element("#node-panel").text, what="fc1 selected by its bar")

@@ -22,6 +22,13 @@ def _suggestion_view(sweep, target):
     if sweep.warning:
         return [html.Div(f"⚠ {sweep.warning} — no suggestion from these figures; the widest bits swept: "
                          + ", ".join(parts), id="sweep-suggested", className="warning")]
+    short = sweep.shortfalls(float(target))
+    if short:
+        return [html.Div([html.Div(f"⚠ the widths swept cannot reach {target:g} dB overall (each quantizer needs "
+                                   f"{sweep.need_db(target):.1f} dB); these fall short even at the widest bits:"),
+                          html.Ul([html.Li(line) for line in short]),
+                          html.Div("the widest bits swept there, the fewest that reach it elsewhere: "
+                                   + ", ".join(parts))], id="sweep-suggested", className="warning")]
     return [html.Div(f"suggested bits (weights/activations) for ≥ {target:g} dB overall, each quantizer "
                      f"≥ {sweep.need_db(target):.1f} dB: " + ", ".join(parts), id="sweep-suggested")]
 

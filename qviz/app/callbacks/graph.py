@@ -16,6 +16,7 @@ from ...passes import fold_candidates, quantizable_layers
 from ...patterns import BUILTIN, PatternSyntaxError, parse
 from ...analysis.deployability import deployability
 from ...render import graph_figure, histogram_figure, layer_error_figure
+from ...render.figure import WORST_LAYERS
 from .. import ids
 from ..layout import BITS, NO_FIGURE
 from .recipe import _bits_text, current
@@ -131,17 +132,20 @@ def register(app, store) -> None:
 
     @app.callback(
         Output(ids.SELECTED, "data"), Output(ids.SEARCH_STATUS, "children"),
-        Input(ids.GRAPH, "clickData"), Input(ids.SEARCH, "value"),
+        Input(ids.GRAPH, "clickData"), Input(ids.SEARCH, "value"), Input(ids.LAYER_ERRORS, "clickData"),
         Input({"type": "match-item", "key": ALL}, "n_clicks"),
         State(ids.SESSION, "data"), State(ids.RECIPE, "data"), State(ids.VIEW_MODE, "value"),
         State(ids.SHOW, "value"), State(ids.VIEW, "data"), State(ids.DIRECTION, "value"),
         prevent_initial_call=True,
     )
-    def select(click, search, _clicks, session, data, mode, show, view, direction):
+    def select(click, search, bar, _clicks, session, data, mode, show, view, direction):
         trig = ctx.triggered_id
         if trig == ids.GRAPH and click:
             key = click["points"][0].get("customdata")
             return ({"key": key, "center": False}, "") if key else (no_update, "")
+        if trig == ids.LAYER_ERRORS and bar:   # a bar of the per-layer SQNR chart: that layer, centred
+            key = bar["points"][0].get("customdata")
+            return ({"key": key, "center": True}, "") if key else (no_update, "")
         if isinstance(trig, dict) and ctx.triggered[0]["value"]:
             return {"key": trig["key"], "center": True}, ""
         if trig == ids.SEARCH and search:
@@ -252,9 +256,10 @@ def register(app, store) -> None:
     @app.callback(
         Output(ids.VERIFY_PANEL, "children"), Output(ids.LAYER_ERRORS, "figure"),
         Output(ids.VERIFY_POLL, "disabled"),
-        Input(ids.DRAWN, "data"), Input(ids.VERIFY_POLL, "n_intervals"), State(ids.SESSION, "data"),
+        Input(ids.DRAWN, "data"), Input(ids.VERIFY_POLL, "n_intervals"), Input(ids.LAYER_ERRORS_ALL, "value"),
+        State(ids.SESSION, "data"),
     )
-    def verification(drawn, _tick, session):
+    def verification(drawn, _tick, show_all, session):
         # Follows DRAWN (not the recipe), so the redraw comes first; the report
         # runs both graphs in TensorFlow in the worker, and this callback only
         # polls it, so no request is held open while it runs.
@@ -271,8 +276,10 @@ def register(app, store) -> None:
             rep = future.result()
         except Exception as exc:  # the report failed (e.g. an op TF cannot run): say so
             return html.Div(f"verification failed: {exc}", className="error"), NO_FIGURE, True
-        return _report_view(rep), layer_error_figure([e.layer for e in rep.layers],
-                                                     [e.sqnr_db for e in rep.layers]), True
+        recipe = Recipe.from_json(s.latest)
+        quantized = set(recipe.quantize_config(s.graph).layers)
+        return _report_view(rep), layer_error_figure([e.layer for e in rep.layers], [e.sqnr_db for e in rep.layers],
+                                                     quantized=quantized, limit=None if show_all else WORST_LAYERS), True
 
 
 def _grids(s, graph, layer, recipe):

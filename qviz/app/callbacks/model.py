@@ -98,6 +98,10 @@ def register(app, store, options) -> None:
 
         if trig == ids.MODEL_POLL:
             return _poll(sid, view, failed)
+        pending = store.loading.get(sid)
+        if pending is not None and pending.answer is not None:
+            # The last open is answered: a late poll tick must not replay it over what the user does now.
+            store.loading.pop(sid, None)
         try:
             if trig == ids.UPLOAD and contents:
                 upload = save_upload(contents, filename, options["max_upload_bytes"])
