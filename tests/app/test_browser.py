@@ -317,7 +317,6 @@ def test_tflite_check_shows_the_device_next_to_qviz(dash_duo):
     it = tf.lite.Interpreter(model_path=str(path))
     it.allocate_tensors()
     assert {d["dtype"] for d in it.get_tensor_details()} >= {np.int8}
-    _set_cell(dash_duo, "conv2", "weight_bits", "6")
     dash_duo.driver.execute_script("document.getElementById('tflite-figures').scrollIntoView()")
     _shot(dash_duo, "tflite_check.png")
     _set_cell(dash_duo, "conv2", "weight_bits", "6")
