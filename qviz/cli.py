@@ -331,7 +331,13 @@ def _cmd_serve(args) -> int:
     # exit handlers run: the worker process is stopped and upload directories are removed.
     import signal
 
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    def stop(*_):
+        # A second SIGTERM (a process manager and `timeout` both sending one) must not
+        # interrupt the exit handlers the first one started.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        sys.exit(0)
+
+    signal.signal(signal.SIGTERM, stop)
     query = f"?token={token}" if token else ""
     print(f"qviz: serving on http://{'127.0.0.1' if args.host in ('0.0.0.0', '::') else args.host}:"
           f"{args.port}/{query}  (Ctrl-C stops)")
