@@ -76,7 +76,7 @@ def page(default_sample: str, session_id: str, max_upload_bytes: int = 200 * 2**
                        html.Div(id=ids.MATCH_LIST, className="match-list"),
                        html.Div(id=ids.EXPLAIN, className="explain")),
                 _panel("Selected", html.Div(id=ids.NODE_PANEL),
-                       dcc.Interval(id=ids.NODE_PANEL_POLL, interval=300, disabled=True)),
+                       dcc.Interval(id=ids.NODE_PANEL_POLL, interval=500, disabled=True)),
             ], className="side"),
         ], className="row"),
         html.Div([

@@ -73,7 +73,6 @@ class Session:
     results: OrderedDict = field(default_factory=OrderedDict)   # recipe json → Result (no report)
     reports: OrderedDict = field(default_factory=OrderedDict)   # recipe json → Future[Report]
     samples: OrderedDict = field(default_factory=OrderedDict)   # (recipe json, tensors) → Future[{tensor: values}]
-    panel_waiting: bool = False  # the node panel shows a grid still being sampled: its poll re-renders it
     layouts: dict = field(default_factory=dict)                 # view key → (view graph, positions)
     latest: str = ""   # the recipe last drawn: reports for older ones are not worth computing
     ranges: dict = field(default_factory=dict)                  # fold selection → Future of activation ranges

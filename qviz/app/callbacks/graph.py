@@ -198,10 +198,10 @@ def register(app, store) -> None:
         s = store.require(session)
         if s is None or not selected or not data:
             return html.Div("click a node to see it here"), "", True
-        if ctx.triggered_id == ids.NODE_PANEL_POLL and not s.panel_waiting:
-            return no_update, no_update, True
+        # A tick re-renders: the page keeps the newest render and its poll flag, and
+        # stops polling when that render has everything (state kept here could lag
+        # behind it when two renders finish out of order).
         body, why, waiting = _node_panel(s, selected, data, builtin, text, show)
-        s.panel_waiting = waiting
         return body, why, not waiting
 
     def _node_panel(s, selected, data, builtin, text, show):
