@@ -71,6 +71,7 @@ class Session:
     origin: Origin | None = None
     upload_dir: Path | None = None   # an uploaded model's temporary directory: removed with the session
     results: OrderedDict = field(default_factory=OrderedDict)   # recipe json → Result (no report)
+    checks: OrderedDict = field(default_factory=OrderedDict)    # recipe json → DeployCheck
     reports: OrderedDict = field(default_factory=OrderedDict)   # recipe json → Future[Report]
     samples: OrderedDict = field(default_factory=OrderedDict)   # (recipe json, tensors) → Future[{tensor: values}]
     layouts: dict = field(default_factory=dict)                 # view key → (view graph, positions)
@@ -94,6 +95,13 @@ class Session:
             return apply(self.graph, recipe, report=False, ranges=ranges)
 
         return _cached(self.results, recipe, compute)
+
+    def check(self, recipe: Recipe):
+        """What TFLite will run of the recipe (:func:`qviz.analysis.deployability`), cached:
+        the graph's ⚠ marks and the table's *on TFLite* column read the same check."""
+        from ..analysis.deployability import deployability
+
+        return _cached(self.checks, recipe, lambda: deployability(self.graph, recipe, self.result(recipe)))
 
     def _ranges(self, recipe: Recipe):
         """Activation ranges for this fold selection (bits do not change them), cached."""

@@ -8,6 +8,7 @@ from dash import Input, Output, State, ctx, dcc, html, no_update
 
 from ...render import sensitivity_figure
 from .. import ids
+from .jobs import poll_job
 from .recipe import current, push
 
 KERAS_SUFFIXES = (".keras", ".h5", ".hdf5")
@@ -101,19 +102,9 @@ def register(app, store) -> None:
                 return (no_update, True, f"{s.name} was not opened from a .keras/.h5 file: a frozen graph "
                                          "has no trainable layers to rebuild")
             s.qat = s.qat_future(current(data), mode)
-        if s.qat is None:
-            return no_update, True, ""
-        if isinstance(s.qat, tuple):
-            # A tick sent while the one that finished was in flight: the page drops
-            # that older answer, so this one must carry it (and the file) again.
-            return s.qat
-        if not s.qat.done():
-            return no_update, False, "building the QAT model…"
-        try:
-            blob = s.qat.result()
-        except Exception as exc:  # QATPlanError, RecipeError, LoadError: one line each
-            s.qat = (no_update, True, f"QAT export failed: {exc}")
-            return s.qat
         name = f"{Path(s.name).stem}_qat.keras"
-        s.qat = (dcc.send_bytes(blob, name), True, f"downloaded {name} ({len(blob) / 1024:.0f} KB)")
-        return s.qat
+        answer = poll_job(
+            s, "qat", running=(no_update, False, "building the QAT model…"),
+            done=lambda blob: (dcc.send_bytes(blob, name), True, f"downloaded {name} ({len(blob) / 1024:.0f} KB)"),
+            failed=lambda exc: (no_update, True, f"QAT export failed: {exc}"))
+        return (no_update, True, "") if answer is None else answer

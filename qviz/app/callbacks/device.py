@@ -13,6 +13,7 @@ from pathlib import Path
 from dash import Input, Output, State, ctx, dcc, html, no_update
 
 from .. import ids
+from .jobs import poll_job
 from .recipe import current
 
 
@@ -74,17 +75,13 @@ def register(app, store) -> None:
             return no_update, True, "", no_update
         if ctx.triggered_id == ids.TFLITE_BUTTON:
             s.tflite = s.tflite_future(current(data), bool(int8_io))
-        if s.tflite is None:
-            return no_update, True, "", no_update
-        if isinstance(s.tflite, tuple):   # answered already: a late tick must carry the answer again
-            return s.tflite
-        if not s.tflite.done():
-            return no_update, False, "converting with TFLite and running it…", no_update
-        try:
-            blob, check, device = s.tflite.result()
-        except Exception as exc:   # TFLiteError, RecipeError: one line each
-            s.tflite = (no_update, True, f"TFLite export failed: {exc}", [])
-            return s.tflite
         name = f"{Path(s.name).stem}.tflite"
-        s.tflite = (dcc.send_bytes(blob, name), True, f"downloaded {name}", device_view(check, device))
-        return s.tflite
+
+        def done(answer):
+            blob, check, device = answer
+            return dcc.send_bytes(blob, name), True, f"downloaded {name}", device_view(check, device)
+
+        running = (no_update, False, "converting with TFLite and running it…", no_update)
+        answer = poll_job(s, "tflite", running=running, done=done,
+                          failed=lambda exc: (no_update, True, f"TFLite export failed: {exc}", []))
+        return (no_update, True, "", no_update) if answer is None else answer

@@ -14,7 +14,6 @@ from ...layout import layered_routes, view_graph
 from ...matcher import explain, explain_layer, find_matches
 from ...passes import fold_candidates, quantizable_layers
 from ...patterns import BUILTIN, PatternSyntaxError, parse
-from ...analysis.deployability import deployability
 from ...render import graph_figure, histogram_figure, layer_error_figure
 from ...render.figure import WORST_LAYERS
 from .. import ids
@@ -118,7 +117,7 @@ def register(app, store) -> None:
             error, count = str(exc), ""
         sel = selected.get("key") if selected else None
         hover = _hover(s, graph, vg, current(data))
-        flags = _device_flags(s, vg, current(data), result, hover) if show != "original" else {}
+        flags = _device_flags(s, vg, current(data), hover) if show != "original" else {}
         fig = graph_figure(vg, pos, routes=routes, highlights=highlights, selected=sel,
                            show_status=show != "original", hover=hover, flags=flags)
         if sel in pos and selected.get("center"):
@@ -339,12 +338,12 @@ def _report_view(rep):
     return lines
 
 
-def _device_flags(s, vg, recipe, result, hover: dict) -> dict[str, str]:
+def _device_flags(s, vg, recipe, hover: dict) -> dict[str, str]:
     """Node key → ⚠/✗ where TFLite will not run the layer as simulated; the reason goes in ``hover``."""
     if not recipe.quantize_config(s.graph).layers:
         return {}
     worst = {}
-    for f in deployability(s.graph, recipe, result).fates:
+    for f in s.check(recipe).fates:
         if f.status != "honoured" and (f.layer not in worst or f.status == "refused"):
             worst[f.layer] = f
     flags = {}

@@ -7,7 +7,6 @@ from dataclasses import replace
 
 from dash import ALL, Input, Output, State, ctx, dcc, no_update
 
-from ...analysis.deployability import deployability
 from ...passes import LayerBits, Recipe, RecipeError, fold_candidates, quantizable_layers, quantizable_units
 from .. import ids
 
@@ -108,8 +107,8 @@ def register(app, store) -> None:
         if s is None or not drawn:
             return []
         recipe = Recipe.from_json(drawn)
-        # the result is the one just drawn (cached): the check runs no TensorFlow
-        return layer_rows(s.graph, recipe, deployability(s.graph, recipe, s.result(recipe)))
+        # the check the drawing made (cached; it runs no TensorFlow)
+        return layer_rows(s.graph, recipe, s.check(recipe))
 
     @app.callback(
         Output(ids.RECIPE, "data"), Output(ids.RECIPE_ERROR, "children"),
