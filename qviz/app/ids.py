@@ -60,9 +60,11 @@ LAYER_ABITS = "layer-activation-bits"
 
 NODE_PANEL_POLL = "node-panel-poll"   # polls activation samples (for the quantization grids) from the worker
 
-# fold explainer (inside the node panel)
+# fold explainer: opened from the node panel, shown full width under the graph
 FOLD_EXPLAIN_BUTTON = "fold-explain-button"
 FOLD_EXPLAINER = "fold-explainer"
+FOLD_EXPLAINER_PANEL = "fold-explainer-panel"   # hidden until a fold is explained
+FOLD_EXPLAINER_CLOSE = "fold-explainer-close"
 
 # verification
 VERIFY_PANEL = "verify-panel"

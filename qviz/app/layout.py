@@ -79,6 +79,12 @@ def page(default_sample: str, session_id: str, max_upload_bytes: int = 200 * 2**
                        dcc.Interval(id=ids.NODE_PANEL_POLL, interval=500, disabled=True)),
             ], className="side"),
         ], className="row"),
+        # Full width: the formulas, the per-channel table and the fold graphs need it.
+        html.Div(html.Div([
+            html.Div([html.H4("Fold explainer", className="panel-title"),
+                      html.Button("close", id=ids.FOLD_EXPLAINER_CLOSE)], className="panel-head"),
+            dcc.Loading(html.Div(id=ids.FOLD_EXPLAINER)),
+        ], className="panel"), id=ids.FOLD_EXPLAINER_PANEL, className="row explainer-row", hidden=True),
         html.Div([
             _panel("Layers: fold and quantize",
                    html.Div([
@@ -92,18 +98,20 @@ def page(default_sample: str, session_id: str, max_upload_bytes: int = 200 * 2**
                        dcc.Upload(id=ids.RECIPE_UPLOAD, children=html.A("upload recipe"), className="inline-upload"),
                        html.Span(id=ids.RECIPE_ERROR, className="error"),
                    ], className="toolbar"),
-                   dag.AgGrid(id=ids.GRID, columnDefs=[
-                       {"field": "layer", "pinned": "left"},
-                       {"field": "batch_norm", "headerName": "batch norm"},
-                       {"field": "foldable"},
-                       {"field": "fold", "editable": True, "cellDataType": "boolean"},
-                       {"field": "weight_bits", "headerName": "weight bits", "editable": True,
+                   dag.AgGrid(id=ids.GRID, columnDefs=[   # minimum widths: below them the table scrolls sideways
+                       {"field": "layer", "pinned": "left", "minWidth": 130},
+                       {"field": "batch_norm", "headerName": "batch norm", "minWidth": 95},
+                       {"field": "foldable", "minWidth": 100},
+                       {"field": "fold", "editable": True, "cellDataType": "boolean", "minWidth": 75},
+                       {"field": "weight_bits", "headerName": "weight bits", "editable": True, "minWidth": 95,
                         "cellEditor": "agSelectCellEditor", "cellEditorParams": {"values": BITS}},
                        {"field": "activation_bits", "headerName": "activation bits", "editable": True,
-                        "cellEditor": "agSelectCellEditor", "cellEditorParams": {"values": BITS}},
+                        "minWidth": 115, "cellEditor": "agSelectCellEditor", "cellEditorParams": {"values": BITS}},
                        {"field": "tflite", "headerName": "on TFLite", "tooltipField": "tflite_why", "minWidth": 150},
-                       {"field": "why", "headerName": "why not foldable", "flex": 2},
-                   ], rowData=[], getRowId="params.data.layer", defaultColDef={"resizable": True, "flex": 1},
+                       {"field": "why", "headerName": "why not foldable", "tooltipField": "why", "flex": 2,
+                        "minWidth": 180},
+                   ], rowData=[], getRowId="params.data.layer",
+                       defaultColDef={"resizable": True, "flex": 1, "wrapHeaderText": True, "autoHeaderHeight": True},
                        dashGridOptions={"rowSelection": "single", "singleClickEdit": True},
                        style={"height": "260px"})),
             _panel("Verification", html.Div(id=ids.VERIFY_PANEL),

@@ -133,6 +133,41 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
 MAX_DRAWN_LEVELS = 512
 
 
+def wrap_title(text: str, width: int = 38) -> str:
+    """``text`` broken into lines of at most ``width`` characters (plotly's ``<br>``),
+    at spaces, or after a ``/`` in a long tensor name: a plotly title never wraps
+    by itself, and the side panel is under 300 px wide on a laptop.
+
+    >>> wrap_title("weights at 4 bits (narrow range, per-channel, channel 0): [-1.2, 1.3]")
+    'weights at 4 bits (narrow range,<br>per-channel, channel 0): [-1.2, 1.3]'
+    >>> wrap_title("model/block_1/conv/ReadVariableOp:0 [3, 3]", width=24)
+    'model/block_1/conv/<br>ReadVariableOp:0 [3, 3]'
+    """
+    words = [p for w in text.split(" ") for p in _split_long(w, width)]
+    lines = [""]
+    for w in words:
+        glue = "" if not lines[-1] or lines[-1].endswith("/") else " "
+        if lines[-1] and len(lines[-1]) + len(glue) + len(w) > width:
+            lines.append(w)
+        else:
+            lines[-1] += glue + w
+    return "<br>".join(lines)
+
+
+def _split_long(word: str, width: int) -> list[str]:
+    """A word longer than ``width`` cut after its slashes (or hard, if it has none)."""
+    if len(word) <= width:
+        return [word]
+    parts, current = [], ""
+    for piece in word.replace("/", "/\0").split("\0"):
+        if current and len(current) + len(piece) > width:
+            parts.append(current)
+            current = ""
+        current += piece
+    parts.append(current)
+    return [p[i:i + width] for p in parts for i in range(0, len(p), width)]
+
+
 def histogram_figure(values: np.ndarray, title: str, levels: np.ndarray | None = None) -> go.Figure:
     """A histogram of a constant's values, optionally with the quantization levels over it.
 
@@ -155,7 +190,10 @@ def histogram_figure(values: np.ndarray, title: str, levels: np.ndarray | None =
                                  line=dict(width=1, color="#d0021b"), hoverinfo="skip", name="levels"))
         fig.add_annotation(x=(lo + hi) / 2, y=0.95, yref="y2", showarrow=False, font=dict(size=10, color="#d0021b"),
                            text=f"{lv.size} levels, step {step:.3g} (too dense to draw one by one)")
-    fig.update_layout(title=title, margin=dict(l=30, r=10, t=40, b=30), height=220, showlegend=False,
+    title = wrap_title(title)
+    lines = title.count("<br>") + 1
+    fig.update_layout(title=dict(text=title, font=dict(size=12)), margin=dict(l=30, r=10, t=14 + 16 * lines, b=30),
+                      height=200 + 16 * lines, showlegend=False,
                       yaxis2=dict(overlaying="y", range=[0, 1], visible=False, fixedrange=True))
     return fig
 

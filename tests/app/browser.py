@@ -1,6 +1,10 @@
-"""Whether a real browser is here, and the mark for tests that need one."""
+"""Whether a real browser is here, the mark for tests that need one, and the
+helpers the browser tests share (start the app, wait, read the figure, edit a cell)."""
 
+import os
 import shutil
+import time
+from pathlib import Path
 
 import pytest
 
@@ -9,3 +13,66 @@ BROWSER = bool(CHROMIUM and shutil.which("chromedriver"))
 
 needs_browser = pytest.mark.skipif(
     not BROWSER, reason="needs chromium and chromedriver (apt-get install chromium chromium-driver; .ci/run does)")
+
+# Screenshots for the README: QVIZ_SCREENSHOTS=docs python -m pytest tests/app
+SHOTS = os.environ.get("QVIZ_SCREENSHOTS")
+
+
+def shot(dash_duo, name):
+    if SHOTS:
+        Path(SHOTS).mkdir(parents=True, exist_ok=True)
+        dash_duo.driver.save_screenshot(str(Path(SHOTS) / name))
+
+
+def figure_nodes(dash_duo):
+    """Number of drawn graph nodes, read from the plotly figure in the page."""
+    return dash_duo.driver.execute_script(
+        "const g = document.querySelector('#graph .js-plotly-plot');"
+        "if (!g || !g.data) return -1;"
+        "const t = g.data.find(d => d.name === 'nodes'); return t ? t.x.length : -1;")
+
+
+def halos(dash_duo):
+    return dash_duo.driver.execute_script(
+        "const g = document.querySelector('#graph .js-plotly-plot');"
+        "const t = g && g.data ? g.data.find(d => d.name === 'matches') : null; return t ? t.x.length : 0;")
+
+
+def wait_for(cond, timeout=30, what="condition"):
+    end = time.time() + timeout
+    while time.time() < end:
+        try:
+            if cond():
+                return
+        except Exception:  # the page is still rendering
+            pass
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what() if callable(what) else what}")
+
+
+def start_app(dash_duo):
+    from qviz.app import create_app
+
+    app = create_app()
+    dash_duo.start_server(app)
+    dash_duo.wait_for_contains_text("#model-status", "lenet_digits:", timeout=60)
+    wait_for(lambda: figure_nodes(dash_duo) > 0, what="graph drawn")
+    return app
+
+
+def set_cell(dash_duo, layer, col, value):
+    """Edit a layer-table cell through the grid's API, as typing into it would."""
+    dash_duo.driver.execute_script(
+        "const api = dash_ag_grid.getApi('layer-grid');"
+        "const node = api.getRowNode(arguments[0]); node.setDataValue(arguments[1], arguments[2]);",
+        layer, col, value)
+
+
+def click(dash_duo, selector, timeout=10):
+    """Click ``selector``, again if the page redrew it between finding and clicking
+    (a panel re-rendered by a poll replaces its buttons)."""
+    def attempt():
+        dash_duo.find_element(selector).click()
+        return True
+
+    wait_for(attempt, timeout=timeout, what=f"a click on {selector}")

@@ -1,80 +1,26 @@
 """The app in a real browser: load, expand, patterns, fold/quantize, bad upload, two sessions."""
 
-import os
 import time
 from pathlib import Path
 
-from qviz.app import create_app
 
-from .browser import needs_browser
+from .browser import figure_nodes, halos, set_cell, shot, start_app, wait_for, needs_browser
 
 pytestmark = needs_browser
 
-# Screenshots for the README: QVIZ_SCREENSHOTS=docs python -m pytest tests/app
-SHOTS = os.environ.get("QVIZ_SCREENSHOTS")
-
-
-def _shot(dash_duo, name):
-    if SHOTS:
-        Path(SHOTS).mkdir(parents=True, exist_ok=True)
-        dash_duo.driver.save_screenshot(str(Path(SHOTS) / name))
-
-
-def _figure_nodes(dash_duo):
-    """Number of drawn graph nodes, read from the plotly figure in the page."""
-    return dash_duo.driver.execute_script(
-        "const g = document.querySelector('#graph .js-plotly-plot');"
-        "if (!g || !g.data) return -1;"
-        "const t = g.data.find(d => d.name === 'nodes'); return t ? t.x.length : -1;")
-
-
-def _halos(dash_duo):
-    return dash_duo.driver.execute_script(
-        "const g = document.querySelector('#graph .js-plotly-plot');"
-        "const t = g && g.data ? g.data.find(d => d.name === 'matches') : null; return t ? t.x.length : 0;")
-
-
-def _wait(cond, timeout=30, what="condition"):
-    end = time.time() + timeout
-    while time.time() < end:
-        try:
-            if cond():
-                return
-        except Exception:  # the page is still rendering
-            pass
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what() if callable(what) else what}")
-
-
-def _start(dash_duo):
-    app = create_app()
-    dash_duo.start_server(app)
-    dash_duo.wait_for_contains_text("#model-status", "lenet_digits:", timeout=60)
-    _wait(lambda: _figure_nodes(dash_duo) > 0, what="graph drawn")
-    return app
-
-
-def _set_cell(dash_duo, layer, col, value):
-    """Edit a layer-table cell through the grid's API, as typing into it would."""
-    dash_duo.driver.execute_script(
-        "const api = dash_ag_grid.getApi('layer-grid');"
-        "const node = api.getRowNode(arguments[0]); node.setDataValue(arguments[1], arguments[2]);",
-        layer, col, value)
-
-
 def test_loads_sample_and_expands_a_layer(dash_duo):
-    _start(dash_duo)
+    start_app(dash_duo)
     # lenet layers drawn: image, conv1, bn1, relu1, conv2, bn2, relu2, pool, flatten, fc1, bn3, relu3, logits
-    assert _figure_nodes(dash_duo) == 13
-    _shot(dash_duo, "layer_view.png")
+    assert figure_nodes(dash_duo) == 13
+    shot(dash_duo, "layer_view.png")
     dash_duo.find_element("#search").send_keys("bn1\n")
-    _wait(lambda: "bn1" in dash_duo.find_element("#node-panel").text, what="bn1 selected")
+    wait_for(lambda: "bn1" in dash_duo.find_element("#node-panel").text, what="bn1 selected")
     dash_duo.find_element("#expand-button").click()
     # bn1's unfused chain computes on x with two ops (x·scale, + shift); its constant
     # part (rsqrt(σ²+ε)·γ, β − μ·scale) is hidden like every constant: 13 - 1 + 2
-    _wait(lambda: _figure_nodes(dash_duo) == 13 - 1 + 2, what="bn1 expanded")
+    wait_for(lambda: figure_nodes(dash_duo) == 13 - 1 + 2, what="bn1 expanded")
     dash_duo.find_element("#collapse-all-button").click()
-    _wait(lambda: _figure_nodes(dash_duo) == 13, what="collapsed")
+    wait_for(lambda: figure_nodes(dash_duo) == 13, what="collapsed")
     # hover carries the output shape and the layer's fold/bit state
     hover = dash_duo.driver.execute_script(
         "const g = document.querySelector('#graph .js-plotly-plot');"
@@ -84,44 +30,44 @@ def test_loads_sample_and_expands_a_layer(dash_duo):
     search = dash_duo.find_element("#search")
     search.clear()
     search.send_keys("conv2\n")
-    _wait(lambda: dash_duo.driver.execute_script(
+    wait_for(lambda: dash_duo.driver.execute_script(
         "return dash_ag_grid.getApi('layer-grid').getSelectedRows().map(r => r.layer);") == ["conv2"],
         what="conv2 row selected")
 
 
 def test_builtin_pattern_highlights_matches_and_bad_text_errors(dash_duo):
-    _start(dash_duo)
-    _wait(lambda: "3 match(es)" in dash_duo.find_element("#match-count").text, what="conv_bn matches")
-    assert _halos(dash_duo) == 6  # 3 matches x (conv layer + bn layer)
+    start_app(dash_duo)
+    wait_for(lambda: "3 match(es)" in dash_duo.find_element("#match-count").text, what="conv_bn matches")
+    assert halos(dash_duo) == 6  # 3 matches x (conv layer + bn layer)
     # op view: every computing op; the conv's side panel shows its weights' histogram
     dash_duo.find_element("#view-mode input[value=op]").click()
-    _wait(lambda: _figure_nodes(dash_duo) > 20, what="op view")
+    wait_for(lambda: figure_nodes(dash_duo) > 20, what="op view")
     dash_duo.find_element("#search").send_keys("conv1_1/convolution\n")
-    _wait(lambda: "op Conv2D, layer conv1" in dash_duo.find_element("#node-panel").text, what="conv selected")
-    _wait(lambda: len(dash_duo.find_elements("#node-panel .js-plotly-plot")) >= 1, what="weights histogram")
-    _shot(dash_duo, "op_view.png")
-    drawn = _figure_nodes(dash_duo)
+    wait_for(lambda: "op Conv2D, layer conv1" in dash_duo.find_element("#node-panel").text, what="conv selected")
+    wait_for(lambda: len(dash_duo.find_elements("#node-panel .js-plotly-plot")) >= 1, what="weights histogram")
+    shot(dash_duo, "op_view.png")
+    drawn = figure_nodes(dash_duo)
     dash_duo.find_element("#pattern-text").send_keys("Relu(Conv2D(*, *)")
-    _wait(lambda: "column" in dash_duo.find_element("#pattern-error").text, what="syntax error")
-    assert _figure_nodes(dash_duo) == drawn  # the graph is still there
+    wait_for(lambda: "column" in dash_duo.find_element("#pattern-error").text, what="syntax error")
+    assert figure_nodes(dash_duo) == drawn  # the graph is still there
 
 
 def test_fold_and_four_bits_change_graph_and_verification(dash_duo):
-    _start(dash_duo)
-    _wait(lambda: "99.78% → 99.78%" in dash_duo.find_element("#verify-panel").text, what="verification")
+    start_app(dash_duo)
+    wait_for(lambda: "99.78% → 99.78%" in dash_duo.find_element("#verify-panel").text, what="verification")
     dash_duo.find_element("#bulk-fold-all").click()
-    _wait(lambda: _figure_nodes(dash_duo) == 13 and "removed" in dash_duo.find_element("#diff-summary").text,
+    wait_for(lambda: figure_nodes(dash_duo) == 13 and "removed" in dash_duo.find_element("#diff-summary").text,
           what="folded")
     for layer, col, value in (("conv1", "fold", False), ("conv2", "weight_bits", "4"),
                               ("conv2", "activation_bits", "4")):
         before = dash_duo.find_element("#diff-summary").text
-        _set_cell(dash_duo, layer, col, value)   # one edit at a time, as a person would
-        _wait(lambda: dash_duo.find_element("#diff-summary").text != before, what=f"{layer}.{col} applied")
-    _wait(lambda: "SQNR" in dash_duo.find_element("#verify-panel").text
+        set_cell(dash_duo, layer, col, value)   # one edit at a time, as a person would
+        wait_for(lambda: dash_duo.find_element("#diff-summary").text != before, what=f"{layer}.{col} applied")
+    wait_for(lambda: "SQNR" in dash_duo.find_element("#verify-panel").text
           and "∞" not in dash_duo.find_element("#verify-panel").text, what="quantized verification")
     text = dash_duo.find_element("#diff-summary").text
     assert "added" in text
-    _shot(dash_duo, "rewritten.png")
+    shot(dash_duo, "rewritten.png")
     # the table shows conv1 unfolded and conv2 at 4 bits
     rows = dash_duo.driver.execute_script(
         "const api = dash_ag_grid.getApi('layer-grid'); const out = [];"
@@ -129,7 +75,7 @@ def test_fold_and_four_bits_change_graph_and_verification(dash_duo):
     by = {r["layer"]: r for r in rows}
     assert by["conv1"]["fold"] is False and by["conv2"]["weight_bits"] == "4"
     dash_duo.find_element("#undo").click()
-    _wait(lambda: dash_ag_grid_value(dash_duo, "conv2", "activation_bits") == "float", what="undo")
+    wait_for(lambda: dash_ag_grid_value(dash_duo, "conv2", "activation_bits") == "float", what="undo")
 
 
 def dash_ag_grid_value(dash_duo, layer, col):
@@ -138,30 +84,30 @@ def dash_ag_grid_value(dash_duo, layer, col):
 
 
 def test_bad_upload_shows_error_and_app_keeps_working(dash_duo, tmp_path):
-    _start(dash_duo)
+    start_app(dash_duo)
     bad = tmp_path / "broken.pb"
     bad.write_bytes(b"this is not a protobuf")
     dash_duo.find_element("#model-upload input[type=file]").send_keys(str(bad))
-    _wait(lambda: "error: broken.pb" in dash_duo.find_element("#model-status").text, what="upload error")
+    wait_for(lambda: "error: broken.pb" in dash_duo.find_element("#model-status").text, what="upload error")
     assert "still showing lenet_digits" in dash_duo.find_element("#model-status").text
     dash_duo.find_element("#bulk-fold-all").click()
-    _wait(lambda: "removed" in dash_duo.find_element("#diff-summary").text, what="still working")
+    wait_for(lambda: "removed" in dash_duo.find_element("#diff-summary").text, what="still working")
 
 
 def test_two_sessions_do_not_share_state(dash_duo):
-    app = _start(dash_duo)
+    app = start_app(dash_duo)
     first = dash_duo.driver.current_window_handle
     dash_duo.find_element("#bulk-fold-all").click()
-    _wait(lambda: "removed" in dash_duo.find_element("#diff-summary").text, what="first session folded")
+    wait_for(lambda: "removed" in dash_duo.find_element("#diff-summary").text, what="first session folded")
     dash_duo.driver.switch_to.new_window("window")
     dash_duo.driver.get(dash_duo.server_url)
-    _wait(lambda: "resnet" not in dash_duo.find_element("#model-status").text
+    wait_for(lambda: "resnet" not in dash_duo.find_element("#model-status").text
           and "lenet_digits:" in dash_duo.find_element("#model-status").text, what="second page")
     # the second session picks another model; the first keeps its own
     dash_duo.driver.execute_script("window.scrollTo(0, 0)")
     dash_duo.select_dcc_dropdown("#model-picker", value="resnet_block")
-    _wait(lambda: "resnet_block:" in dash_duo.find_element("#model-status").text, what="second model")
-    _wait(lambda: _figure_nodes(dash_duo) > 0 and "changes nothing" in dash_duo.find_element("#diff-summary").text,
+    wait_for(lambda: "resnet_block:" in dash_duo.find_element("#model-status").text, what="second model")
+    wait_for(lambda: figure_nodes(dash_duo) > 0 and "changes nothing" in dash_duo.find_element("#diff-summary").text,
           what="second model drawn")
     assert "changes nothing" in dash_duo.find_element("#diff-summary").text
     assert len(app.qviz_sessions._sessions) == 2
@@ -171,25 +117,25 @@ def test_two_sessions_do_not_share_state(dash_duo):
 
 
 def test_fold_explainer_shows_this_models_numbers(dash_duo):
-    _start(dash_duo)
+    start_app(dash_duo)
     dash_duo.find_element("#search").send_keys("conv1\n")
-    _wait(lambda: "layer conv1" in dash_duo.find_element("#node-panel").text, what="conv1 selected")
+    wait_for(lambda: "layer conv1" in dash_duo.find_element("#node-panel").text, what="conv1 selected")
     dash_duo.find_element("#fold-explain-button").click()
-    _wait(lambda: "max |Δ|" in dash_duo.find_element("#fold-explainer").text, timeout=60, what="explainer")
+    wait_for(lambda: "max |Δ|" in dash_duo.find_element("#fold-explainer").text, timeout=60, what="explainer")
     text = dash_duo.find_element("#fold-explainer").text
     assert "conv1 (Conv2D, weights [3, 3, 1, 16]) absorbs bn1 (unfused batch norm)" in text
     delta = float(text.split("layer → batch norm = ")[1].split()[0].rstrip("."))
     assert delta < 1e-4
     assert len(dash_duo.find_elements("#fold-explainer .fold-table tr")) == 9   # header + 8 channels
     assert dash_duo.find_elements("#fold-explainer mjx-container, #fold-explainer .MathJax")  # formulas typeset
-    _shot(dash_duo, "fold_explainer.png")
+    shot(dash_duo, "fold_explainer.png")
     # quantization grid: conv1 at 4-bit weights shows 15 levels (narrow range) over the histogram
-    _set_cell(dash_duo, "conv1", "weight_bits", "4")
-    _wait(lambda: len(dash_duo.find_elements("#node-panel .quant-grid")) == 1, what="weights grid")
+    set_cell(dash_duo, "conv1", "weight_bits", "4")
+    wait_for(lambda: len(dash_duo.find_elements("#node-panel .quant-grid")) == 1, what="weights grid")
     time.sleep(0.5)
-    _set_cell(dash_duo, "conv1", "activation_bits", "8")
+    set_cell(dash_duo, "conv1", "activation_bits", "8")
     # activations are sampled in the worker and polled: as long as the other waits on a loaded machine
-    _wait(lambda: len(dash_duo.find_elements("#node-panel .quant-grid")) == 2, timeout=60, what="activation grid")
+    wait_for(lambda: len(dash_duo.find_elements("#node-panel .quant-grid")) == 2, timeout=60, what="activation grid")
     levels = dash_duo.driver.execute_script(   # the levels are one trace: 3 points (x, x, gap) per level
         "return [...document.querySelectorAll('#node-panel .quant-grid .js-plotly-plot')]"
         ".map(g => [g.layout.title.text, ((g.data.find(d => d.name === 'levels') || {x: []}).x.length) / 3]);")
@@ -214,11 +160,11 @@ def _fold_graph_labels(dash_duo):
 
 
 def test_training_fold_view_switches_modes_and_phases(dash_duo):
-    _start(dash_duo)
+    start_app(dash_duo)
     dash_duo.find_element("#search").send_keys("conv2\n")
-    _wait(lambda: "layer conv2" in dash_duo.find_element("#node-panel").text, what="conv2 selected")
+    wait_for(lambda: "layer conv2" in dash_duo.find_element("#node-panel").text, what="conv2 selected")
     dash_duo.find_element("#fold-explain-button").click()
-    _wait(lambda: "batch norm with batch statistics" in dash_duo.find_element("#train-fold-check").text,
+    wait_for(lambda: "batch norm with batch statistics" in dash_duo.find_element("#train-fold-check").text,
           timeout=60, what="training fold (tf_contrib, before the freeze)")
     check = dash_duo.find_element("#train-fold-check").text
     assert float(check.rsplit("= ", 1)[1].rstrip(".")) < 1e-3
@@ -226,21 +172,21 @@ def test_training_fold_view_switches_modes_and_phases(dash_duo):
     assert "convolution" in inference and "correction_recip" not in inference
     assert "correction_recip" in training and "batch_mean" in training and "post_conv_mul" in training
     dash_duo.driver.execute_script("document.querySelectorAll('.fold-graph')[1].scrollIntoView();")
-    _shot(dash_duo, "training_fold.png")
+    shot(dash_duo, "training_fold.png")
     _click_label(dash_duo, "#train-fold-mode", "QKeras batch_stats_folding")
     _click_label(dash_duo, "#train-fold-phase", "after the freeze (moving statistics)")
-    _wait(lambda: "the inference fold" in dash_duo.find_element("#train-fold-check").text, timeout=60,
+    wait_for(lambda: "the inference fold" in dash_duo.find_element("#train-fold-check").text, timeout=60,
           what="batch_stats_folding after the freeze")
-    _wait(lambda: "correction_recip" not in _fold_graph_labels(dash_duo)[1], what="redrawn for the new mode")
+    wait_for(lambda: "correction_recip" not in _fold_graph_labels(dash_duo)[1], what="redrawn for the new mode")
     assert "folded_kernel" in _fold_graph_labels(dash_duo)[1]
 
 
 def test_sensitivity_sweep_heatmap_and_one_click_apply(dash_duo):
-    _start(dash_duo)
+    start_app(dash_duo)
     for b in ("6", "3", "2"):   # sweep 8 and 4 bits only: 4 layers × 2 × 2 = 16 measurements
         _click_label(dash_duo, "#sweep-bits", b)
     dash_duo.find_element("#sweep-run").click()
-    _wait(lambda: dash_duo.find_element("#sweep-status").text.startswith("done: 16"), timeout=120,
+    wait_for(lambda: dash_duo.find_element("#sweep-status").text.startswith("done: 16"), timeout=120,
           what="sweep finished")
     z = dash_duo.driver.execute_script(
         "const g = document.querySelector('#sweep-heatmap .js-plotly-plot'); return g.data.map(d => d.z);")
@@ -250,7 +196,7 @@ def test_sensitivity_sweep_heatmap_and_one_click_apply(dash_duo):
         "const g = document.querySelector('#sweep-heatmap .js-plotly-plot'); return g.data[0].customdata;")
     assert all(90 < a <= 100 for row in accuracy for a in row)   # lenet_digits' test accuracy, in %
     suggestion = dash_duo.find_element("#sweep-suggested").text
-    _shot(dash_duo, "sensitivity.png")
+    shot(dash_duo, "sensitivity.png")
     # the suggestion lists "conv1 w/a, …"; applying it puts those bits in the table
     picked = dict(p.rsplit(" ", 1) for p in suggestion.split(": ", 1)[1].split(", "))
     dash_duo.find_element("#sweep-apply").click()
@@ -261,7 +207,7 @@ def test_sensitivity_sweep_heatmap_and_one_click_apply(dash_duo):
             "api.forEachNode(n => out.push(n.data)); return out;")
         return {r["layer"]: f"{r['weight_bits']}/{r['activation_bits']}" for r in rows if r["layer"] in picked}
 
-    _wait(lambda: table() == picked, what="suggested bits in the table")
+    wait_for(lambda: table() == picked, what="suggested bits in the table")
     assert all(r["fold"] for r in dash_duo.driver.execute_script(
         "const api = dash_ag_grid.getApi('layer-grid'); const out = [];"
         "api.forEachNode(n => out.push(n.data)); return out;") if r["foldable"] == "yes")
@@ -271,16 +217,16 @@ def test_qat_export_downloads_a_model_with_the_recipes_bits(dash_duo):
     import qviz
     from qviz.passes.quantize import FAKE_QUANT_OPS
 
-    _start(dash_duo)
+    start_app(dash_duo)
     dash_duo.find_element("#bulk-fold-all").click()
     dash_duo.find_element("#bulk-first-last-8-rest-4").click()
-    _wait(lambda: "4" in dash_duo.driver.execute_script(
+    wait_for(lambda: "4" in dash_duo.driver.execute_script(
         "return dash_ag_grid.getApi('layer-grid').getRowNode('conv2').data.weight_bits"), what="bulk bits")
     dash_duo.find_element("#qat-export-button").click()
-    _wait(lambda: dash_duo.find_element("#qat-status").text.startswith("downloaded"), timeout=120,
+    wait_for(lambda: dash_duo.find_element("#qat-status").text.startswith("downloaded"), timeout=120,
           what="QAT model downloaded")
     path = Path(dash_duo.download_path) / "lenet_digits_qat.keras"
-    _wait(lambda: path.exists() and path.stat().st_size > 0, what="the file on disk")
+    wait_for(lambda: path.exists() and path.stat().st_size > 0, what="the file on disk")
     back = qviz.load(path)
     bits = {}
     for n in back.nodes:
@@ -296,36 +242,36 @@ def test_tflite_check_shows_the_device_next_to_qviz(dash_duo):
     import numpy as np
     import tensorflow as tf
 
-    _start(dash_duo)
+    start_app(dash_duo)
 
     def on_tflite(layer):
         return dash_duo.driver.execute_script(
             f"return dash_ag_grid.getApi('layer-grid').getRowNode('{layer}').data.tflite")
 
     dash_duo.find_element("#bulk-all-8").click()
-    _wait(lambda: on_tflite("conv2") == "⚠ float", what="conv2 with its batch norm unfolded runs in float")
+    wait_for(lambda: on_tflite("conv2") == "⚠ float", what="conv2 with its batch norm unfolded runs in float")
     assert on_tflite("logits") == "int8 + int8 ✓"           # no batch norm: an int8 kernel
     dash_duo.find_element("#bulk-fold-all").click()
-    _wait(lambda: on_tflite("conv2") == "int8 + int8 ✓", what="conv2 folded runs as simulated")
+    wait_for(lambda: on_tflite("conv2") == "int8 + int8 ✓", what="conv2 folded runs as simulated")
     dash_duo.find_element("#tflite-export-button").click()
-    _wait(lambda: dash_duo.find_element("#tflite-status").text.startswith("downloaded"), timeout=120,
+    wait_for(lambda: dash_duo.find_element("#tflite-status").text.startswith("downloaded"), timeout=120,
           what="the .tflite downloaded")
     figures = dash_duo.find_element("#tflite-figures").text
     assert "TFLite vs qviz on 450 examples" in figures and "100.0 % of outputs within 1 LSB" in figures
     path = Path(dash_duo.download_path) / "lenet_digits.tflite"
-    _wait(lambda: path.exists() and path.stat().st_size > 0, what="the file on disk")
+    wait_for(lambda: path.exists() and path.stat().st_size > 0, what="the file on disk")
     it = tf.lite.Interpreter(model_path=str(path))
     it.allocate_tensors()
     assert {d["dtype"] for d in it.get_tensor_details()} >= {np.int8}
     dash_duo.driver.execute_script("document.getElementById('tflite-figures').scrollIntoView()")
-    _shot(dash_duo, "tflite_check.png")
-    _set_cell(dash_duo, "conv2", "weight_bits", "6")
-    _wait(lambda: on_tflite("conv2").startswith("⚠ weights"), what="6-bit weights flagged")
+    shot(dash_duo, "tflite_check.png")
+    set_cell(dash_duo, "conv2", "weight_bits", "6")
+    wait_for(lambda: on_tflite("conv2").startswith("⚠ weights"), what="6-bit weights flagged")
     flagged = ("const g = document.querySelector('#graph .js-plotly-plot');"
                "const t = g && g.data ? g.data.find(d => d.name === 'device flags') : null;"
                "return t ? t.customdata : [];")
-    _wait(lambda: dash_duo.driver.execute_script(flagged) == ["layer:conv2"], what="conv2 flagged on the graph")
-    _wait(lambda: dash_duo.find_element("#tflite-figures").text == "", what="figures of the old recipe cleared")
+    wait_for(lambda: dash_duo.driver.execute_script(flagged) == ["layer:conv2"], what="conv2 flagged on the graph")
+    wait_for(lambda: dash_duo.find_element("#tflite-figures").text == "", what="figures of the old recipe cleared")
 
 
 def _panel_bits(dash_duo):
@@ -337,28 +283,28 @@ def _panel_bits(dash_duo):
 
 def test_panel_follows_a_bulk_change_at_once_and_says_when_it_is_working(dash_duo):
     """Issue 18.1: with a layer selected, a bulk change reached the panel ~1 minute late."""
-    _start(dash_duo)
+    start_app(dash_duo)
     dash_duo.find_element("#search").send_keys("conv1\n")
-    _wait(lambda: "layer conv1" in dash_duo.find_element("#node-panel").text, what="conv1 selected")
+    wait_for(lambda: "layer conv1" in dash_duo.find_element("#node-panel").text, what="conv1 selected")
     assert _panel_bits(dash_duo) == ("float", "float")
     dash_duo.find_element("#bulk-all-8").click()
     start = time.time()
-    _wait(lambda: _panel_bits(dash_duo) == ("8", "8"), timeout=30, what="the panel shows 8 / 8")
+    wait_for(lambda: _panel_bits(dash_duo) == ("8", "8"), timeout=30, what="the panel shows 8 / 8")
     took = time.time() - start
     # activations are sampled in the worker: until they are, the panel says so
-    _wait(lambda: len(dash_duo.find_elements("#node-panel .quant-grid")) >= 2, timeout=60,
+    wait_for(lambda: len(dash_duo.find_elements("#node-panel .quant-grid")) >= 2, timeout=60,
           what=lambda: f"both grids; the panel shows: {dash_duo.find_element('#node-panel').text[-300:]!r}")
     assert took < 2.0, f"the panel took {took:.1f} s to follow the table"
 
 
 def test_sqnr_chart_is_sorted_labelled_and_selects_a_layer(dash_duo):
     """Issue 18.3: ∞ was drawn at 100 dB (below 133 dB bars), bars unsorted and unlabelled."""
-    _start(dash_duo)
+    start_app(dash_duo)
     dash_duo.find_element("#bulk-fold-all").click()
     dash_duo.find_element("#bulk-all-8").click()
     chart = ("const g = document.querySelector('#layer-errors .js-plotly-plot');"
              "return g && g.data && g.data.length ? [g.data[0].x, g.data[0].y, g.data[0].text] : null;")
-    _wait(lambda: (dash_duo.driver.execute_script(chart) or [[], ["x"]])[1][0].startswith("◆"), timeout=60,
+    wait_for(lambda: (dash_duo.driver.execute_script(chart) or [[], ["x"]])[1][0].startswith("◆"), timeout=60,
           what="the chart of the quantized recipe")
     x, y, text = dash_duo.driver.execute_script(chart)
     finite = [v for v, t in zip(x, text) if not t.startswith("∞")]
@@ -372,4 +318,4 @@ def test_sqnr_chart_is_sorted_labelled_and_selects_a_layer(dash_duo):
     bars = dash_duo.find_elements("#layer-errors .trace.bars .point path")
     # a real click at the bar (plotly's drag layer is on top and turns it into the bar's click)
     ActionChains(dash_duo.driver).move_to_element(bars[y.index("◆ fc1")]).click().perform()
-    _wait(lambda: "layer fc1" in dash_duo.find_element("#node-panel").text, what="fc1 selected by its bar")
+    wait_for(lambda: "layer fc1" in dash_duo.find_element("#node-panel").text, what="fc1 selected by its bar")

@@ -6,8 +6,7 @@ from qviz.app import create_app
 from qviz.app.session import Origin, Session
 from qviz.samples import sample_path
 
-from .browser import needs_browser
-from .test_browser import _figure_nodes, _wait
+from .browser import figure_nodes, needs_browser, wait_for
 
 pytestmark = needs_browser
 
@@ -16,7 +15,7 @@ def _start(dash_duo, **kwargs):
     app = create_app(worker=False, **kwargs)
     dash_duo.start_server(app)
     dash_duo.wait_for_contains_text("#model-status", "lenet_digits:", timeout=60)
-    _wait(lambda: _figure_nodes(dash_duo) > 0, what="graph drawn")
+    wait_for(lambda: figure_nodes(dash_duo) > 0, what="graph drawn")
     return app
 
 
@@ -30,14 +29,14 @@ def test_evicted_session_is_told_and_reopened_with_its_recipe(dash_duo):
     graph = qviz.load(sample_path("lenet_digits"))
     store.put(store.new_id(), Session(graph, "other user", origin=Origin("sample", "lenet_digits")))  # evicts ours
     dash_duo.find_element("#bulk-all-8").click()
-    _wait(lambda: "dropped this page's session" in _alert(dash_duo), what="the eviction message")
+    wait_for(lambda: "dropped this page's session" in _alert(dash_duo), what="the eviction message")
     assert "reopening lenet_digits with your recipe" in _alert(dash_duo)
     dash_duo.wait_for_contains_text("#model-status", "lenet_digits:", timeout=60)
-    _wait(lambda: _figure_nodes(dash_duo) > 0, what="graph redrawn")
+    wait_for(lambda: figure_nodes(dash_duo) > 0, what="graph redrawn")
     dash_duo.find_element("#bulk-all-8").click()               # the controls work again
-    _wait(lambda: "ops added" in dash_duo.find_element("#diff-summary").text, timeout=60, what="the rewrite")
+    wait_for(lambda: "ops added" in dash_duo.find_element("#diff-summary").text, timeout=60, what="the rewrite")
     dash_duo.find_element("#alert").click()                    # and the message can be dismissed
-    _wait(lambda: _alert(dash_duo) == "", what="alert dismissed")
+    wait_for(lambda: _alert(dash_duo) == "", what="alert dismissed")
 
 
 def test_a_file_over_the_upload_limit_is_refused_in_the_page(dash_duo, tmp_path):
@@ -48,7 +47,7 @@ def test_a_file_over_the_upload_limit_is_refused_in_the_page(dash_duo, tmp_path)
     dash_duo.wait_for_contains_text("#model-status", "big.pb: is 48.8 KB, over the 10.2 KB upload limit",
                                     timeout=60)
     assert "big.pb" in _alert(dash_duo)
-    assert _figure_nodes(dash_duo) > 0                          # the previous model stays
+    assert figure_nodes(dash_duo) > 0                          # the previous model stays
 
 
 def test_a_forged_callback_value_is_one_line_not_a_silent_500(dash_duo):
@@ -59,5 +58,5 @@ def test_a_forged_callback_value_is_one_line_not_a_silent_500(dash_duo):
     assert "\n" not in dash_duo.find_element("#model-status").text
     dash_duo.driver.execute_script("window.dash_clientside.set_props('session-store', {data: {sid: 42}});")
     dash_duo.find_element("#bulk-all-8").click()
-    _wait(lambda: "reload the page" in _alert(dash_duo), what="the forged-session message")
+    wait_for(lambda: "reload the page" in _alert(dash_duo), what="the forged-session message")
     assert not [e for e in dash_duo.get_logs() or [] if "500" in e.get("message", "")]

@@ -85,12 +85,12 @@ def test_jobs_run_in_celery_and_match_in_process(redis_url):
 
 @needs_browser
 def test_app_verifies_through_celery(redis_url, dash_duo, monkeypatch):
-    from tests.app.test_browser import _set_cell, _start, _wait
+    from .browser import set_cell, start_app, wait_for
 
     monkeypatch.setenv("REDIS_URL", redis_url)
-    app = _start(dash_duo)
+    app = start_app(dash_duo)
     assert type(app.qviz_sessions.get(next(iter(app.qviz_sessions._sessions))).worker).__name__ == "CeleryWorker"
-    _set_cell(dash_duo, "conv1", "fold", True)
-    _set_cell(dash_duo, "conv2", "weight_bits", "4")
-    _wait(lambda: "test accuracy" in dash_duo.find_element("#verify-panel").text, timeout=120,
+    set_cell(dash_duo, "conv1", "fold", True)
+    set_cell(dash_duo, "conv2", "weight_bits", "4")
+    wait_for(lambda: "test accuracy" in dash_duo.find_element("#verify-panel").text, timeout=120,
           what="verification from the Celery worker")

@@ -17,7 +17,25 @@ def _layer_of(s, selected):
     return name if kind == "layer" else s.graph.node(name).layer if name in s.graph else None
 
 
+#: Opens the explainer panel (and brings it into view) on *explain this fold*,
+#: closes it on *close* or when another model is opened.
+SHOW_PANEL = """function (_explain, _close, _model) {
+    const opening = dash_clientside.callback_context.triggered_id === '%s';
+    if (opening && !_explain) {        // the button was redrawn, not clicked
+        return dash_clientside.no_update;
+    }
+    if (opening) {
+        requestAnimationFrame(() => document.getElementById('%s').scrollIntoView({block: 'start'}));
+    }
+    return !opening;
+}""" % (ids.FOLD_EXPLAIN_BUTTON, ids.FOLD_EXPLAINER_PANEL)
+
+
 def register(app, store) -> None:
+    app.clientside_callback(SHOW_PANEL, Output(ids.FOLD_EXPLAINER_PANEL, "hidden"),
+                            Input(ids.FOLD_EXPLAIN_BUTTON, "n_clicks"), Input(ids.FOLD_EXPLAINER_CLOSE, "n_clicks"),
+                            Input(ids.MODEL_VERSION, "data"), prevent_initial_call=True)
+
     @app.callback(Output(ids.FOLD_EXPLAINER, "children"), Input(ids.FOLD_EXPLAIN_BUTTON, "n_clicks"),
                   State(ids.SELECTED, "data"), State(ids.SESSION, "data"), prevent_initial_call=True)
     def explain_fold_panel(_n, selected, session):
@@ -112,9 +130,11 @@ def _explainer_view(e):
                      "to scale the kernel [h, w, in, multiplier].")
     notes.append(f"Check on {e.examples} inputs: max |Δ| between the folded layer and "
                  f"layer → batch norm = {e.max_abs_diff:.3g}.")
-    return [html.Div([dcc.Markdown(FORMULAS, mathjax=True), *[html.P(n, className="fold-note") for n in notes],
-                      html.Table(rows, className="fold-table"),
-                      html.Div(f"(first {min(8, len(ch))} of {len(ch)} channels)"),
-                      dcc.Graph(figure=fig, config={"displayModeBar": False})], id="fold-explainer-body")]
+    return [html.Div([
+        html.Div([dcc.Markdown(FORMULAS, mathjax=True), *[html.P(n, className="fold-note") for n in notes]]),
+        html.Div([html.Div(html.Table(rows, className="fold-table"), className="table-scroll"),
+                  html.Div(f"(first {min(8, len(ch))} of {len(ch)} channels)"),
+                  dcc.Graph(figure=fig, config={"displayModeBar": False})]),
+    ], id="fold-explainer-body", className="explainer-columns")]
 
 

@@ -212,9 +212,9 @@ def register(app, store) -> None:
             layer = name if kind == "layer" else (s.graph.node(name).layer if name in s.graph else None)
             if layer is None:
                 return html.Div(f"{name}: applying the recipe…"), "", True
-            return html.Div([html.B(f"layer {layer}"),
-                             html.Div("applying the recipe (calibrating in the worker)…", className="verify-running")]
-                            + _controls(s.graph, recipe, layer)), "", True
+            return html.Div([html.B(f"layer {layer}"), _controls(s.graph, recipe, layer),
+                             html.Div("applying the recipe (calibrating in the worker)…",
+                                      className="verify-running")]), "", True
         graph, result = _shown(s, data, show)
         kind, _, name = selected["key"].partition(":")
         recipe = current(data)
@@ -227,15 +227,16 @@ def register(app, store) -> None:
             if layer not in graph.layers:
                 return html.Div(f"layer {layer} (removed by the rewrite)"), "", False
             nodes = [n for n in graph.layer_nodes(layer)]
-            body = [html.B(f"layer {layer}"), html.Div(f"{len(nodes)} ops: " + ", ".join(
-                sorted({n.op for n in nodes})))]
+            body = [html.B(f"layer {layer}"), _controls(s.graph, recipe, layer),
+                    html.Div(f"{len(nodes)} ops: " + ", ".join(sorted({n.op for n in nodes})))]
             why = explain_layer(pattern, graph, layer) if pattern is not None else ""
         else:
             if name not in graph:
                 return html.Div(f"{name} (removed by the rewrite)"), "", False
             node = graph.node(name)
             layer = node.layer
-            body = [html.B(node.name), html.Div(f"op {node.op}, layer {layer}")]
+            # the layer's controls first: attributes and histograms can be long
+            body = [html.B(node.name), html.Div(f"op {node.op}, layer {layer}"), _controls(s.graph, recipe, layer)]
             body += [html.Div(f"{k} = {_short(v)}") for k, v in node.attrs.items() if k != "value"]
             for t in node.inputs:
                 if graph.is_constant(t):
@@ -248,7 +249,6 @@ def register(app, store) -> None:
                         body.append(dcc.Graph(figure=histogram_figure(v, f"{t} {list(v.shape)}"),
                                               config={"displayModeBar": False}))
             why = explain(pattern, graph, name) if pattern is not None else ""
-        body += _controls(s.graph, recipe, layer)
         grids, waiting = _grids(s, graph, layer, recipe)
         return html.Div(body + grids), why, waiting
 
@@ -411,15 +411,18 @@ def _controls(graph, recipe, layer):
     out = []
     foldable = {c.layer for c in fold_candidates(graph) if c.foldable}
     if layer in foldable:
-        out.append(html.Button("explain this fold", id=ids.FOLD_EXPLAIN_BUTTON))
-        out.append(dcc.Loading(html.Div(id=ids.FOLD_EXPLAINER)))
         out.append(dcc.Checklist(id={"type": ids.LAYER_FOLD, "layer": layer},
                                  options=[{"label": " fold batch norm", "value": "fold"}],
                                  value=["fold"] if recipe.folds(layer) else []))
     if layer in quantizable_layers(graph):
         bits = recipe.bits(layer)
+        menus = []
         for type_, label, value in ((ids.LAYER_WBITS, "weight bits", bits.weight_bits if bits else None),
                                     (ids.LAYER_ABITS, "activation bits", bits.activation_bits if bits else None)):
-            out += [html.Label(label), dcc.Dropdown(id={"type": type_, "layer": layer}, options=BITS,
-                                                    value=_bits_text(value), clearable=False)]
-    return out
+            menus.append(html.Label([label, dcc.Dropdown(id={"type": type_, "layer": layer}, options=BITS,
+                                                         value=_bits_text(value), clearable=False)]))
+        out.append(html.Div(menus, className="bit-menus"))
+    if layer in foldable:
+        # the explainer opens full width under the graph (callbacks/explainer.py)
+        out.append(html.Button("explain this fold", id=ids.FOLD_EXPLAIN_BUTTON))
+    return html.Div(out, className="layer-controls")
