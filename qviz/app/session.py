@@ -81,6 +81,7 @@ class Session:
     sweep: tuple | None = None   # (bits, Future[Sensitivity]) of the last sweep
     qat: object = None           # the QAT export: a Future (bytes of a .keras file), then its answer
     tflite: object = None        # the TFLite export: a Future ((bytes, DeployCheck, DeviceReport)), then its answer
+    matches: OrderedDict = field(default_factory=OrderedDict)   # (pattern source, recipe json) → [MatchFate]
 
     def result(self, recipe: Recipe):
         """``qviz.apply(original, recipe, report=False)``, cached (undo/redo is instant).
@@ -102,6 +103,20 @@ class Session:
         from ..analysis.deployability import deployability
 
         return _cached(self.checks, recipe, lambda: deployability(self.graph, recipe, self.result(recipe)))
+
+    def match_fates(self, source: str, pattern, recipe: Recipe):
+        """The float graph's matches of ``pattern`` followed through the recipe's rewrite
+        (:func:`qviz.analysis.match_fates.match_fates`), cached: the graph's halos, the
+        match list and the node panel's explanation read the same list."""
+        from ..analysis.match_fates import match_fates
+
+        key = (source, recipe.to_json(indent=None))
+        if key not in self.matches:
+            self.matches[key] = match_fates(pattern, self.graph, self.result(recipe))
+            while len(self.matches) > 8:
+                self.matches.popitem(last=False)
+        self.matches.move_to_end(key)
+        return self.matches[key]
 
     def _ranges(self, recipe: Recipe):
         """Activation ranges for this fold selection (bits do not change them), cached."""

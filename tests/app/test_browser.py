@@ -37,7 +37,8 @@ def test_loads_sample_and_expands_a_layer(dash_duo):
 
 def test_builtin_pattern_highlights_matches_and_bad_text_errors(dash_duo):
     start_app(dash_duo)
-    wait_for(lambda: "3 match(es)" in dash_duo.find_element("#match-count").text, what="conv_bn matches")
+    wait_for(lambda: "3 matches in the float graph: 3 kept" in dash_duo.find_element("#match-count").text,
+             what="conv_bn matches")
     assert halos(dash_duo) == 6  # 3 matches x (conv layer + bn layer)
     # op view: every computing op; the conv's side panel shows its weights' histogram
     dash_duo.find_element("#view-mode input[value=op]").click()
@@ -50,6 +51,38 @@ def test_builtin_pattern_highlights_matches_and_bad_text_errors(dash_duo):
     dash_duo.find_element("#pattern-text").send_keys("Relu(Conv2D(*, *)")
     wait_for(lambda: "column" in dash_duo.find_element("#pattern-error").text, what="syntax error")
     assert figure_nodes(dash_duo) == drawn  # the graph is still there
+
+
+def _halo_colours(dash_duo):
+    """{node key: halo colour} of the drawn graph."""
+    return dash_duo.driver.execute_script(
+        "const g = document.querySelector('#graph .js-plotly-plot');"
+        "const t = g && g.data ? g.data.find(d => d.name === 'matches') : null; const out = {};"
+        "if (t) t.customdata.forEach((k, i) => out[k] = t.marker.color[i]); return out;")
+
+
+def test_matches_survive_a_fold_with_their_fate_and_colour(dash_duo):
+    """Issue 18.5: after a fold the matches vanished, and the others changed colour."""
+    start_app(dash_duo)
+    wait_for(lambda: "3 kept" in dash_duo.find_element("#match-count").text, what="conv_bn matches")
+    before = _halo_colours(dash_duo)
+    assert set(before) == {"layer:conv1", "layer:bn1", "layer:conv2", "layer:bn2", "layer:fc1", "layer:bn3"}
+    set_cell(dash_duo, "conv1", "fold", True)
+    wait_for(lambda: dash_duo.find_element("#match-count").text
+             == "3 matches in the float graph: 1 folded, 2 kept", what="one match folded")
+    after = _halo_colours(dash_duo)
+    assert "layer:bn1" not in after and after["layer:conv1"] == before["layer:conv1"]   # carried by conv1
+    assert all(after[k] == before[k] for k in ("layer:conv2", "layer:bn2", "layer:fc1", "layer:bn3"))
+    items = [b.text for b in dash_duo.find_elements("#match-list .match-item")]
+    assert items == ["1. conv1 + bn1 folded", "2. conv2 + bn2 kept", "3. fc1 + bn3 kept"]
+    # the Patterns box agrees with the halo conv1 wears
+    dash_duo.find_element("#search").send_keys("conv1\n")
+    wait_for(lambda: dash_duo.find_element("#explain").text
+             == "layer conv1 is in match 1 (conv1 + bn1): folded, bn1 folded into conv1.", what="conv1 explained")
+    dash_duo.find_element("#bulk-fold-all").click()
+    wait_for(lambda: dash_duo.find_element("#match-count").text == "3 matches in the float graph: 3 folded",
+             what="every match folded")
+    assert set(_halo_colours(dash_duo)) == {"layer:conv1", "layer:conv2", "layer:fc1"}
 
 
 def test_fold_and_four_bits_change_graph_and_verification(dash_duo):

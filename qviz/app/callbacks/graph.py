@@ -11,7 +11,8 @@ import numpy as np
 from dash import ALL, Input, Output, State, ctx, dcc, html, no_update
 
 from ...layout import layered_routes, view_graph
-from ...matcher import explain, explain_layer, find_matches
+from ...analysis.match_fates import summary as summarize_matches
+from ...matcher import explain, explain_layer
 from ...passes import fold_candidates, quantizable_layers
 from ...patterns import BUILTIN, PatternSyntaxError, parse
 from ...render import graph_figure, histogram_figure, layer_error_figure
@@ -58,6 +59,26 @@ def _pattern(builtin, text):
     return BUILTIN.get(builtin or "conv_bn")
 
 
+def _fates(s, data, builtin, text):
+    """The pattern's float-graph matches followed through the recipe (cached on the session).
+
+    Raises:
+        PatternSyntaxError: the typed pattern does not parse.
+    """
+    source = text.strip() if text and text.strip() else f"builtin:{builtin or 'conv_bn'}"
+    return s.match_fates(source, _pattern(builtin, text), current(data))
+
+
+def _why(fates, graph, pattern, layer, node=None) -> str:
+    """The Patterns box's explanation for the selection: its match and fate if it is in
+    one (so it agrees with the halos), else why it does not match."""
+    for f in fates:
+        if (node in f.body or node in f.survivors) if node else layer in f.layers:
+            return f"{'op ' + node if node else 'layer ' + layer} is in match {f.number} " \
+                   f"({' + '.join(f.layers)}): {f.fate}, {f.reason}."
+    return explain(pattern, graph, node) if node else explain_layer(pattern, graph, layer)
+
+
 def _key_of(vg, graph, name):
     """The view key that shows node ``name`` (its op, or its layer)."""
     if f"op:{name}" in vg:
@@ -98,23 +119,30 @@ def register(app, store) -> None:
         graph, result = _shown(s, data, show)
         vg, pos, routes = _view(s, graph, result, mode, view.get("expanded", []), direction,
                                 show != "original")
-        error, highlights, items = "", {}, []
+        error, highlights, items, count = "", {}, [], ""
         try:
-            pattern = _pattern(builtin, text)
-            matches = find_matches(pattern, graph)
-            for i, m in enumerate(matches):
-                keys = {k for k in (_key_of(vg, graph, n) for n in m.body()) if k}
-                for k in keys:
-                    highlights.setdefault(k, i)
-                if i < MAX_LISTED:
-                    root = _key_of(vg, graph, m.root.name)
-                    items.append(html.Button(f"{i + 1}. {m.root.layer} ({m.root.op})", className="match-item",
-                                             id={"type": "match-item", "key": root or ""}))
-            if len(matches) > MAX_LISTED:
-                items.append(html.Div(f"… and {len(matches) - MAX_LISTED} more (all highlighted)"))
-            count = f"{len(matches)} match(es)"
+            fates = _fates(s, data, builtin, text)
         except PatternSyntaxError as exc:
-            error, count = str(exc), ""
+            error, fates = str(exc), []
+        original = show == "original"
+        for f in fates:
+            if original and f.fate == "new":
+                continue
+            # the float graph's ops in the original view; what is left of them in the rewritten one
+            keys = [k for k in dict.fromkeys(_key_of(vg, graph, n) for n in (f.body if original else f.survivors))
+                    if k]
+            for k in keys:
+                highlights.setdefault(k, f.number - 1)    # the float graph's number: a stable colour
+            if len(items) < MAX_LISTED:
+                root = _key_of(vg, graph, f.root) or (keys[0] if keys else "")
+                items.append(html.Button([f"{f.number}. {' + '.join(f.layers)} ",
+                                          html.Span(f.fate, className=f"fate fate-{f.fate}")],
+                                         title=f.reason, className="match-item",
+                                         id={"type": "match-item", "key": root}))
+        if len(fates) > MAX_LISTED:
+            items.append(html.Div(f"… and {len(fates) - MAX_LISTED} more (all highlighted)"))
+        if not error:
+            count = summarize_matches(fates)
         sel = selected.get("key") if selected else None
         hover = _hover(s, graph, vg, current(data))
         flags = _device_flags(s, vg, current(data), hover) if show != "original" else {}
@@ -219,9 +247,9 @@ def register(app, store) -> None:
         kind, _, name = selected["key"].partition(":")
         recipe = current(data)
         try:
-            pattern = _pattern(builtin, text)
+            pattern, fates = _pattern(builtin, text), _fates(s, data, builtin, text)
         except PatternSyntaxError:
-            pattern = None
+            pattern, fates = None, []
         if kind == "layer":
             layer = name
             if layer not in graph.layers:
@@ -229,7 +257,7 @@ def register(app, store) -> None:
             nodes = [n for n in graph.layer_nodes(layer)]
             body = [html.B(f"layer {layer}"), _controls(s.graph, recipe, layer),
                     html.Div(f"{len(nodes)} ops: " + ", ".join(sorted({n.op for n in nodes})))]
-            why = explain_layer(pattern, graph, layer) if pattern is not None else ""
+            why = _why(fates, graph, pattern, layer) if pattern is not None else ""
         else:
             if name not in graph:
                 return html.Div(f"{name} (removed by the rewrite)"), "", False
@@ -248,7 +276,7 @@ def register(app, store) -> None:
                     if v.size > 1 and np.issubdtype(v.dtype, np.floating):
                         body.append(dcc.Graph(figure=histogram_figure(v, f"{t} {list(v.shape)}"),
                                               config={"displayModeBar": False}))
-            why = explain(pattern, graph, name) if pattern is not None else ""
+            why = _why(fates, graph, pattern, layer, node=name) if pattern is not None else ""
         grids, waiting = _grids(s, graph, layer, recipe)
         return html.Div(body + grids), why, waiting
 
