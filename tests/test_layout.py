@@ -65,3 +65,22 @@ def test_figure_draws_edges_through_bends():
     edges = next(t for t in graph_figure(g, pos, routes=routes).data if t.name == "edges")
     # three edges, the long one with one bend: 2 + 2 + 3 points and three None separators
     assert len(edges.x) == 2 + 2 + 3 + 3
+
+
+@pytest.mark.parametrize("mode", ["layer", "op"])
+def test_removed_nodes_are_ghosts_behind_their_replacement_without_edges(samples, mode):
+    """A folded batch norm is drawn behind its conv, never as a dead-end branch (issue 18.6)."""
+    g = qviz.load(samples["resnet_block"])
+    result = qviz.apply(g, qviz.Recipe(), report=False)
+    removed = [g.node(n) for n in result.changes.removed if not g.is_constant(n)]
+    assert removed
+    vg = view_graph(result.graph, mode, removed=removed, status={})
+    ghosts = {k: d["ghost_of"] for k, d in vg.nodes(data=True) if d.get("ghost_of")}
+    assert ghosts and all(d["status"] == "removed" for k, d in vg.nodes(data=True) if k in ghosts)
+    assert not any(vg.degree(k) for k in ghosts)
+    assert all(vg.nodes[a].get("ghost_of") is None for a in ghosts.values())   # behind a node still drawn
+    # the edges drawn are the rewritten graph's own: the ghosts add no branch
+    assert set(vg.edges) == set(view_graph(result.graph, mode).edges)
+    pos, _ = layered_routes(vg)
+    for k, a in ghosts.items():
+        assert 0 < pos[k][0] - pos[a][0] < 0.6 and 0 < pos[k][1] - pos[a][1] < 0.6

@@ -121,6 +121,10 @@ def _transpose(layers, down, up, order, max_rounds: int = 8) -> None:
             return
 
 
+#: How far behind (up and right of) the node that replaced it a removed node is drawn.
+GHOST_OFFSET = 0.22
+
+
 def layered_layout(g: nx.DiGraph, direction: str = "LR", sweeps: int = 16) -> dict:
     """``{node: (x, y)}`` for a DAG; ``direction`` ``"LR"`` (left→right) or ``"TB"``.
 
@@ -138,9 +142,28 @@ def layered_routes(g: nx.DiGraph, direction: str = "LR", sweeps: int = 16) -> tu
     >>> pos, routes = layered_routes(g)
     >>> list(routes), len(routes[("a", "c")])
     ([('a', 'c')], 1)
+
+    A node with a ``ghost_of`` attribute (something a rewrite removed, see
+    :func:`qviz.layout.view_graph`) takes no room in the layout: it is drawn
+    just behind the node it names, up and to the right.
+
+    >>> g.add_node("gone", ghost_of="b")
+    >>> pos, _ = layered_routes(g)
+    >>> round(pos["gone"][0] - pos["b"][0], 2), round(pos["gone"][1] - pos["b"][1], 2)
+    (0.22, 0.22)
     """
     if direction not in ("LR", "TB"):
         raise ValueError(f"direction must be 'LR' or 'TB', not {direction!r}")
+    ghosts = {n: a for n, a in g.nodes(data="ghost_of") if a is not None and a in g}
+    if ghosts:
+        pos, routes = layered_routes(g.subgraph([n for n in g if n not in ghosts]), direction, sweeps)
+        behind: dict = {}
+        for n, anchor in ghosts.items():
+            i = behind[anchor] = behind.get(anchor, -1) + 1     # several behind one node: fanned out
+            x, y = pos[anchor]
+            step = GHOST_OFFSET + 0.1 * min(i, 3)
+            pos[n] = (round(x + step, 6), round(y + step, 6))
+        return pos, routes
     if g.number_of_nodes() == 0:
         return {}, {}
     rank = _ranks(g)

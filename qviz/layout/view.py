@@ -3,7 +3,9 @@
 Constants (``Const`` and constant subgraphs such as weight reads) are not drawn:
 they show in the side panel of the op that reads them. In the **layer view**
 each layer is one node unless it is in ``expanded``, in which case its ops are
-drawn instead. Nodes removed by a rewrite can be drawn as ghosts.
+drawn instead. Nodes removed by a rewrite can be drawn as ghosts: without
+edges, just behind the node upstream of them that took over their output
+(a folded batch norm behind its conv), so the topology drawn is the new one.
 
 >>> from qviz.ir import Graph, Node
 >>> g = Graph([Node("x", "Placeholder"), Node("c/w", "Const"), Node("c/conv", "Conv2D", ["x", "c/w"]),
@@ -61,11 +63,23 @@ def view_graph(graph: Graph, mode: str = "layer", expanded: Iterable[str] = (),
         mode: ``"layer"`` or ``"op"``.
         expanded: layers drawn as their ops in the layer view.
         removed: non-constant nodes of the original graph that a rewrite
-            removed (drawn as ghosts).
+            removed. Each view node made only of them is a ghost: no edges, and
+            ``ghost_of`` names the view node it is drawn behind (the nearest one
+            upstream still in ``graph``; none found: drawn with its old edges).
         status: node name → ``"added"`` / ``"modified"`` (from a change record).
 
     Node keys are ``"layer:<name>"`` or ``"op:<name>"``; node data: ``kind``,
-    ``label``, ``layer``, ``op``, ``ops`` (member count), ``status``, ``members``.
+    ``label``, ``layer``, ``op``, ``ops`` (member count), ``status``, ``members``,
+    and ``ghost_of`` for a ghost.
+
+    >>> from qviz.ir import Graph, Node
+    >>> before = [Node("x", "Placeholder"), Node("c/conv", "Conv2D", ["x", "w"]), Node("bn/mul", "Mul", ["c/conv", "s"]),
+    ...           Node("r/relu", "Relu", ["bn/mul"])]
+    >>> after = Graph([Node("x", "Placeholder"), Node("w", "Const"), Node("c/conv", "Conv2D", ["x", "w"]),
+    ...                Node("r/relu", "Relu", ["c/conv"])], outputs=["r/relu"])
+    >>> vg = view_graph(after, removed=[before[2]])
+    >>> vg.nodes["layer:bn"]["ghost_of"], sorted(vg.edges)
+    ('layer:c', [('layer:c', 'layer:r'), ('layer:x', 'layer:c')])
     """
     if mode not in ("layer", "op"):
         raise ValueError(f"mode must be 'layer' or 'op', not {mode!r}")
@@ -105,9 +119,40 @@ def view_graph(graph: Graph, mode: str = "layer", expanded: Iterable[str] = (),
         out.add_node(k, kind=kind, op=op, label=label, layer=ns[0].layer, ops=len(ns),
                      status=st, members=[n.name for n in ns])
     index = {n.name: key(n) for n in nodes}
+    ghosts = _anchors(graph, removed, key, {k for k, d in out.nodes(data=True) if d["status"] == "removed"})
+    for k, anchor in ghosts.items():
+        out.nodes[k]["ghost_of"] = anchor
     for n in nodes:
         for t in n.inputs:
             src = parse_tensor_name(t)[0]
-            if src in present and index[src] != index[n.name]:
+            if src in present and index[src] != index[n.name] and not {index[src], index[n.name]} & ghosts.keys():
                 out.add_edge(index[src], index[n.name])
     return out
+
+
+def _anchors(graph: Graph, removed: list[Node], key, ghost_keys: set[str]) -> dict[str, str]:
+    """Ghost view key → the view key of the nearest op upstream of it still in ``graph``."""
+    gone = {n.name: n for n in removed}
+    anchors: dict[str, str] = {}
+    for n in removed:
+        k = key(n)
+        if k not in ghost_keys or k in anchors:
+            continue
+        frontier, seen = [n], {n.name}
+        while frontier and k not in anchors:
+            nxt = []
+            for m in frontier:
+                for t in m.inputs:
+                    src = parse_tensor_name(t)[0]
+                    if src in seen:
+                        continue
+                    seen.add(src)
+                    if src in graph and not graph.is_constant(src):
+                        anchors[k] = key(graph.node(src))
+                        break
+                    if src in gone:
+                        nxt.append(gone[src])
+                if k in anchors:
+                    break
+            frontier = nxt
+    return anchors

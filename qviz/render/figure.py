@@ -71,7 +71,8 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
 
     The node trace's ``customdata`` is the node key, which click callbacks read.
     """
-    keys = list(g.nodes)
+    # ghosts (removed by the rewrite) first, so the node that replaced one is drawn over it
+    keys = sorted(g.nodes, key=lambda k: g.nodes[k].get("ghost_of") is None)
     data = [g.nodes[k] for k in keys]
     lines, heads = _edges(g, pos, routes)
     if g.number_of_edges() > MAX_ARROWS:
@@ -81,6 +82,8 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
     for k, d in zip(keys, data):
         extra = hover.get(k, "")
         state = f"<br>change: {d['status']}" if d.get("status") else ""
+        if d.get("ghost_of"):
+            state += f" (drawn behind {d['ghost_of'].split(':', 1)[1]}, which now does its work)"
         what = (f"layer {d['label']} ({d['ops']} ops, main op {d['op']})" if k.startswith("layer:")
                 else f"{d['label']} ({d['op']})<br>layer {d['layer']}")
         texts.append(f"{what}{state}{extra}")
@@ -100,7 +103,7 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
         x=[pos[k][0] for k in keys], y=[pos[k][1] for k in keys], customdata=keys,
         mode="markers+text" if len(keys) <= MAX_LABELS else "markers",
         text=[d["label"] for d in data] if len(keys) <= MAX_LABELS else None,
-        textposition="bottom center", textfont=dict(size=10),
+        textposition=["top right" if d.get("ghost_of") else "bottom center" for d in data], textfont=dict(size=10),
         hovertext=texts, hoverinfo="text", name="nodes", showlegend=False,
         marker=dict(size=[16 if k.startswith("layer:") else 11 for k in keys],
                     color=[COLORS[d["kind"]] for d in data],

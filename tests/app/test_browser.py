@@ -85,6 +85,37 @@ def test_matches_survive_a_fold_with_their_fate_and_colour(dash_duo):
     assert set(_halo_colours(dash_duo)) == {"layer:conv1", "layer:conv2", "layer:fc1"}
 
 
+def _drawn(dash_duo):
+    """({node key: (x, y)}, [(first point, last point) of each edge]) of the drawn graph."""
+    return dash_duo.driver.execute_script(
+        "const g = document.querySelector('#graph .js-plotly-plot');"
+        "const n = g && g.data ? g.data.find(d => d.name === 'nodes') : null;"
+        "const e = g && g.data ? g.data.find(d => d.name === 'edges') : null; if (!n || !e) return null;"
+        "const pos = {}; n.customdata.forEach((k, i) => pos[k] = [n.x[i], n.y[i]]);"
+        "const edges = []; let start = null, last = null;"
+        "e.x.forEach((x, i) => { if (x === null) { edges.push([start, last]); start = null; }"
+        "  else { last = [x, e.y[i]]; if (start === null) start = last; } });"
+        "return [pos, edges];")
+
+
+def test_a_folded_batch_norm_is_drawn_behind_its_conv_not_as_a_branch(dash_duo):
+    """Issue 18.6: the removed bn1 was drawn as a faded branch off conv1."""
+    start_app(dash_duo)
+    set_cell(dash_duo, "conv1", "fold", True)
+    wait_for(lambda: "removed" in dash_duo.find_element("#diff-summary").text, what="conv1 folded")
+    wait_for(lambda: "layer:bn1" in (_drawn(dash_duo) or [{}])[0], what="the folded graph drawn")
+    pos, edges = _drawn(dash_duo)
+    ghost, conv = pos["layer:bn1"], pos["layer:conv1"]
+    assert all(0 < g - c < 0.5 for g, c in zip(ghost, conv)), "bn1 sits just behind conv1"
+    assert not any(ghost in (a, b) for a, b in edges), "no edge to or from the removed bn1"
+    assert [b for a, b in edges if a == conv] == [pos["layer:relu1"]], "conv1 feeds relu1 only"
+    hover = dash_duo.driver.execute_script(
+        "const g = document.querySelector('#graph .js-plotly-plot');"
+        "const t = g.data.find(d => d.name === 'nodes'); return t.hovertext[t.customdata.indexOf('layer:bn1')];")
+    assert "change: removed (drawn behind conv1" in hover
+    shot(dash_duo, "folded_conv1.png")
+
+
 def test_fold_and_four_bits_change_graph_and_verification(dash_duo):
     start_app(dash_duo)
     wait_for(lambda: "99.78% → 99.78%" in dash_duo.find_element("#verify-panel").text, what="verification")

@@ -96,6 +96,7 @@ def test_every_panel_fits_at_both_window_sizes(dash_duo):
     dash_duo.find_element("#search").send_keys("conv1\n")
     wait_for(lambda: len(dash_duo.find_elements("#node-panel .quant-grid")) == 2, timeout=60,
              what="conv1's weight and activation grids")
+    assert not dash_duo.find_element("#fold-explainer-panel").is_displayed()   # until a fold is explained
     click(dash_duo, "#fold-explain-button")
     wait_for(lambda: "max |Δ|" in dash_duo.find_element("#fold-explainer").text, timeout=60, what="the explainer")
     wait_for(lambda: len(dash_duo.find_elements("#train-fold-view .fold-graph .js-plotly-plot")) == 2,
@@ -124,3 +125,5 @@ def test_every_panel_fits_at_both_window_sizes(dash_duo):
         shot(dash_duo, f"training_fold_{width}.png")
         dash_duo.driver.execute_script("document.getElementById('layer-errors').scrollIntoView()")
         shot(dash_duo, f"sqnr_chart_{width}.png")
+    click(dash_duo, "#fold-explainer-close")
+    wait_for(lambda: not dash_duo.find_element("#fold-explainer-panel").is_displayed(), what="the explainer closed")
