@@ -21,7 +21,7 @@ from ..ir import Graph
 from ..passes.constants import constant_value
 from ..passes.quantize import FAKE_QUANT_OPS
 
-__all__ = ["quant_levels", "QuantGrid", "quant_grids"]
+__all__ = ["quant_levels", "QuantGrid", "quant_grids", "activation_tensors", "subsample"]
 
 
 def quant_levels(lo: float, hi: float, bits: int, narrow_range: bool = False) -> np.ndarray:
@@ -67,3 +67,22 @@ def quant_grids(graph: Graph, layers: set[str]) -> list[QuantGrid]:
                              node.op.endswith("PerChannel"), lo, hi,
                              constant_value(graph, source) if kind == "weights" else None))
     return out
+
+
+def activation_tensors(graph: Graph) -> list[str]:
+    """The tensors the activation quantizers of a rewritten graph read (not weights)."""
+    return list(dict.fromkeys(n.inputs[0] for n in graph.nodes
+                              if n.op in FAKE_QUANT_OPS and not graph.is_constant(n.inputs[0])))
+
+
+def subsample(values: np.ndarray, keep: int = 16384, seed: int = 0) -> np.ndarray:
+    """At most ``keep`` of ``values`` (flattened), picked at random with a fixed seed:
+    enough for a histogram, and a whole network's activations stay a few MB.
+
+    >>> subsample(np.arange(10.0), keep=4).shape, subsample(np.arange(3.0)).tolist()
+    ((4,), [0.0, 1.0, 2.0])
+    """
+    flat = np.asarray(values).ravel()
+    if flat.size <= keep:
+        return flat
+    return flat[np.random.default_rng(seed).choice(flat.size, keep, replace=False)]

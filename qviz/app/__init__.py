@@ -54,7 +54,8 @@ def create_app(model=None, *, model_name: str | None = None, default_sample: str
                "worker": _worker() if worker else None}
     app = dash.Dash(__name__, title="qviz", assets_folder=str(ASSETS), suppress_callback_exceptions=True,
                     on_error=make_error_handler(store, options))
-    app.layout = lambda: page(None if model is not None else default_sample, store.new_id(), max_upload_bytes)
+    app.layout = lambda: page(default_sample, store.new_id(), max_upload_bytes,
+                              served_name=options["model_name"] if model is not None else None)
     app.server.config["MAX_CONTENT_LENGTH"] = int(max_upload_bytes * 1.4) + 2**20  # base64 overhead
     hosts = set(LOOPBACK_HOSTS) | set(allowed_hosts)
     hosts |= {h.strip() for h in os.environ.get("QVIZ_ALLOWED_HOSTS", "").split(",") if h.strip()}

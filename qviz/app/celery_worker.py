@@ -65,8 +65,8 @@ class CeleryWorker:
     def qat(self, source, recipe_json: str, folding_mode: str, freeze_bn_delay):
         return self._send("qviz.qat", str(source), recipe_json, folding_mode, freeze_bn_delay)
 
-    def samples(self, key, graph, recipe_json: str, ranges, tensors):
-        return self._send("qviz.samples", key, graph, recipe_json, ranges, tuple(tensors))
+    def samples(self, key, graph, recipe_json: str, ranges):
+        return self._send("qviz.samples", key, graph, recipe_json, ranges)
 
     def tflite(self, key, graph, recipe_json: str, int8_io: bool):
         return self._send("qviz.tflite", key, graph, recipe_json, int8_io)

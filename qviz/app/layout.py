@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import dash_ag_grid as dag
 from dash import dcc, html
 
@@ -19,8 +21,18 @@ def _panel(title, *children):
     return html.Div([html.H4(title, className="panel-title"), *children], className="panel")
 
 
-def page(default_sample: str, session_id: str, max_upload_bytes: int = 200 * 2**20):
+#: The model picker's value for the model given to ``qviz serve FILE``.
+SERVED_MODEL = "served:"
+
+
+def page(default_sample: str | None, session_id: str, max_upload_bytes: int = 200 * 2**20,
+         served_name: str | None = None):
+    """The page; ``served_name``: the served model's name, listed first and picked
+    (``default_sample`` is then ignored)."""
     samples = [{"label": name, "value": name} for name in list_samples()]
+    if served_name is not None:
+        samples.insert(0, {"label": f"{Path(served_name).name} (served)", "value": SERVED_MODEL})
+        default_sample = SERVED_MODEL
     return html.Div([
         dcc.Store(id=ids.SESSION, data={"sid": session_id}),
         dcc.Store(id=ids.RECIPE),

@@ -73,7 +73,7 @@ class Session:
     results: OrderedDict = field(default_factory=OrderedDict)   # recipe json → Result (no report)
     checks: OrderedDict = field(default_factory=OrderedDict)    # recipe json → DeployCheck
     reports: OrderedDict = field(default_factory=OrderedDict)   # recipe json → Future[Report]
-    samples: OrderedDict = field(default_factory=OrderedDict)   # (recipe json, tensors) → Future[{tensor: values}]
+    samples: OrderedDict = field(default_factory=OrderedDict)   # recipe json → Future[{tensor: values}]
     layouts: dict = field(default_factory=dict)                 # view key → (view graph, positions)
     latest: str = ""   # the recipe last drawn: reports for older ones are not worth computing
     ranges: dict = field(default_factory=dict)                  # fold selection → Future of activation ranges
@@ -197,20 +197,19 @@ class Session:
         args = (self.graph.source, recipe.to_json(indent=None), folding_mode, freeze_bn_delay)
         return self.worker.qat(*args) if self.worker is not None else in_thread(run_qat_export, *args)
 
-    def samples_future(self, recipe: Recipe, tensors) -> Future:
-        """Activation values of the rewritten graph (for the quantization grids), run in
-        the worker and cached per (recipe, tensors): TensorFlow never runs on a request."""
+    def samples_future(self, recipe: Recipe) -> Future:
+        """What every activation quantizer of the recipe sees (for the quantization grids),
+        one worker job per recipe, cached: TensorFlow never runs on a request."""
         from .worker import in_thread, run_activation_samples
 
-        key = (recipe.to_json(indent=None), tuple(tensors))
+        key = recipe.to_json(indent=None)
         fut = self.samples.get(key)
         if fut is None:
             ranges = self._ranges(recipe) if recipe.quantize_config(self.graph).layers else None
-            args = (self.key, self.graph, key[0], ranges, key[1])
-            fut = self.worker.samples(*args) if self.worker is not None else \
-                in_thread(run_activation_samples, *args[1:])
+            fut = self.worker.samples(self.key, self.graph, key, ranges) if self.worker is not None else \
+                in_thread(run_activation_samples, self.graph, key, ranges)
             self.samples[key] = fut
-            while len(self.samples) > 16:
+            while len(self.samples) > 4:     # a few MB each
                 self.samples.popitem(last=False)
         return fut
 

@@ -66,5 +66,5 @@ def tflite(key, graph, recipe_json, int8_io):
 
 
 @celery.task(name="qviz.samples")
-def samples(key, graph, recipe_json, activation_ranges, tensors):
-    return jobs._samples_job(key, graph, recipe_json, activation_ranges, tensors)
+def samples(key, graph, recipe_json, activation_ranges):
+    return jobs._samples_job(key, graph, recipe_json, activation_ranges)

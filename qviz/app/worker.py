@@ -81,20 +81,25 @@ def _report_job(key, graph, recipe_json, ranges):
     return report_for(graph, recipe, apply(graph, recipe, ranges=ranges, report=False))
 
 
-def run_activation_samples(graph, recipe_json, ranges, tensors, examples=64):
-    """``{tensor: values}`` of the rewritten graph on the first calibration examples
-    (what a layer's activation grid is drawn over)."""
+def run_activation_samples(graph, recipe_json, ranges, examples=64):
+    """``{tensor: values}``: what every activation quantizer of the rewritten graph
+    sees on the first calibration examples (a fixed-size sample of each, for the
+    quantization grids). One run per recipe: any layer selected next is drawn at once."""
+    from ..analysis.quant_grid import activation_tensors, subsample
     from ..passes import Recipe
     from ..passes.calibration import default_inputs
     from ..pipeline import apply
 
     rewritten = apply(graph, Recipe.from_json(recipe_json), ranges=ranges, report=False).graph
-    values = rewritten.run(*[x[:examples] for x in default_inputs(graph)], fetches=list(tensors))
-    return dict(zip(tensors, values))
+    tensors = activation_tensors(rewritten)
+    if not tensors:
+        return {}
+    values = rewritten.run(*[x[:examples] for x in default_inputs(graph)], fetches=tensors)
+    return {t: subsample(v) for t, v in zip(tensors, values)}
 
 
-def _samples_job(key, graph, recipe_json, ranges, tensors):
-    return run_activation_samples(_graph(key, graph), recipe_json, ranges, tensors)
+def _samples_job(key, graph, recipe_json, ranges):
+    return run_activation_samples(_graph(key, graph), recipe_json, ranges)
 
 
 def run_sensitivity(graph, bits, progress=None):
@@ -202,8 +207,8 @@ class Worker:
     def report(self, key, graph, recipe_json: str, ranges) -> Future:
         return self._get().submit(_report_job, key, graph, recipe_json, ranges)
 
-    def samples(self, key, graph, recipe_json: str, ranges, tensors) -> Future:
-        return self._get("interactive").submit(_samples_job, key, graph, recipe_json, ranges, tuple(tensors))
+    def samples(self, key, graph, recipe_json: str, ranges) -> Future:
+        return self._get("interactive").submit(_samples_job, key, graph, recipe_json, ranges)
 
     def sensitivity(self, key, graph, bits) -> Future:
         """The sweep as a future with a ``progress()`` method: ``(done, total)``."""

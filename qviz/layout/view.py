@@ -69,8 +69,9 @@ def view_graph(graph: Graph, mode: str = "layer", expanded: Iterable[str] = (),
         status: node name → ``"added"`` / ``"modified"`` (from a change record).
 
     Node keys are ``"layer:<name>"`` or ``"op:<name>"``; node data: ``kind``,
-    ``label``, ``layer``, ``op``, ``ops`` (member count), ``status``, ``members``,
-    and ``ghost_of`` for a ghost.
+    ``label``, ``layer``, ``op``, ``ops`` (member count), ``constants`` (the
+    layer's constant ops, not drawn; 0 for an op), ``status``, ``members``, and
+    ``ghost_of`` for a ghost.
 
     >>> from qviz.ir import Graph, Node
     >>> before = [Node("x", "Placeholder"), Node("c/conv", "Conv2D", ["x", "w"]), Node("bn/mul", "Mul", ["c/conv", "s"]),
@@ -88,7 +89,13 @@ def view_graph(graph: Graph, mode: str = "layer", expanded: Iterable[str] = (),
     removed = list(removed)
     for n in removed:
         status[n.name] = "removed"
-    nodes = [n for n in graph.nodes if not graph.is_constant(n)] + removed
+    nodes, constants = [], {}
+    for n in graph.nodes:
+        if graph.is_constant(n):
+            constants[n.layer] = constants.get(n.layer, 0) + 1
+        else:
+            nodes.append(n)
+    nodes += removed
     present = {n.name for n in nodes}
 
     def key(node: Node) -> str:
@@ -117,6 +124,7 @@ def view_graph(graph: Graph, mode: str = "layer", expanded: Iterable[str] = (),
         else:
             st = None
         out.add_node(k, kind=kind, op=op, label=label, layer=ns[0].layer, ops=len(ns),
+                     constants=constants.get(ns[0].layer, 0) if k.startswith("layer:") else 0,
                      status=st, members=[n.name for n in ns])
     index = {n.name: key(n) for n in nodes}
     ghosts = _anchors(graph, removed, key, {k for k, d in out.nodes(data=True) if d["status"] == "removed"})

@@ -84,7 +84,8 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
         state = f"<br>change: {d['status']}" if d.get("status") else ""
         if d.get("ghost_of"):
             state += f" (drawn behind {d['ghost_of'].split(':', 1)[1]}, which now does its work)"
-        what = (f"layer {d['label']} ({d['ops']} ops, main op {d['op']})" if k.startswith("layer:")
+        what = (f"layer {d['label']} ({d['ops']} ops{' + %d constants' % d['constants'] if d.get('constants') else ''}"
+                f", main op {d['op']})" if k.startswith("layer:")
                 else f"{d['label']} ({d['op']})<br>layer {d['layer']}")
         texts.append(f"{what}{state}{extra}")
     outline = []

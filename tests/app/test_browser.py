@@ -383,3 +383,46 @@ def test_sqnr_chart_is_sorted_labelled_and_selects_a_layer(dash_duo):
     # a real click at the bar (plotly's drag layer is on top and turns it into the bar's click)
     ActionChains(dash_duo.driver).move_to_element(bars[y.index("◆ fc1")]).click().perform()
     wait_for(lambda: "layer fc1" in dash_duo.find_element("#node-panel").text, what="fc1 selected by its bar")
+
+
+def test_selecting_a_layer_changes_nothing_and_tells_one_op_count(dash_duo):
+    """Issue 18.7: selecting a node re-ran the verification ("verifying…") as if the
+    recipe had changed; the hover counted 2 ops where the panel said 9."""
+    start_app(dash_duo)
+    dash_duo.find_element("#bulk-fold-all").click()
+    dash_duo.find_element("#bulk-all-8").click()
+    wait_for(lambda: "SQNR" in dash_duo.find_element("#verify-panel").text, timeout=60, what="verified")
+    dash_duo.driver.execute_script(
+        "window.__verifyTexts = []; const el = document.getElementById('verify-panel');"
+        "new MutationObserver(() => window.__verifyTexts.push(el.textContent))"
+        ".observe(el, {childList: true, subtree: true, characterData: true});")
+    dash_duo.find_element("#search").send_keys("conv1\n")
+    wait_for(lambda: len(dash_duo.find_elements("#node-panel .quant-grid")) == 2, timeout=60, what="conv1's grids")
+    assert not any("verifying" in t for t in dash_duo.driver.execute_script("return window.__verifyTexts"))
+    panel = dash_duo.find_element("#node-panel").text
+    hover = dash_duo.driver.execute_script(
+        "const g = document.querySelector('#graph .js-plotly-plot');"
+        "const t = g.data.find(d => d.name === 'nodes'); return t.hovertext[t.customdata.indexOf('layer:conv1')];")
+    ops, constants = panel.split(" ops: ")[0].split()[-1], panel.split(" constants")[0].split()[-1]
+    assert f"({ops} ops + {constants} constants, main op Conv2D)" in hover, (hover, panel)
+    # the selection pushed no edit: undo takes back "all 8-bit", the last thing the user did
+    dash_duo.find_element("#undo").click()
+    wait_for(lambda: dash_duo.driver.execute_script(
+        "return dash_ag_grid.getApi('layer-grid').getRowNode('conv1').data.weight_bits") == "float",
+        what="all 8-bit undone")
+
+
+def test_a_served_file_is_named_in_the_model_picker_and_can_be_picked_again(dash_duo):
+    """Issue 18.7: with `qviz serve FILE` the model picker was blank."""
+    import qviz
+    from qviz.app import create_app
+    from qviz.samples import sample_path
+
+    path = sample_path("resnet_block")
+    dash_duo.start_server(create_app(qviz.load(path), model_name=str(path)))
+    dash_duo.wait_for_contains_text("#model-status", "ops", timeout=60)
+    assert dash_duo.find_element("#model-picker").text == f"{path.name} (served)"
+    dash_duo.select_dcc_dropdown("#model-picker", "lenet_digits")
+    dash_duo.wait_for_contains_text("#model-status", "lenet_digits:", timeout=60)
+    dash_duo.select_dcc_dropdown("#model-picker", f"{path.name} (served)")
+    dash_duo.wait_for_contains_text("#model-status", f"{path}:", timeout=60)

@@ -228,7 +228,10 @@ def register(app, store) -> None:
         # A tick re-renders: the page keeps the newest render and its poll flag, and
         # stops polling when that render has everything (state kept here could lag
         # behind it when two renders finish out of order).
+        started = time.monotonic()
         body, why, waiting = _node_panel(s, selected, data, builtin, text, show)
+        log.info("session %s: node panel of %s in %.2f s", session["sid"][:8], selected["key"],
+                 time.monotonic() - started)
         return body, why, not waiting
 
     def _node_panel(s, selected, data, builtin, text, show):
@@ -255,8 +258,10 @@ def register(app, store) -> None:
             if layer not in graph.layers:
                 return html.Div(f"layer {layer} (removed by the rewrite)"), "", False
             nodes = [n for n in graph.layer_nodes(layer)]
+            ops = [n for n in nodes if not graph.is_constant(n)]    # counted as the graph's hover counts them
             body = [html.B(f"layer {layer}"), _controls(s.graph, recipe, layer),
-                    html.Div(f"{len(nodes)} ops: " + ", ".join(sorted({n.op for n in nodes})))]
+                    html.Div(f"{len(ops)} ops: " + ", ".join(sorted({n.op for n in ops}))
+                             + f"; {len(nodes) - len(ops)} constants (weights and their reads, not drawn)")]
             why = _why(fates, graph, pattern, layer) if pattern is not None else ""
         else:
             if name not in graph:
@@ -305,6 +310,8 @@ def register(app, store) -> None:
             return html.Div(f"verification failed: {exc}", className="error"), NO_FIGURE, True
         recipe = Recipe.from_json(s.latest)
         quantized = set(recipe.quantize_config(s.graph).layers)
+        if quantized:
+            s.samples_future(recipe)   # the grids' activation samples next, so a selected layer draws at once
         return _report_view(rep), layer_error_figure([e.layer for e in rep.layers], [e.sqnr_db for e in rep.layers],
                                                      quantized=quantized, limit=None if show_all else WORST_LAYERS), True
 
@@ -333,7 +340,7 @@ def _grids(s, graph, layer, recipe):
     out = []
     grids = grids[:3]
     activations = [g.tensor for g in grids if g.kind != "weights"]
-    samples = s.samples_future(recipe, activations) if activations else None
+    samples = s.samples_future(recipe) if activations else None
     if samples is not None and not samples.done():
         grids = [g for g in grids if g.kind == "weights"]
         out.append(html.Div("sampling the activations in the worker…", className="verify-running",
@@ -345,7 +352,9 @@ def _grids(s, graph, layer, recipe):
         if g.kind == "weights":
             values = g.values
         else:
-            values = samples.result()[g.tensor]
+            values = samples.result().get(g.tensor)
+            if values is None:
+                continue
         lo, hi = float(np.ravel(g.lo)[0]), float(np.ravel(g.hi)[0])
         title = (f"{g.kind} at {g.bits} bits ({'narrow' if g.narrow_range else 'full'} range, "
                  f"{'per-channel, channel 0' if g.per_channel else 'per-tensor'}): [{lo:.3g}, {hi:.3g}]")

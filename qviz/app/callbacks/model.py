@@ -11,6 +11,7 @@ from ...importers import LoadError
 from ...passes import Recipe
 from ...samples import SAMPLES, sample_path
 from .. import ids
+from ..layout import SERVED_MODEL
 from ..session import Origin, PendingOpen, Session
 from ..uploads import Upload, load_upload, open_file, save_upload  # noqa: F401  (load_upload: tests)
 
@@ -107,7 +108,7 @@ def register(app, store, options) -> None:
                 upload = save_upload(contents, filename, options["max_upload_bytes"])
                 return (start_open(store, sid, Origin("upload", upload.name), options, upload=upload),
                         no_update, no_update, no_update, False)
-            if options.get("model") is not None and trig != ids.MODEL_PICKER:
+            if options.get("model") is not None and (trig != ids.MODEL_PICKER or sample == SERVED_MODEL):
                 return _opened(options["model"], Origin("served", options["model_name"]), sid, view, None)
             name = sample or options["default_sample"]
             if not isinstance(name, str) or name not in SAMPLES:

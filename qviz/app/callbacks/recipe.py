@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import base64
 from dataclasses import replace
 
@@ -10,6 +12,8 @@ from dash import ALL, Input, Output, State, ctx, dcc, no_update
 from ...passes import LayerBits, Recipe, RecipeError, fold_candidates, quantizable_layers, quantizable_units
 from .. import ids
 
+
+log = logging.getLogger(__name__)
 
 def _bits_text(b):
     return "float" if b is None else str(b)
@@ -63,6 +67,19 @@ def layer_rows(graph, recipe: Recipe, check=None) -> list[dict]:
             "why": (c.reason or "") if c else "",
         })
     return rows
+
+
+def shows(recipe: Recipe, layer: str, field: str, value) -> bool:
+    """Whether a control of ``layer`` showing ``value`` agrees with the recipe already.
+
+    >>> r = Recipe(fold_default=True, quantize_default=LayerBits(8, 8))
+    >>> shows(r, "conv1", "fold", True), shows(r, "conv1", "weight_bits", "8"), shows(r, "conv1", "weight_bits", "4")
+    (True, True, False)
+    """
+    if field == "fold":
+        return recipe.folds(layer) == bool(value)
+    bits = recipe.bits(layer)
+    return _bits_text(getattr(bits, field) if bits else None) == value
 
 
 def set_layer(recipe: Recipe, layer: str, field: str, value) -> Recipe:
@@ -153,9 +170,13 @@ def register(app, store) -> None:
                      ids.LAYER_ABITS: "activation_bits"}[trig["type"]]
             if field == "fold":
                 value = bool(value)
+            if shows(recipe, trig["layer"], field, value):
+                # the panel's controls were (re)drawn showing the recipe: a selection, not an edit
+                return no_update, ""
             recipe = set_layer(recipe, trig["layer"], field, value)
         if recipe == current(data):
             return no_update, ""
+        log.info("session %s: recipe edited (%s)", session["sid"][:8], trig)
         return push(data, recipe), ""
 
     @app.callback(Output(ids.DOWNLOAD_RECIPE, "data"), Input(ids.DOWNLOAD_RECIPE_BUTTON, "n_clicks"),
