@@ -113,7 +113,6 @@ def test_a_folded_batch_norm_is_drawn_behind_its_conv_not_as_a_branch(dash_duo):
         "const g = document.querySelector('#graph .js-plotly-plot');"
         "const t = g.data.find(d => d.name === 'nodes'); return t.hovertext[t.customdata.indexOf('layer:bn1')];")
     assert "change: removed (drawn behind conv1" in hover
-    shot(dash_duo, "folded_conv1.png")
 
 
 def test_fold_and_four_bits_change_graph_and_verification(dash_duo):
@@ -192,7 +191,6 @@ def test_fold_explainer_shows_this_models_numbers(dash_duo):
     assert delta < 1e-4
     assert len(dash_duo.find_elements("#fold-explainer .fold-table tr")) == 9   # header + 8 channels
     assert dash_duo.find_elements("#fold-explainer mjx-container, #fold-explainer .MathJax")  # formulas typeset
-    shot(dash_duo, "fold_explainer.png")
     # quantization grid: conv1 at 4-bit weights shows 15 levels (narrow range) over the histogram
     set_cell(dash_duo, "conv1", "weight_bits", "4")
     wait_for(lambda: len(dash_duo.find_elements("#node-panel .quant-grid")) == 1, what="weights grid")

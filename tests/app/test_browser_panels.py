@@ -117,12 +117,8 @@ def test_every_panel_fits_at_both_window_sizes(dash_duo):
                  what=lambda: f"at {width}×{height}: " + "; ".join(dash_duo.driver.execute_script(MEASURE)[:8]))
         top = dash_duo.driver.execute_script(CONTROLS_TOP)
         assert top is not None and top < 120, f"at {width}×{height} the fold checkbox is {top} px down its panel"
-        dash_duo.driver.execute_script("window.scrollTo(0, 0)")
-        shot(dash_duo, f"page_{width}.png")
         dash_duo.driver.execute_script("document.getElementById('fold-explainer-panel').scrollIntoView()")
         shot(dash_duo, f"fold_explainer_{width}.png")
-        dash_duo.driver.execute_script("document.querySelector('.fold-graphs').scrollIntoView()")
-        shot(dash_duo, f"training_fold_{width}.png")
         dash_duo.driver.execute_script("document.getElementById('layer-errors').scrollIntoView()")
         shot(dash_duo, f"sqnr_chart_{width}.png")
     click(dash_duo, "#fold-explainer-close")

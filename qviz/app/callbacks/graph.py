@@ -353,7 +353,8 @@ def _grids(s, graph, layer, recipe):
             values = g.values
         else:
             values = samples.result().get(g.tensor)
-            if values is None:
+            if values is None:   # should not happen: the job samples every activation quantizer
+                out.append(html.Div(f"no activation samples of {g.tensor}", className="error"))
                 continue
         lo, hi = float(np.ravel(g.lo)[0]), float(np.ravel(g.hi)[0])
         title = (f"{g.kind} at {g.bits} bits ({'narrow' if g.narrow_range else 'full'} range, "
