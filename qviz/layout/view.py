@@ -144,23 +144,28 @@ def _anchors(graph: Graph, removed: list[Node], key, ghost_keys: set[str]) -> di
     anchors: dict[str, str] = {}
     for n in removed:
         k = key(n)
-        if k not in ghost_keys or k in anchors:
-            continue
-        frontier, seen = [n], {n.name}
-        while frontier and k not in anchors:
-            nxt = []
-            for m in frontier:
-                for t in m.inputs:
-                    src = parse_tensor_name(t)[0]
-                    if src in seen:
-                        continue
-                    seen.add(src)
-                    if src in graph and not graph.is_constant(src):
-                        anchors[k] = key(graph.node(src))
-                        break
-                    if src in gone:
-                        nxt.append(gone[src])
-                if k in anchors:
-                    break
-            frontier = nxt
+        if k in ghost_keys and k not in anchors:
+            up = _nearest_upstream(graph, n, gone)
+            if up is not None:
+                anchors[k] = key(up)
     return anchors
+
+
+def _nearest_upstream(graph: Graph, node: Node, gone: dict[str, Node]) -> Node | None:
+    """The first non-constant op of ``graph`` found walking up from ``node`` (breadth
+    first, through the other removed ops in ``gone``), or ``None``."""
+    frontier, seen = [node], {node.name}
+    while frontier:
+        nxt = []
+        for m in frontier:
+            for t in m.inputs:
+                src = parse_tensor_name(t)[0]
+                if src in seen:
+                    continue
+                seen.add(src)
+                if src in graph and not graph.is_constant(src):
+                    return graph.node(src)
+                if src in gone:
+                    nxt.append(gone[src])
+        frontier = nxt
+    return None

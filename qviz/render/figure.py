@@ -84,8 +84,8 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
         state = f"<br>change: {d['status']}" if d.get("status") else ""
         if d.get("ghost_of"):
             state += f" (drawn behind {d['ghost_of'].split(':', 1)[1]}, which now does its work)"
-        what = (f"layer {d['label']} ({d['ops']} ops{' + %d constants' % d['constants'] if d.get('constants') else ''}"
-                f", main op {d['op']})" if k.startswith("layer:")
+        constants = f" + {d['constants']} constants" if d.get("constants") else ""
+        what = (f"layer {d['label']} ({d['ops']} ops{constants}, main op {d['op']})" if k.startswith("layer:")
                 else f"{d['label']} ({d['op']})<br>layer {d['layer']}")
         texts.append(f"{what}{state}{extra}")
     outline = []
@@ -196,8 +196,9 @@ def histogram_figure(values: np.ndarray, title: str, levels: np.ndarray | None =
                            text=f"{lv.size} levels, step {step:.3g} (too dense to draw one by one)")
     title = wrap_title(title)
     lines = title.count("<br>") + 1
-    fig.update_layout(title=dict(text=title, font=dict(size=12)), margin=dict(l=30, r=10, t=14 + 16 * lines, b=30),
+    fig.update_layout(title=dict(text=title, font=dict(size=12)), margin=dict(l=40, r=10, t=14 + 16 * lines, b=40),
                       height=200 + 16 * lines, showlegend=False,
+                      xaxis=dict(title=dict(text="value", standoff=2)), yaxis=dict(title=dict(text="count", standoff=2)),
                       yaxis2=dict(overlaying="y", range=[0, 1], visible=False, fixedrange=True))
     return fig
 
@@ -238,7 +239,8 @@ def layer_error_figure(layers, sqnr, *, quantized=(), limit: int | None = WORST_
     shown = "" if len(rows) == total else f", the worst {len(rows)} of {total}"
     fig.update_layout(title=f"per-layer SQNR (dB, higher is better; ◆ quantized{shown})",
                       height=60 + 22 * max(len(rows), 1), margin=dict(l=10, r=10, t=40, b=20),
-                      yaxis=dict(autorange="reversed", automargin=True), xaxis=dict(rangemode="tozero"))
+                      yaxis=dict(autorange="reversed", automargin=True),
+                      xaxis=dict(rangemode="tozero", title=dict(text="SQNR (dB)", standoff=4)))
     return fig
 
 

@@ -115,7 +115,8 @@ def _explainer_view(e):
     fig.add_trace(go.Bar(x=ch, y=after, name="after", marker_color="#1f77b4"), 1, 1)
     fig.add_trace(go.Bar(x=ch, y=v.bias, name="b", marker_color="#9aa", showlegend=False), 1, 2)
     fig.add_trace(go.Bar(x=ch, y=v.folded_bias, name="b'", marker_color="#ff7f0e", showlegend=False), 1, 2)
-    fig.update_layout(height=230, margin=dict(l=30, r=10, t=30, b=20), barmode="group")
+    fig.update_layout(height=250, margin=dict(l=30, r=10, t=30, b=36), barmode="group")
+    fig.update_xaxes(title=dict(text="output channel", standoff=2))
     head = ["channel", "γ", "β", "μ", "σ²", "s = γ/√(σ²+ε)", "t = β − μ·s", "b", "b'"]
     rows = [html.Tr([html.Th(h) for h in head])]
     for c in ch[:8]:

@@ -230,7 +230,7 @@ def register(app, store) -> None:
         # behind it when two renders finish out of order).
         started = time.monotonic()
         body, why, waiting = _node_panel(s, selected, data, builtin, text, show)
-        log.info("session %s: node panel of %s in %.2f s", session["sid"][:8], selected["key"],
+        log.debug("session %s: node panel of %s in %.2f s", session["sid"][:8], selected["key"],
                  time.monotonic() - started)
         return body, why, not waiting
 
