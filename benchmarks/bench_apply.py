@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import numpy as np  # noqa: E402
 from synthetic import synthetic_graph  # noqa: E402
 
-from qviz.analysis import verify  # noqa: E402
+from qviz.metrics import verify  # noqa: E402
 from qviz.passes import LayerBits, QuantizeConfig, fold_batch_norms, quant_points, quantizable_layers, quantize  # noqa: E402
 from qviz.passes.calibration import activation_ranges  # noqa: E402
 

@@ -28,11 +28,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import numpy as np  # noqa: E402
 
 import qviz  # noqa: E402
-from qviz.analysis.verify import sqnr_db, verification_data  # noqa: E402
+from qviz.metrics import sqnr_db  # noqa: E402
 from qviz.exporters import save_saved_model  # noqa: E402
 from qviz.exporters.tflite import _interpreter, _run_device, compare_with_device, convert  # noqa: E402
-from qviz.passes.calibration import default_inputs  # noqa: E402
-from qviz.samples import normalize_batch_norms, sample_path  # noqa: E402
+from qviz.samples import data_for, normalize_batch_norms, sample_path  # noqa: E402
 
 
 def tflite_own_ptq(graph, calibration):
@@ -51,8 +50,8 @@ def models(zoo: bool):
     for name in ("lenet_digits", "mobilenet_block", "resnet_block", "fused_bn_tf_keras"):
         g = qviz.load(sample_path(name))
         if name == "lenet_digits":
-            x, y = verification_data(g)
-            yield name, g, x[0], y
+            data = data_for(g)
+            yield name, g, data.verification[0], data.labels
         else:
             shape = tuple(g.producer(g.inputs[0]).attrs["shape"])[1:]
             yield name, g, np.random.default_rng(1).standard_normal((64,) + shape).astype(np.float32), None
@@ -75,15 +74,15 @@ def main():
           "| accuracy float / qviz / TFLite / TFLite PTQ |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for name, g, x, labels in models(not args.no_zoo):
-        calibration = default_inputs(g)
-        ref = g.run(x)[0]
+        calibration = list(data_for(g).calibration)
+        ref = qviz.run(g, x)[0]
         ptq_blob = tflite_own_ptq(g, calibration)
         it = _interpreter(ptq_blob, preserve=False)
         ptq = _run_device(it, g, [x])[0]
         for tag, recipe in (("8/8", qviz.Recipe.default(g)),
                             ("8/8 per-channel", replace(qviz.Recipe.default(g), per_channel=True)),
                             ("4/8", qviz.Recipe.default(g, qviz.LayerBits(4, 8)))):
-            result = qviz.apply(g, recipe, report=False)
+            result = qviz.apply(g, recipe, calibration=calibration, report=False)
             start = time.perf_counter()
             blob = convert(result.graph)
             seconds = time.perf_counter() - start
@@ -91,7 +90,7 @@ def main():
             ops = f"{len(d.layers)} ops, worst {min(t.within_1_lsb for t in d.layers):.1%}"
             acc = "—"
             if labels is not None:
-                sim = result.graph.run(x)[0]
+                sim = qviz.run(result.graph, x)[0]
                 dev = _run_device(_interpreter(blob, preserve=False), result.graph, [x])[0]
                 acc = " / ".join(f"{np.mean(np.argmax(v, -1) == labels):.1%}" for v in (ref, sim, dev, ptq))
             within = "—" if d.within_1_lsb is None else f"{d.within_1_lsb:.1%} (max {d.max_lsb:.0f})"

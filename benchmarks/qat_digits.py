@@ -42,7 +42,7 @@ def main() -> None:
     def acc(logits):
         return 100 * float((np.asarray(logits).argmax(-1) == y_test).mean())
 
-    float_acc = acc(g.run(x_test)[0])
+    float_acc = acc(qviz.run(g, x_test)[0])
     recipes = {
         "4/4": qviz.Recipe.default(g, qviz.LayerBits(4, 4)),
         "3/3, logits 8/8": qviz.Recipe.default(g, qviz.LayerBits(3, 3)).with_bits("logits", qviz.LayerBits(8, 8)),
@@ -54,7 +54,7 @@ def main() -> None:
     print("| bits w/a | PTQ | QAT, 5 epochs (min / median / max over seeds) | within 2 points of float |")
     print("|---|---|---|---|")
     for name, recipe in recipes.items():
-        ptq = acc(qviz.apply(g, recipe, report=False).graph.run(x_test)[0])
+        ptq = acc(qviz.run(qviz.apply(g, recipe, report=False).graph, x_test)[0])
         results, t0 = [], time.perf_counter()
         for seed in range(args.seeds):
             keras.utils.set_random_seed(seed)

@@ -6,12 +6,13 @@ fake quantization at any bit width, live in the browser.
 ['Graph', 'LoadError', 'Node', 'load']
 """
 
+from .errors import QvizError
 from .importers import LoadError, load
 from .ir import Graph, GraphError, Node
 from .passes import LayerBits, Recipe, RecipeError
 from .pipeline import Result, apply
-from .runtime import RunError
+from .runtime import RunError, run
 
-__all__ = ["Graph", "Node", "GraphError", "load", "LoadError", "RunError",
-           "apply", "Result", "Recipe", "RecipeError", "LayerBits"]
+__all__ = ["QvizError", "Graph", "Node", "GraphError", "load", "LoadError", "RunError",
+           "run", "apply", "Result", "Recipe", "RecipeError", "LayerBits"]
 __version__ = "0.1.0"

@@ -7,6 +7,10 @@ import os
 import sys
 from pathlib import Path
 
+from .choices import SWEEP_BITS
+from .errors import QvizError
+from .samples import data_for
+
 __all__ = ["main"]
 
 
@@ -22,7 +26,7 @@ def _shape(text: str) -> tuple[int, ...]:
 
 
 def _bits(text: str) -> int:
-    from .passes.quantize import MAX_BITS, MIN_BITS
+    from .choices import MAX_BITS, MIN_BITS
 
     try:
         value = int(text)
@@ -188,8 +192,10 @@ def _cmd_apply(args) -> int:
     _check_output(args.output, (".pb", ".pbtxt"), "TensorFlow GraphDefs")
     recipe = _read_recipe(args.recipe)
     graph = _load(args)
+    data = data_for(graph)
     try:
-        result = apply(graph, recipe)
+        result = apply(graph, recipe, calibration=data.calibration, verification=data.verification,
+                       labels=data.labels)
     except RecipeError as exc:
         raise RecipeError(f"--recipe {args.recipe}: {exc}") from None
     if args.output:
@@ -224,7 +230,9 @@ def _cmd_export_tflite(args) -> int:
     recipe = _read_recipe(args.recipe)
     graph = _load(args)
     try:
-        done = export_tflite(graph, recipe, args.output, int8_io=args.int8_io)
+        data = data_for(graph)
+        done = export_tflite(graph, recipe, args.output, int8_io=args.int8_io,
+                             calibration=data.calibration, verification=data.verification)
     except RecipeError as exc:
         raise RecipeError(f"--recipe {args.recipe}: {exc}") from None
     d = done.device
@@ -257,7 +265,8 @@ def _cmd_export_qat(args) -> int:
     _quiet_tensorflow()
     try:
         qat = export_qat(args.model, recipe, args.output, folding_mode=args.folding_mode,
-                         freeze_bn_delay=args.freeze_bn_delay, ema_decay=args.ema_decay)
+                         freeze_bn_delay=args.freeze_bn_delay, ema_decay=args.ema_decay,
+                         calibration=lambda graph: data_for(graph).calibration)
     except RecipeError as exc:
         raise RecipeError(f"--recipe {args.recipe}: {exc}") from None
     kinds = sum(type(layer).__name__ == "FoldedQuantLayer" for layer in qat.layers)
@@ -277,7 +286,9 @@ def _cmd_sensitivity(args) -> int:
     checkpoint = args.checkpoint or f"{Path(args.model).stem}.sensitivity.json"
     print(f"qviz: measurements are saved to {checkpoint} as they are made; run the same command again to "
           "resume a stopped sweep", file=sys.stderr)
-    result = sensitivity(graph, bits=args.bits, progress=_ProgressBar("measuring"), checkpoint=checkpoint)
+    data = data_for(graph)
+    result = sensitivity(graph, bits=args.bits, inputs=data.verification, labels=data.labels,
+                         calibration=data.calibration, progress=_ProgressBar("measuring"), checkpoint=checkpoint)
     print("output SQNR (dB) with one layer quantized: weights (w) or activations (a)")
     print(result.format())
     recipe = result.suggest(args.target_sqnr)
@@ -386,7 +397,7 @@ class _ProgressBar:
             print(f"{self.what}: {done}/{total}, {eta}", file=self.stream, flush=True)
 
 
-class _UsageError(Exception):
+class _UsageError(QvizError):
     """A bad combination of arguments, found after parsing."""
 
 
@@ -441,7 +452,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("sensitivity", help="per-layer output SQNR vs bit width, and a suggested recipe")
     _add_model_args(p)
-    p.add_argument("--bits", type=_bits, nargs="+", default=[8, 6, 4, 3, 2])
+    p.add_argument("--bits", type=_bits, nargs="+", default=list(SWEEP_BITS))
     p.add_argument("--target-sqnr", type=float, default=30.0, help="overall output SQNR to aim for (dB)")
     p.add_argument("--recipe-out", metavar="JSON", help="write the suggested recipe")
     p.add_argument("--checkpoint", metavar="JSON",
@@ -469,25 +480,17 @@ def main(argv=None) -> int:
     """Run the CLI; returns the exit status (2 for any user-facing error)."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     from ._text import one_line   # a path or name in a message may hold a newline: still one line
-    from .importers import LoadError
-    from .exporters import ExportError
-    from .ir import GraphError
-    from .passes import RecipeError
-    from .passes.calibration import CalibrationError
     from .patterns import PatternSyntaxError
-    from .qat import QATPlanError
-    from .runtime import RunError
 
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except (LoadError, GraphError, RunError, RecipeError, CalibrationError, ExportError, QATPlanError,
-            _UsageError) as exc:
-        print(one_line(f"qviz: error: {exc}"), file=sys.stderr)
-        return 2
     except PatternSyntaxError as exc:
         print(one_line(f"qviz: error: --pattern: {exc}"), file=sys.stderr)
+        return 2
+    except (QvizError, _UsageError) as exc:
+        print(one_line(f"qviz: error: {exc}"), file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0

@@ -4,11 +4,16 @@ Fold first, then quantize, always starting from the original graph: a
 result depends only on (graph, recipe), which is what makes live apply, undo
 and redo simple in the app.
 
+What the graph is calibrated and verified on is the caller's choice; here,
+the sample's own digits (with no data given, fixed-seed noise is used).
+
 >>> import qviz
->>> from qviz.samples import sample_path
+>>> from qviz.samples import data_for, sample_path
 >>> g = qviz.load(sample_path("lenet_digits"))
 >>> recipe = qviz.Recipe(quantize_layers={"conv1": qviz.LayerBits(4, 8)})
->>> result = qviz.apply(g, recipe)
+>>> data = data_for(g)
+>>> result = qviz.apply(g, recipe, calibration=data.calibration,
+...                     verification=data.verification, labels=data.labels)
 >>> sorted({n.op for n in result.graph.nodes} - {n.op for n in g.nodes})
 ['FakeQuantWithMinMaxVars']
 >>> result.report.accuracy >= 0.97
@@ -22,8 +27,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .analysis.verify import Report, verification_data, verify
 from .ir import Graph
+from .metrics import Report, verify
 from .passes import fold_batch_norms, fold_candidates, quantize
 from .passes.recipe import Recipe
 from .passes.rewrite import Changes, PassResult, Skipped
@@ -54,10 +59,10 @@ def apply(graph: Graph, recipe: Recipe, *, calibration: Sequence[np.ndarray] | N
     Args:
         graph: the original graph (never modified).
         recipe: the user's choices; checked against the graph first.
-        calibration: inputs for activation ranges; default: a sample's own
-            calibration data, else fixed-seed noise.
-        verification, labels: inputs (and labels) for the report; default: a
-            sample's test split, else fixed-seed noise.
+        calibration: inputs for activation ranges (one array per graph
+            input); default: fixed-seed noise.
+        verification, labels: inputs (and labels) for the report; default:
+            fixed-seed noise, no labels.
         report: compute the verification report (runs both graphs).
         ranges: activation ranges measured already (``{tensor: (min, max)}``
             of the folded graph); tensors not in it are calibrated.
@@ -91,6 +96,5 @@ def report_for(graph: Graph, recipe: Recipe, result: Result,
     """
     selected = set(recipe.fold_selection(graph))
     folded_into = {c.layer: c.bn_layer for c in fold_candidates(graph) if c.foldable and c.layer in selected}
-    if verification is None:
-        verification, labels = verification_data(graph)
-    return verify(graph, result.graph, verification, labels=labels, layer_map=folded_into)
+    return verify(graph, result.graph, None if verification is None else list(verification),
+                  labels=labels, layer_map=folded_into)

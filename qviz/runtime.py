@@ -13,15 +13,16 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from .errors import QvizError
 from ._text import first_line
-from .ir import Graph, Shape, parse_tensor_name
+from .ir import Graph, Shape, canonical_tensor_name
 
 __all__ = ["RunError", "run", "run_from", "compiled", "evaluate", "tensor_shapes"]
 
 _lock = threading.Lock()
 
 
-class RunError(RuntimeError):
+class RunError(QvizError, RuntimeError):
     """The graph cannot be executed: an op TensorFlow does not know, a bad feed."""
 
 
@@ -59,46 +60,42 @@ def limit_threads(intra_op: int) -> bool:
 
 
 def _wrapped(graph: Graph):
-    """The graph imported into a ``tf.compat.v1.wrap_function`` (cached per graph)."""
-    cached = graph._cache.get("runtime.wrapped")
-    if cached is not None:
-        return cached
-    tf = _tf()
-    graph_def = graph.to_graph_def()
+    """The graph imported into a ``tf.compat.v1.wrap_function`` (memoized per graph)."""
+    def build():
+        tf = _tf()
+        graph_def = graph.to_graph_def()
 
-    def _import():
-        tf.compat.v1.import_graph_def(graph_def, name="")
+        def _import():
+            tf.compat.v1.import_graph_def(graph_def, name="")
 
-    try:
-        wrapped = tf.compat.v1.wrap_function(_import, [])
-    except Exception as exc:  # TF raises many types here; all mean "cannot build"
-        raise _import_error(graph, exc) from exc
-    graph._cache["runtime.wrapped"] = wrapped
-    return wrapped
+        try:
+            return tf.compat.v1.wrap_function(_import, [])
+        except Exception as exc:  # TF raises many types here; all mean "cannot build"
+            raise _import_error(graph, exc) from exc
+
+    return graph.memo("runtime.wrapped", build)
+
+
+def _pruned(graph: Graph, fetches: tuple[str, ...] | None):
+    """``(function of the inputs → fetches, the inputs' TF dtypes)``, memoized."""
+    def build():
+        _tf()  # imported (and configured) before taking the lock
+        with _lock:  # pruning adds to the wrapped graph: one thread at a time
+            wrapped = _wrapped(graph)
+            try:
+                tfg = wrapped.graph
+                feeds = [tfg.get_tensor_by_name(t) for t in graph.inputs]
+                targets = [tfg.get_tensor_by_name(t) for t in (fetches or graph.outputs)]
+                return wrapped.prune(feeds=feeds, fetches=targets), [f.dtype for f in feeds]
+            except Exception as exc:
+                raise _import_error(graph, exc) from exc
+
+    return graph.memo(("runtime.fn", fetches), build)
 
 
 def compiled(graph: Graph, fetches: tuple[str, ...] | None = None):
-    """A callable from the graph inputs to ``fetches`` (default: the outputs), cached."""
-    key = ("runtime.fn", fetches)
-    cached = graph._cache.get(key)
-    if cached is not None:
-        return cached
-    _tf()  # imported (and configured) before taking the lock
-    with _lock:
-        cached = graph._cache.get(key)
-        if cached is not None:
-            return cached
-        wrapped = _wrapped(graph)
-        try:
-            tfg = wrapped.graph
-            feeds = [tfg.get_tensor_by_name(t) for t in graph.inputs]
-            targets = [tfg.get_tensor_by_name(t) for t in (fetches or graph.outputs)]
-            fn = wrapped.prune(feeds=feeds, fetches=targets)
-        except Exception as exc:
-            raise _import_error(graph, exc) from exc
-        graph._cache[key] = fn
-        graph._cache["runtime.feed_dtypes"] = [f.dtype for f in feeds]
-        return fn
+    """A callable from the graph inputs to ``fetches`` (default: the outputs), memoized."""
+    return _pruned(graph, fetches)[0]
 
 
 def run(graph: Graph, *arrays, feeds: Mapping | None = None,
@@ -119,10 +116,7 @@ def run(graph: Graph, *arrays, feeds: Mapping | None = None,
     if feeds is not None:
         if arrays:
             raise RunError("give the inputs either positionally or as feeds=, not both")
-        keyed = {}
-        for k, v in feeds.items():
-            node, idx = parse_tensor_name(k)
-            keyed[f"{node}:{idx}"] = v
+        keyed = {canonical_tensor_name(k): v for k, v in feeds.items()}
         missing = [t for t in graph.inputs if t not in keyed]
         extra = [t for t in keyed if t not in graph.inputs]
         if missing or extra:
@@ -133,7 +127,7 @@ def run(graph: Graph, *arrays, feeds: Mapping | None = None,
         raise RunError(f"the graph has {len(graph.inputs)} input(s) {list(graph.inputs)}, "
                        f"but {len(arrays)} array(s) were given")
     if fetches is not None:
-        fetches = tuple(graph._checked_tensor(t, "fetch") for t in fetches)
+        fetches = tuple(graph.checked_tensor(t, "fetch") for t in fetches)
         if not fetches:
             return []
         fed = {t: i for i, t in enumerate(graph.inputs)}
@@ -143,9 +137,8 @@ def run(graph: Graph, *arrays, feeds: Mapping | None = None,
             rest = tuple(t for t in fetches if t not in fed)
             values = dict(zip(rest, run(graph, *arrays, fetches=rest))) if rest else {}
             return [np.asarray(arrays[fed[t]]) if t in fed else values[t] for t in fetches]
-    fn = compiled(graph, fetches)
+    fn, dtypes = _pruned(graph, fetches)
     tf = _tf()
-    dtypes = graph._cache["runtime.feed_dtypes"]
     tensors = [tf.convert_to_tensor(np.asarray(a), dtype=d) for a, d in zip(arrays, dtypes)]
     try:
         out = fn(*tensors)
@@ -165,8 +158,8 @@ def run_from(graph: Graph, feeds: Mapping[str, np.ndarray], fetches: Sequence[st
     Raises:
         RunError: a tensor is not in the graph, or the fetches need a tensor not fed.
     """
-    feeds = {graph._checked_tensor(t, "feed"): v for t, v in feeds.items()}
-    fetches = [graph._checked_tensor(t, "fetch") for t in fetches]
+    feeds = {graph.checked_tensor(t, "feed"): v for t, v in feeds.items()}
+    fetches = [graph.checked_tensor(t, "fetch") for t in fetches]
     tf = _tf()
     try:
         with _lock:
@@ -200,9 +193,10 @@ def tensor_shapes(graph: Graph) -> dict[str, Shape]:
 
     Keys are canonical tensor names. Graphs with ops TF does not know give ``{}``.
     """
-    cached = graph._cache.get("runtime.shapes")
-    if cached is not None:
-        return cached
+    return graph.memo("runtime.shapes", lambda: _inferred_shapes(graph))
+
+
+def _inferred_shapes(graph: Graph) -> dict[str, Shape]:
     tf = _tf()
     shapes: dict[str, Shape] = {}
     tfg = tf.Graph()
@@ -210,11 +204,9 @@ def tensor_shapes(graph: Graph) -> dict[str, Shape]:
         with tfg.as_default():
             tf.compat.v1.import_graph_def(graph.to_graph_def(), name="")
     except Exception:  # unknown ops: no shapes, but the graph still displays
-        graph._cache["runtime.shapes"] = shapes
         return shapes
     for op in tfg.get_operations():
         for t in op.outputs:
             s = t.shape
             shapes[t.name] = Shape.unknown() if s.rank is None else Shape(s.as_list())
-    graph._cache["runtime.shapes"] = shapes
     return shapes

@@ -1,19 +1,31 @@
 """The bundled sample models in ``sample_models/`` and their data.
 
+The core never looks a model's data up by itself: the CLI and the app ask
+:func:`data_for` what to calibrate and verify a graph on, and pass it in.
+
 >>> "lenet_digits" in list_samples()
 True
 >>> sample_path("lenet_digits").name
 'lenet_digits.keras'
+>>> import qviz
+>>> data = data_for(qviz.load(sample_path("lenet_digits")))
+>>> data.origin, data.calibration[0].shape, data.labels is not None
+("the lenet_digits sample's own data", (128, 8, 8, 1), True)
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from .ir import Graph
+from .metrics import VERIFY_EXAMPLES
+from .passes.calibration import noise_inputs
+
 __all__ = ["SAMPLES", "SAMPLE_DIR", "list_samples", "sample_path", "sample_data", "randomize_batch_norms",
-           "digits_split"]
+           "digits_split", "ModelData", "data_for"]
 
 SAMPLE_DIR = Path(__file__).resolve().parent.parent / "sample_models"
 
@@ -61,6 +73,39 @@ def sample_name_of(path) -> str | None:
         if resolved == (SAMPLE_DIR / fname).resolve():
             return name
     return None
+
+
+@dataclass(frozen=True)
+class ModelData:
+    """What a graph is calibrated and verified on, and where that came from.
+
+    Attributes:
+        calibration: one array per graph input, to measure activation ranges on.
+        verification: one array per graph input, to compare outputs on.
+        labels: class labels of ``verification`` (accuracy), or None.
+        origin: what the data is, in words a user reads ("fixed-seed noise").
+    """
+
+    calibration: tuple[np.ndarray, ...]
+    verification: tuple[np.ndarray, ...]
+    labels: np.ndarray | None
+    origin: str
+
+
+def data_for(graph: Graph) -> ModelData:
+    """A bundled sample's own data (calibration split, test split and labels)
+    when ``graph`` was loaded from a sample file; fixed-seed noise otherwise.
+    Memoized on the graph."""
+    def find() -> ModelData:
+        name = sample_name_of(graph.source) if graph.source else None
+        data = sample_data(name) if name else None
+        if data is not None and {"x_calib", "x_test"} <= set(data) and len(graph.inputs) == 1:
+            return ModelData((data["x_calib"],), (data["x_test"],), data.get("y_test"),
+                             f"the {name} sample's own data")
+        return ModelData(tuple(noise_inputs(graph)), tuple(noise_inputs(graph, count=VERIFY_EXAMPLES, seed=1)),
+                         None, "fixed-seed noise")
+
+    return graph.memo("samples.data", find)
 
 
 def randomize_batch_norms(model, rng: np.random.Generator | int = 1) -> None:

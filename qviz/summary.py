@@ -4,28 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .ir import Graph, Node, Shape
+from .ir import Graph, Shape
+from .ir.ops import BATCH_NORM_OPS
+from .passes.fold_batch_norms import batch_norm_nodes
 
-__all__ = ["Summary", "summarize", "batch_norm_nodes", "format_summary"]
-
-FUSED_BATCH_NORMS = frozenset({"FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3"})
-
-
-def batch_norm_nodes(graph: Graph) -> list[Node]:
-    """One node per batch norm: each fused BN op, and the ``Rsqrt`` of each unfused
-    inference-mode chain (``Rsqrt(AddV2(variance, epsilon))`` with constant operands,
-    as Keras 3 freezes ``BatchNormalization``)."""
-    found = []
-    for node in graph.nodes:
-        if node.op in FUSED_BATCH_NORMS:
-            found.append(node)
-        elif node.op == "Rsqrt" and node.inputs:
-            add = graph.producer(node.inputs[0])
-            if (add.op in ("Add", "AddV2") and len(add.inputs) == 2
-                    and all(graph.is_constant(t) for t in add.inputs)
-                    and any(c.op == "Mul" for c in graph.consumers(node.output(0)))):
-                found.append(node)
-    return found
+__all__ = ["Summary", "summarize", "format_summary"]
 
 
 @dataclass(frozen=True)
@@ -59,7 +42,7 @@ def summarize(graph: Graph, shapes: dict | None = None) -> Summary:
         layers=graph.layers,
         num_nodes=len(graph),
         num_batch_norms=len(bns),
-        num_fused_batch_norms=sum(n.op in FUSED_BATCH_NORMS for n in bns),
+        num_fused_batch_norms=sum(n.op in BATCH_NORM_OPS for n in bns),
     )
 
 

@@ -102,7 +102,7 @@ def test_cli_match_lists_and_explains(samples, capsys):
     assert main(["match", str(samples["lenet_digits"]), "--pattern", "Relu(* as x) as act"]) == 0
     assert capsys.readouterr().out.startswith("3 match(es)")
     assert main(["match", str(samples["lenet_digits"]), "--builtin", "conv_bn", "--explain", "relu1"]) == 0
-    assert "expected FusedBatchNorm|FusedBatchNormV3|Add|AddV2" in capsys.readouterr().out
+    assert "expected FusedBatchNorm|FusedBatchNormV2|FusedBatchNormV3|Add|AddV2" in capsys.readouterr().out
 
 
 def test_cli_match_errors(samples, capsys):

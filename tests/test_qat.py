@@ -8,10 +8,11 @@ import pytest
 
 import qviz
 from qviz.cli import main
-from qviz.passes.quantize import FAKE_QUANT_OPS
+from qviz.ir.ops import FAKE_QUANT_OPS
 from qviz.qat import QATPlanError, export_qat, qat_plan
 from qviz.samples import digits_split
 from tests.conftest import rel_err
+from qviz import runtime
 
 
 def _float_bias(recipe):
@@ -36,7 +37,7 @@ def test_untrained_qat_model_is_the_ptq_graph(samples, digits):
     _, x_test, _, _ = digits
     g = qviz.load(samples["lenet_digits"])
     recipe = qviz.Recipe.default(g, qviz.LayerBits(4, 4))
-    ptq = qviz.apply(g, _float_bias(recipe), report=False).graph.run(x_test)[0]
+    ptq = runtime.run(qviz.apply(g, _float_bias(recipe), report=False).graph, x_test)[0]
     qat = export_qat(samples["lenet_digits"], recipe)
     got = qat.predict(x_test, verbose=0)
     assert (got.argmax(-1) == ptq.argmax(-1)).mean() > 0.995
@@ -108,9 +109,9 @@ def test_qat_recovers_what_ptq_lost(samples, digits, tmp_path):
     frozen and loaded back into qviz, has FakeQuant ops with the recipe's bits."""
     x_train, x_test, y_train, y_test = digits
     g = qviz.load(samples["lenet_digits"])
-    float_acc = _accuracy(g.run(x_test)[0], y_test)
+    float_acc = _accuracy(runtime.run(g, x_test)[0], y_test)
     recipe = qviz.Recipe.default(g, qviz.LayerBits(3, 3)).with_bits("logits", qviz.LayerBits(8, 8))
-    ptq_acc = _accuracy(qviz.apply(g, recipe, report=False).graph.run(x_test)[0], y_test)
+    ptq_acc = _accuracy(runtime.run(qviz.apply(g, recipe, report=False).graph, x_test)[0], y_test)
     assert ptq_acc < float_acc - 0.015
 
     keras.utils.set_random_seed(0)
@@ -131,7 +132,7 @@ def test_qat_recovers_what_ptq_lost(samples, digits, tmp_path):
             bits.setdefault(n.layer, set()).add(n.attrs["num_bits"])
     assert bits == {"image_input_quant": {3}, "conv1": {3}, "relu1_act_quant": {3}, "conv2": {3}, "relu2_act_quant": {3},
                     "fc1": {3}, "relu3_act_quant": {3}, "logits": {8}, "logits_act_quant": {8}}
-    assert _accuracy(back.run(x_test)[0], y_test) == pytest.approx(qat_acc, abs=1 / len(y_test) + 1e-9)
+    assert _accuracy(runtime.run(back, x_test)[0], y_test) == pytest.approx(qat_acc, abs=1 / len(y_test) + 1e-9)
 
 
 def test_cli_export_qat_and_its_errors(samples, tmp_path, capsys):
@@ -167,7 +168,7 @@ def test_depthwise_and_bypass_models_start_at_ptq(samples, sample):
     g = qviz.load(samples[sample])
     recipe = qviz.Recipe.default(g, qviz.LayerBits(4, 8))
     x = np.random.default_rng(0).normal(size=(8, *g.producer(g.inputs[0]).attrs["shape"][1:])).astype("float32")
-    ptq = qviz.apply(g, _float_bias(recipe), report=False).graph.run(x)[0]
+    ptq = runtime.run(qviz.apply(g, _float_bias(recipe), report=False).graph, x)[0]
     assert rel_err(export_qat(samples[sample], recipe).predict(x, verbose=0), ptq) < 1e-4
 
 
@@ -209,7 +210,7 @@ def test_softmax_head_is_quantized_before_its_softmax(tmp_path):
     assert names[-3:] == ["predictions_act_quant", "predictions_activation", "predictions_out_quant"]
     assert qat.get_layer("predictions").activation.__name__ == "linear"
     x = np.random.default_rng(0).normal(size=(8, 12, 12, 3)).astype("float32")
-    ptq = qviz.apply(g, _float_bias(recipe), report=False).graph.run(x)[0]
+    ptq = runtime.run(qviz.apply(g, _float_bias(recipe), report=False).graph, x)[0]
     assert rel_err(qat.predict(x, verbose=0), ptq) < 1e-4
 
 

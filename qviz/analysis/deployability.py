@@ -35,11 +35,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir import Graph
-from ..passes.quant_config import FAKE_QUANT_OPS
-from ..passes.quant_points import (ADD_OPS, FIXED_RANGE_OPS, REGRID_OPS, SAME_GRID_OPS, quant_points,
+from ..ir.ops import ADD_OPS, BATCH_NORM_OPS, FAKE_QUANT_OPS, LAYER_OPS, TFLITE_FUSED_CHAIN
+from ..passes.quant_points import (FIXED_RANGE_OPS, REGRID_OPS, SAME_GRID_OPS, quant_points,
                                    quantizable_units)
 from ..passes.recipe import Recipe
-from ..patterns.builtin import LAYER_TYPES
 
 __all__ = ["Fate", "DeployCheck", "deployability", "weight_fate", "activation_fate", "STATUSES"]
 
@@ -144,7 +143,7 @@ def deployability(graph: Graph, recipe: Recipe, result=None, *, int8_io: bool = 
         bits = config.layers.get(layer)
         if bits is None:
             continue
-        ops = [n for n in folded.layer_nodes(layer) if n.op in LAYER_TYPES]
+        ops = [n for n in folded.layer_nodes(layer) if n.op in LAYER_OPS]
         has_weights = bool(ops)
         if has_weights and bits.activation_bits is not None and any(n.name not in integer_ops for n in ops):
             fates.append(Fate(layer, "activations", bits.activation_bits, "float", "float", _why_float(
@@ -182,18 +181,15 @@ def _int_tensors(graph: Graph) -> set[str]:
     return found
 
 
-_FUSED_CHAIN = frozenset({"BiasAdd", "Relu", "Relu6", "Identity", "BatchToSpaceND"})
-
-
 def _implicitly_quantized(graph: Graph, config) -> list:
     """Conv/dense ops the recipe leaves float whose input is an integer tensor and
     whose output (through its bias, activation and same-grid ops) reaches a
     quantizer: TF's converter gives them int8 weights of its own and runs them in integer."""
     found = []
     for node in graph.nodes:
-        if node.op not in LAYER_TYPES or node.layer in config.layers or not _is_integer_input(graph, node.inputs[0]):
+        if node.op not in LAYER_OPS or node.layer in config.layers or not _is_integer_input(graph, node.inputs[0]):
             continue
-        if _chain_to_quantizer(graph, node, _FUSED_CHAIN | SAME_GRID_OPS):
+        if _chain_to_quantizer(graph, node, TFLITE_FUSED_CHAIN | SAME_GRID_OPS):
             found.append(node)
     return found
 
@@ -215,10 +211,10 @@ def _integer_layer_ops(graph: Graph, config, implicit: set[str]) -> set[str]:
     with an integer input, and an output that reaches its quantizer through what
     TFLite fuses into the op (bias, ReLU). An unfolded batch norm in between
     leaves the op in float."""
-    return {n.name for n in graph.nodes if n.op in LAYER_TYPES
+    return {n.name for n in graph.nodes if n.op in LAYER_OPS
             and (n.layer in config.layers or n.name in implicit)
             and _is_integer_input(graph, n.inputs[0])
-            and (n.name in implicit or _chain_to_quantizer(graph, n, _FUSED_CHAIN))}
+            and (n.name in implicit or _chain_to_quantizer(graph, n, TFLITE_FUSED_CHAIN))}
 
 
 def _why_float(graph: Graph, op) -> str:
@@ -229,7 +225,7 @@ def _why_float(graph: Graph, op) -> str:
             break
         seen.append(readers[0].op)
         t = readers[0].output(0)
-    if any(o in ("Mul", "FusedBatchNorm", "FusedBatchNormV3", "AddV2", "Add") for o in seen):
+    if any(o == "Mul" or o in BATCH_NORM_OPS or o in ADD_OPS for o in seen):
         return (f"{op.layer}: its batch norm is not folded, so TFLite runs the layer in float (float32 weights, "
                 "QUANTIZE/DEQUANTIZE around it): fold the batch norm to run it in int8")
     return (f"{op.layer}: an op TFLite cannot fuse sits between the layer and its quantizer, so TFLite runs "
@@ -242,10 +238,10 @@ def _boundaries(graph: Graph, integer_ops: set[str]) -> int:
     ints = _int_tensors(graph)
     quantize = {n.inputs[0] for n in graph.nodes if n.op == "FakeQuantWithMinMaxVars" and n.output(0) in ints
                 and _starts_integer_run(graph, n, integer_ops)}
-    integer_readers = set(LAYER_TYPES) | SAME_GRID_OPS | REGRID_OPS | set(FIXED_RANGE_OPS) | ADD_OPS \
+    integer_readers = set(LAYER_OPS) | SAME_GRID_OPS | REGRID_OPS | set(FIXED_RANGE_OPS) | ADD_OPS \
         | FAKE_QUANT_OPS | _CONCATS | _SHAPE_ONLY
     dequantize = {t for t in ints for c in graph.consumers(t) if c.op not in integer_readers
-                  or (c.op in LAYER_TYPES and c.name not in integer_ops)}
+                  or (c.op in LAYER_OPS and c.name not in integer_ops)}
     dequantize |= {t for t in graph.outputs if t in ints or _through_identity(graph, t) in ints}
     return len(quantize) + len(dequantize)
 
@@ -262,9 +258,9 @@ def _starts_integer_run(graph: Graph, fq, integer_ops: set[str]) -> bool:
     """A FakeQuant on a tensor computed in float: the device converts there (QUANTIZE)."""
     node = graph.producer(fq.inputs[0])
     # what TFLite computes in integer and fuses: a conv/dense chain (BiasAdd, Relu…) or an Add of integers
-    while (node.op in _FUSED_CHAIN or node.op in SAME_GRID_OPS) and node.inputs:
+    while (node.op in TFLITE_FUSED_CHAIN or node.op in SAME_GRID_OPS) and node.inputs:
         node = graph.producer(node.inputs[0])
-    if node.op in LAYER_TYPES:
+    if node.op in LAYER_OPS:
         return node.name not in integer_ops
     if node.op in ADD_OPS or node.op in REGRID_OPS or node.op in FIXED_RANGE_OPS:
         return not all(_is_integer_input(graph, t) for t in node.inputs if not graph.is_constant(t))
@@ -291,7 +287,7 @@ def _weight_bytes(folded: Graph, points) -> tuple[int, int]:
     quantized = {p.tensor: p.bits for p in points if p.kind == "weights"}
     stored = floats = 0
     for node in folded.nodes:
-        size = _const_size(folded, node.inputs[1]) if node.op in LAYER_TYPES else None
+        size = _const_size(folded, node.inputs[1]) if node.op in LAYER_OPS else None
         if size is None:
             continue
         floats += 4 * size

@@ -15,10 +15,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir import Graph
+from ..ir.ops import channels_last_shape
 from ..passes import fold_batch_norms, fold_candidates
-from ..passes.calibration import default_inputs
+from ..passes.calibration import noise_inputs
 from ..passes.fold_batch_norms import FoldValues
-from .verify import layer_outputs
+from ..metrics import layer_outputs
+from .. import runtime
 
 __all__ = ["FoldExplanation", "explain_fold", "FORMULAS"]
 
@@ -53,9 +55,8 @@ class FoldExplanation:
 
 
 def _channel_norms(w: np.ndarray, op: str) -> np.ndarray:
-    if op == "DepthwiseConv2dNative":       # [h, w, in, mult] → channel in·mult
-        return np.sqrt((w.astype(np.float64) ** 2).sum(axis=(0, 1)).reshape(-1))
-    return np.sqrt((w.astype(np.float64) ** 2).reshape(-1, w.shape[-1]).sum(axis=0))
+    w = w.reshape(channels_last_shape(op, w.shape)).astype(np.float64)
+    return np.sqrt((w ** 2).reshape(-1, w.shape[-1]).sum(axis=0))
 
 
 def explain_fold(graph: Graph, layer: str, inputs=None, examples: int = 8) -> FoldExplanation:
@@ -72,9 +73,9 @@ def explain_fold(graph: Graph, layer: str, inputs=None, examples: int = 8) -> Fo
         raise ValueError(f"the batch norm after {layer} cannot be folded: {cand.reason}")
     m = cand.match
     folded = fold_batch_norms(graph, [layer]).graph
-    x = [a[:examples] for a in (inputs or default_inputs(graph))]
-    want = graph.run(*x, fetches=[layer_outputs(graph)[cand.bn_layer]])[0]
-    got = folded.run(*x, fetches=[layer_outputs(folded)[layer]])[0]
+    x = [a[:examples] for a in (inputs if inputs is not None else noise_inputs(graph))]
+    want = runtime.run(graph, *x, fetches=[layer_outputs(graph)[cand.bn_layer]])[0]
+    got = runtime.run(folded, *x, fetches=[layer_outputs(folded)[layer]])[0]
     return FoldExplanation(layer, cand.bn_layer, m.layer_op.op, "fused" if m.fused else "unfused",
                            cand.values, tuple(cand.values.weights.shape),
                            float(np.abs(got.astype(np.float64) - want).max()), len(x[0]))

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir import Graph
+from ..ir.ops import FAKE_QUANT_OPS
 from ..passes.constants import constant_value
-from ..passes.quantize import FAKE_QUANT_OPS
 
 __all__ = ["quant_levels", "QuantGrid", "quant_grids", "activation_tensors", "subsample"]
 

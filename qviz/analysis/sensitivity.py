@@ -28,9 +28,11 @@ import numpy as np
 
 from ..ir import Graph
 from ..passes import LayerBits, Recipe, fold_batch_norms, quant_points, quantizable_layers
-from ..passes.calibration import activation_ranges, default_inputs
+from ..passes.calibration import activation_ranges, noise_inputs
 from ..passes.quantize import QuantizeConfig
-from .verify import constant_output, verification_data, verify
+from ..metrics import VERIFY_EXAMPLES, constant_output, verify
+from .. import runtime
+from ..choices import SWEEP_BITS
 
 __all__ = ["Sensitivity", "sensitivity"]
 
@@ -140,15 +142,17 @@ def _write_checkpoint(path: Path, fingerprint: str, cells: dict) -> None:
     os.replace(tmp, path)   # a sweep stopped mid-write leaves the previous checkpoint whole
 
 
-def sensitivity(graph: Graph, *, bits: Sequence[int] = (8, 6, 4, 3, 2),
+def sensitivity(graph: Graph, *, bits: Sequence[int] = SWEEP_BITS,
                 inputs: Sequence[np.ndarray] | None = None, labels: np.ndarray | None = None,
+                calibration: Sequence[np.ndarray] | None = None,
                 progress: Callable[[int, int], None] | None = None,
                 checkpoint: str | os.PathLike | None = None) -> Sensitivity:
     """Sweep every quantizable layer over ``bits``, weights then activations.
 
     Args:
         graph: the original graph (batch norms are folded first, as ``apply`` does).
-        inputs, labels: what to measure on (default: the sample's test split, or noise).
+        inputs, labels: what to measure on (default: fixed-seed noise, no labels).
+        calibration: what activation ranges are measured on (default: noise).
         progress: called with ``(done, total)`` after each measurement.
         checkpoint: a JSON file the measurements are written to as they are
             made; measurements already in it (for the same graph and inputs)
@@ -160,14 +164,15 @@ def sensitivity(graph: Graph, *, bits: Sequence[int] = (8, 6, 4, 3, 2),
     for b in bits:
         LayerBits(b, b)  # validates the range
     if inputs is None:
-        inputs, labels = verification_data(graph)
+        inputs = noise_inputs(graph, count=VERIFY_EXAMPLES, seed=1)
+    inputs = list(inputs)
     layers = quantizable_layers(graph)
     # One calibration for every run: the folded graph's activation ranges.
     folded = fold_batch_norms(graph).graph
     config = QuantizeConfig({name: LayerBits(8, 8) for name in quantizable_layers(folded)})
     points, _ = quant_points(folded, config)
     ranges = activation_ranges(folded, [p.tensor for p in points if p.kind != "weights"],
-                               default_inputs(graph))
+                               list(calibration) if calibration is not None else noise_inputs(graph))
     shape = (len(layers), len(bits))
     sq = {"w": np.zeros(shape), "a": np.zeros(shape)}
     acc = {"w": np.zeros(shape), "a": np.zeros(shape)}
@@ -196,4 +201,4 @@ def sensitivity(graph: Graph, *, bits: Sequence[int] = (8, 6, 4, 3, 2),
     has_acc = labels is not None
     return Sensitivity(tuple(layers), bits, sq["w"], sq["a"],
                        acc["w"] if has_acc else None, acc["a"] if has_acc else None,
-                       warning=constant_output(graph.run(*inputs)))
+                       warning=constant_output(runtime.run(graph, *inputs)))

@@ -18,9 +18,10 @@ import numpy as np
 
 from ..ir import Graph
 from ..passes import fold_batch_norms, fold_candidates
-from ..passes.calibration import default_inputs
+from ..passes.calibration import noise_inputs
 from ..passes.fold_training import MODES, batch_norm_with_batch_stats, fold_batch_norms_training
-from .verify import layer_outputs
+from ..metrics import layer_outputs
+from .. import runtime
 
 __all__ = ["TrainingFoldExplanation", "explain_training_fold", "TRAINING_FORMULAS"]
 
@@ -106,12 +107,12 @@ def explain_training_fold(graph: Graph, layer: str, mode: str = "tf_contrib", *,
     if r.skipped:
         raise ValueError(str(r.skipped[0]))
     inference = fold_batch_norms(graph, [layer]).graph
-    x = [a[:examples] for a in (inputs or default_inputs(graph))]
-    got = r.graph.run(*x, fetches=[layer_outputs(r.graph)[layer]])[0]
+    x = [a[:examples] for a in (inputs if inputs is not None else noise_inputs(graph))]
+    got = runtime.run(r.graph, *x, fetches=[layer_outputs(r.graph)[layer]])[0]
     if frozen:
-        want, reference = inference.run(*x, fetches=[layer_outputs(inference)[layer]])[0], "the inference fold"
+        want, reference = runtime.run(inference, *x, fetches=[layer_outputs(inference)[layer]])[0], "the inference fold"
     else:
-        y = graph.run(*x, fetches=[cand.match.bn_input])[0]
+        y = runtime.run(graph, *x, fetches=[cand.match.bn_input])[0]
         want, reference = batch_norm_with_batch_stats(y, cand.values), "batch norm with batch statistics"
     diff = float(np.abs(np.asarray(got, np.float64) - want).max())
     return TrainingFoldExplanation(layer, cand.bn_layer, mode, frozen, r.graph, inference,

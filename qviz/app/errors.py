@@ -23,27 +23,15 @@ import re
 import uuid
 
 from .._text import hide_temp_paths, one_line
+from ..errors import QvizError
 
 __all__ = ["make_error_handler", "user_message", "USER_ERRORS"]
 
 log = logging.getLogger("qviz.app")
 
 
-def _user_errors() -> tuple[type, ...]:
-    from ..exporters import ExportError
-    from ..importers import LoadError
-    from ..ir import GraphError
-    from ..passes import RecipeError
-    from ..passes.calibration import CalibrationError
-    from ..patterns import PatternSyntaxError
-    from ..qat import QATPlanError
-    from ..runtime import RunError
-
-    return (LoadError, RecipeError, PatternSyntaxError, QATPlanError, CalibrationError, RunError, GraphError,
-            ExportError)
-
-
-USER_ERRORS = _user_errors()
+#: What a user can fix: every qviz error (:class:`qviz.errors.QvizError`).
+USER_ERRORS = (QvizError,)
 
 _REPR = re.compile(r"<[^<>]* at 0x[0-9a-fA-F]+>")
 

@@ -7,11 +7,12 @@ from pathlib import Path
 import dash_ag_grid as dag
 from dash import dcc, html
 
+from ..choices import BIT_MENU, SWEEP_BITS, bits_label
 from ..patterns import BUILTIN
 from ..samples import list_samples
 from . import ids
 
-BITS = ["float", "16", "8", "6", "4", "3", "2"]
+BITS = [bits_label(b) for b in BIT_MENU]
 #: An empty plot without axes (instead of plotly's default empty grid).
 NO_FIGURE = {"data": [], "layout": {"xaxis": {"visible": False}, "yaxis": {"visible": False},
                                     "height": 60, "margin": {"l": 0, "r": 0, "t": 0, "b": 0}}}
@@ -141,8 +142,8 @@ def _sweep_panel():
     return _panel(
         "Sensitivity: output SQNR with one layer quantized at a time",
         html.Div([
-            dcc.Checklist(id=ids.SWEEP_BITS, options=[{"label": f"{b}", "value": b} for b in (8, 6, 4, 3, 2)],
-                          value=[8, 6, 4, 3, 2], inline=True),
+            dcc.Checklist(id=ids.SWEEP_BITS, options=[{"label": f"{b}", "value": b} for b in SWEEP_BITS],
+                          value=list(SWEEP_BITS), inline=True),
             html.Span("bits; target SQNR"),
             dcc.Input(id=ids.SWEEP_TARGET, type="number", value=30, min=0, max=120, step=1,
                       style={"width": "4em"}),

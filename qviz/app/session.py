@@ -17,6 +17,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cachetools import LRUCache
+
 from ..ir import Graph
 from ..passes import Recipe
 
@@ -70,10 +72,11 @@ class Session:
     worker: object = None   # a qviz.app.worker.Worker; None computes in this process
     origin: Origin | None = None
     upload_dir: Path | None = None   # an uploaded model's temporary directory: removed with the session
-    results: OrderedDict = field(default_factory=OrderedDict)   # recipe json → Result (no report)
-    checks: OrderedDict = field(default_factory=OrderedDict)    # recipe json → DeployCheck
-    reports: OrderedDict = field(default_factory=OrderedDict)   # recipe json → Future[Report]
-    samples: OrderedDict = field(default_factory=OrderedDict)   # recipe json → Future[{tensor: values}]
+    # Per-recipe caches, least recently used first out: undo/redo and re-selection are instant.
+    results: LRUCache = field(default_factory=lambda: LRUCache(8))   # recipe json → Result (no report)
+    checks: LRUCache = field(default_factory=lambda: LRUCache(8))    # recipe json → DeployCheck
+    reports: LRUCache = field(default_factory=lambda: LRUCache(8))   # recipe json → Future[Report]
+    samples: LRUCache = field(default_factory=lambda: LRUCache(4))   # recipe json → Future[{tensor: values}] (MBs)
     layouts: dict = field(default_factory=dict)                 # view key → (view graph, positions)
     latest: str = ""   # the recipe last drawn: reports for older ones are not worth computing
     ranges: dict = field(default_factory=dict)                  # fold selection → Future of activation ranges
@@ -81,7 +84,14 @@ class Session:
     sweep: tuple | None = None   # (bits, Future[Sensitivity]) of the last sweep
     qat: object = None           # the QAT export: a Future (bytes of a .keras file), then its answer
     tflite: object = None        # the TFLite export: a Future ((bytes, DeployCheck, DeviceReport)), then its answer
-    matches: OrderedDict = field(default_factory=OrderedDict)   # (pattern source, recipe json) → [MatchFate]
+    matches: LRUCache = field(default_factory=lambda: LRUCache(8))   # (pattern, recipe json) → [MatchFate]
+
+    @property
+    def data(self):
+        """What this model is calibrated and verified on (:func:`qviz.samples.data_for`)."""
+        from ..samples import data_for
+
+        return data_for(self.graph)
 
     def result(self, recipe: Recipe):
         """``qviz.apply(original, recipe, report=False)``, cached (undo/redo is instant).
@@ -93,7 +103,7 @@ class Session:
 
         def compute():
             ranges = self._ranges(recipe) if recipe.quantize_config(self.graph).layers else None
-            return apply(self.graph, recipe, report=False, ranges=ranges)
+            return apply(self.graph, recipe, report=False, ranges=ranges, calibration=self.data.calibration)
 
         return _cached(self.results, recipe, compute)
 
@@ -111,12 +121,7 @@ class Session:
         from ..analysis.match_fates import match_fates
 
         key = (source, recipe.to_json(indent=None))
-        if key not in self.matches:
-            self.matches[key] = match_fates(pattern, self.graph, self.result(recipe))
-            while len(self.matches) > 8:
-                self.matches.popitem(last=False)
-        self.matches.move_to_end(key)
-        return self.matches[key]
+        return _cached(self.matches, key, lambda: match_fates(pattern, self.graph, self.result(recipe)))
 
     def _ranges(self, recipe: Recipe):
         """Activation ranges for this fold selection (bits do not change them), cached."""
@@ -166,13 +171,12 @@ class Session:
                 del self.reports[other]
         if self.worker is None:
             fut = Future()
-            fut.set_result(report_for(self.graph, recipe, self.result(recipe)))
+            fut.set_result(report_for(self.graph, recipe, self.result(recipe),
+                                      self.data.verification, self.data.labels))
         else:
             ranges = self._ranges(recipe) if recipe.quantize_config(self.graph).layers else None
             fut = self.worker.report(self.key, self.graph, key, ranges)
         self.reports[key] = fut
-        while len(self.reports) > 8:
-            self.reports.popitem(last=False)
         return fut
 
     def sensitivity_future(self, bits) -> Future:
@@ -209,8 +213,6 @@ class Session:
             fut = self.worker.samples(self.key, self.graph, key, ranges) if self.worker is not None else \
                 in_thread(run_activation_samples, self.graph, key, ranges)
             self.samples[key] = fut
-            while len(self.samples) > 4:     # a few MB each
-                self.samples.popitem(last=False)
         return fut
 
     def tflite_future(self, recipe: Recipe, int8_io: bool) -> Future:
@@ -233,14 +235,16 @@ def remove_dir(path: Path | None) -> None:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def _cached(cache: OrderedDict, recipe: Recipe, compute, size: int = 8):
-    key = recipe.to_json(indent=None)
-    if key not in cache:
-        cache[key] = compute()
-        while len(cache) > size:
-            cache.popitem(last=False)
-    cache.move_to_end(key)
-    return cache[key]
+def _cached(cache: LRUCache, key, compute):
+    """``cache[key]``, computed and stored first if missing (a recipe is keyed by its JSON)."""
+    if isinstance(key, Recipe):
+        key = key.to_json(indent=None)
+    try:
+        return cache[key]
+    except KeyError:
+        pass
+    value = cache[key] = compute()
+    return value
 
 
 class LoadQueue:

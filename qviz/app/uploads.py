@@ -16,6 +16,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..choices import MODEL_SUFFIXES
 from .._text import hide_temp_paths
 from ..importers import LoadError, load
 from ..importers.safety import Limits, extract_zip
@@ -23,7 +24,7 @@ from .session import remove_dir
 
 __all__ = ["UPLOAD_SUFFIXES", "Upload", "save_upload", "open_file", "load_upload", "size_text"]
 
-UPLOAD_SUFFIXES = (".keras", ".h5", ".hdf5", ".pb", ".pbtxt", ".zip")
+UPLOAD_SUFFIXES = MODEL_SUFFIXES + (".zip",)   # a zipped SavedModel directory
 
 
 def size_text(n: int) -> str:

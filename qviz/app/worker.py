@@ -24,13 +24,16 @@ import tempfile
 import threading
 import types
 import uuid
-from collections import OrderedDict
 from concurrent.futures import Future, ProcessPoolExecutor
+
+from cachetools import LRUCache
+
+from .. import runtime
 
 __all__ = ["Worker", "in_thread", "sensitivity_in_thread", "run_sensitivity", "run_qat_export",
            "run_tflite_export", "run_activation_samples"]
 
-_GRAPHS: OrderedDict = OrderedDict()   # in the worker process only: key → Graph
+_GRAPHS: LRUCache = LRUCache(maxsize=8)   # in the worker process only: key → Graph
 
 
 def _init():
@@ -44,20 +47,18 @@ def _init():
 
 
 def _graph(key, graph):
-    if key not in _GRAPHS:
-        _GRAPHS[key] = graph
-        while len(_GRAPHS) > 8:
-            _GRAPHS.popitem(last=False)
-    _GRAPHS.move_to_end(key)
-    return _GRAPHS[key]
+    """The worker's copy of a model's graph: the first one sent under ``key``
+    (so its memo — compiled functions, shapes — is kept between jobs)."""
+    return _GRAPHS.setdefault(key, graph)
 
 
 def _ranges_job(key, graph, fold_layers):
     """Activation ranges of every quantizable layer of the graph folded as asked."""
     from ..passes import LayerBits, QuantizeConfig, fold_batch_norms, quant_points, quantizable_units
-    from ..passes.calibration import activation_ranges, default_inputs
+    from ..passes.calibration import activation_ranges
+    from ..ir.ops import LAYER_OPS
     from ..passes.quant_points import bypass_adds
-    from ..patterns.builtin import LAYER_TYPES
+    from ..samples import data_for
 
     graph = _graph(key, graph)
     folded = fold_batch_norms(graph, layers=list(fold_layers)).graph
@@ -67,18 +68,21 @@ def _ranges_job(key, graph, fold_layers):
     tensors = [p.tensor for p in points if p.kind not in ("weights", "requantize", "fixed")]
     # and every unit's input: a layer quantized alone rounds its input at a range of its own
     units = set(config.layers)
-    tensors += [t for n in folded.nodes if n.layer in units and (n.op in LAYER_TYPES or n in adds)
-                for t in (n.inputs[:1] if n.op in LAYER_TYPES else n.inputs)]
-    return activation_ranges(folded, list(dict.fromkeys(tensors)), default_inputs(graph))
+    tensors += [t for n in folded.nodes if n.layer in units and (n.op in LAYER_OPS or n in adds)
+                for t in (n.inputs[:1] if n.op in LAYER_OPS else n.inputs)]
+    return activation_ranges(folded, list(dict.fromkeys(tensors)), list(data_for(graph).calibration))
 
 
 def _report_job(key, graph, recipe_json, ranges):
     from ..passes import Recipe
     from ..pipeline import apply, report_for
+    from ..samples import data_for
 
     graph = _graph(key, graph)
     recipe = Recipe.from_json(recipe_json)
-    return report_for(graph, recipe, apply(graph, recipe, ranges=ranges, report=False))
+    data = data_for(graph)
+    result = apply(graph, recipe, ranges=ranges, calibration=data.calibration, report=False)
+    return report_for(graph, recipe, result, data.verification, data.labels)
 
 
 def run_activation_samples(graph, recipe_json, ranges, examples=64):
@@ -87,14 +91,16 @@ def run_activation_samples(graph, recipe_json, ranges, examples=64):
     quantization grids). One run per recipe: any layer selected next is drawn at once."""
     from ..analysis.quant_grid import activation_tensors, subsample
     from ..passes import Recipe
-    from ..passes.calibration import default_inputs
     from ..pipeline import apply
+    from ..samples import data_for
 
-    rewritten = apply(graph, Recipe.from_json(recipe_json), ranges=ranges, report=False).graph
+    calibration = data_for(graph).calibration
+    rewritten = apply(graph, Recipe.from_json(recipe_json), ranges=ranges, calibration=calibration,
+                      report=False).graph
     tensors = activation_tensors(rewritten)
     if not tensors:
         return {}
-    values = rewritten.run(*[x[:examples] for x in default_inputs(graph)], fetches=tensors)
+    values = runtime.run(rewritten, *[x[:examples] for x in calibration], fetches=tensors)
     return {t: subsample(v) for t, v in zip(tensors, values)}
 
 
@@ -105,8 +111,11 @@ def _samples_job(key, graph, recipe_json, ranges):
 def run_sensitivity(graph, bits, progress=None):
     """The per-layer sweep; ``progress(done, total)`` after each measurement."""
     from ..analysis.sensitivity import sensitivity
+    from ..samples import data_for
 
-    return sensitivity(graph, bits=tuple(bits), progress=progress)
+    data = data_for(graph)
+    return sensitivity(graph, bits=tuple(bits), inputs=data.verification, labels=data.labels,
+                       calibration=data.calibration, progress=progress)
 
 
 def _sensitivity_job(key, graph, bits, progress_path):
@@ -120,11 +129,12 @@ def run_qat_export(source, recipe_json, folding_mode, freeze_bn_delay):
 
     from ..passes import Recipe
     from ..qat import export_qat
+    from ..samples import data_for
 
     with tempfile.TemporaryDirectory(prefix="qviz-qat-") as tmp:
         out = Path(tmp) / "model_qat.keras"
         export_qat(source, Recipe.from_json(recipe_json), out, folding_mode=folding_mode,
-                   freeze_bn_delay=freeze_bn_delay)
+                   freeze_bn_delay=freeze_bn_delay, calibration=lambda g: data_for(g).calibration)
         return out.read_bytes()
 
 
@@ -134,9 +144,12 @@ def run_tflite_export(graph, recipe_json, int8_io):
 
     from ..exporters.tflite import export_tflite
     from ..passes import Recipe
+    from ..samples import data_for
 
     with tempfile.TemporaryDirectory(prefix="qviz-tflite-") as tmp:
-        done = export_tflite(graph, Recipe.from_json(recipe_json), Path(tmp) / "model.tflite", int8_io=int8_io)
+        data = data_for(graph)
+        done = export_tflite(graph, Recipe.from_json(recipe_json), Path(tmp) / "model.tflite", int8_io=int8_io,
+                             calibration=data.calibration, verification=data.verification)
         return done.path.read_bytes(), done.check, done.device
 
 

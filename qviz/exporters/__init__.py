@@ -9,12 +9,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ..errors import QvizError
 from ..ir import Graph
 
 __all__ = ["save_graph_def", "save_saved_model", "ExportError", "export_tflite", "TFLiteError"]
 
 
-class ExportError(OSError):
+class ExportError(QvizError, OSError):
     """The graph could not be written to the given place."""
 
 

@@ -25,15 +25,16 @@ from pathlib import Path
 import numpy as np
 
 from ..analysis.deployability import DeployCheck, deployability
-from ..analysis.verify import sqnr_db, verification_data
+from ..metrics import VERIFY_EXAMPLES, sqnr_db
 from ..ir import Graph
-from ..passes.calibration import as_input_list
-from ..passes.quant_config import FAKE_QUANT_OPS
+from ..ir.ops import FAKE_QUANT_OPS, TFLITE_FUSED_CHAIN
+from ..passes.calibration import as_input_list, noise_inputs
 from ..passes.quant_points import SAME_GRID_OPS
 from ..passes.recipe import Recipe
 from ..pipeline import Result, apply
 from ..runtime import RunError, run_from
 from . import ExportError, save_saved_model
+from .. import runtime
 
 __all__ = ["convert", "compare_with_device", "export_tflite", "DeviceReport", "TensorAgreement",
            "TFLiteExport", "TFLiteError"]
@@ -195,9 +196,6 @@ def _output_scale(graph: Graph, tensor: str) -> float | None:
     return (hi - lo) / levels
 
 
-_FUSED_CHAIN = frozenset({"BiasAdd", "Relu", "Relu6", "Identity", "BatchToSpaceND"})
-
-
 def _quantized_value(graph: Graph, node) -> str | None:
     """The qviz tensor holding what the device stores for ``node``'s fused op: the
     FakeQuant after it, through the bias and activation TFLite fuses into it; or its
@@ -208,7 +206,7 @@ def _quantized_value(graph: Graph, node) -> str | None:
         fq = next((c for c in readers if c.op == "FakeQuantWithMinMaxVars"), None)
         if fq is not None:
             return fq.output(0)
-        if len(readers) != 1 or readers[0].op not in _FUSED_CHAIN:
+        if len(readers) != 1 or readers[0].op not in TFLITE_FUSED_CHAIN:
             break
         node = readers[0]
     return start.output(0) if start.op in SAME_GRID_OPS else None
@@ -267,7 +265,7 @@ def _per_tensor(it, graph: Graph, inputs: list[np.ndarray]) -> list[TensorAgreem
             found.append((graph.producer(tensor).layer, tensor, idx, q, feeds))
     if not found:
         return []
-    chained = graph.run(*inputs, fetches=[t for _, t, _, _, _ in found])
+    chained = runtime.run(graph, *inputs, fetches=[t for _, t, _, _, _ in found])
     rows = []
     for (layer, tensor, idx, (scale, zp), feeds), want in zip(found, chained):
         got = (it.get_tensor(idx).astype(np.float64) - zp) * scale
@@ -299,8 +297,8 @@ def compare_with_device(model: bytes, graph: Graph, float_graph: Graph, inputs, 
     inputs = as_input_list(graph, inputs)
     it = _interpreter(model, preserve=False)
     device = _run_device(it, graph, inputs)
-    sim = graph.run(*inputs)
-    ref = float_graph.run(*inputs)
+    sim = runtime.run(graph, *inputs)
+    ref = runtime.run(float_graph, *inputs)
     scale = _output_scale(graph, graph.outputs[0])
     diffs = [np.abs(np.asarray(d, np.float64) - np.asarray(s, np.float64)) for d, s in zip(device, sim)]
     max_lsb = within = None
@@ -367,6 +365,6 @@ def export_tflite(graph: Graph, recipe: Recipe, path, *, int8_io: bool = False, 
     except OSError as exc:
         raise ExportError(f"{path}: cannot write: {exc.strerror or exc}") from None
     if verification is None:
-        verification, _ = verification_data(graph)
+        verification = noise_inputs(graph, count=VERIFY_EXAMPLES, seed=1)
     device = compare_with_device(model, result.graph, graph, verification, per_layer=per_layer)
     return TFLiteExport(path, check, device, result)

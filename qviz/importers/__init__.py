@@ -10,13 +10,14 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..choices import KERAS_SUFFIXES, MODEL_FORMATS
 from ..ir import Graph
 from .errors import LoadError
 from .safety import DEFAULT_LIMITS, Limits, check_path, os_error
 
 __all__ = ["load", "LoadError", "Limits", "DEFAULT_LIMITS"]
 
-_FORMATS = ".keras, .h5, .pb, .pbtxt, or a SavedModel directory"
+_FORMATS = MODEL_FORMATS
 
 
 def load(source, *, input_shape: Sequence | None = None, safe_mode: bool = True,
@@ -80,7 +81,7 @@ def _load_path(path: Path, *, input_shape, safe_mode: bool, limits: Limits) -> G
     try:
         if suffix == ".keras":
             return keras.load_keras_file(path, input_shape=input_shape, safe_mode=safe_mode, limits=limits)
-        if suffix in (".h5", ".hdf5"):
+        if suffix in KERAS_SUFFIXES:   # .h5 / .hdf5
             return keras.load_h5_file(path, input_shape=input_shape, safe_mode=safe_mode, limits=limits)
         if suffix == ".pb":
             return graphdef.load_pb(path, safe_mode=safe_mode, limits=limits)

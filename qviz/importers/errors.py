@@ -1,5 +1,6 @@
 """The one error every loader raises."""
 
+from ..errors import QvizError
 from .._text import first_line, one_line, quote_name
 
 __all__ = ["LoadError", "first_line", "MAX_CAUSE"]
@@ -8,7 +9,7 @@ __all__ = ["LoadError", "first_line", "MAX_CAUSE"]
 MAX_CAUSE = 500
 
 
-class LoadError(Exception):
+class LoadError(QvizError):
     """A model could not be loaded. The message is one line: ``<source>: <cause>``.
 
     A source name with a newline or other control character is quoted, so the

@@ -4,10 +4,10 @@ from .attrs import FuncRef, Shape, decode_attr, encode_attr, numpy_to_tensor, te
 from .dtypes import DType
 from .errors import GraphError
 from .graph import Graph
-from .node import Node, parse_tensor_name, tensor_name
+from .node import Node, canonical_tensor_name, parse_tensor_name, tensor_name
 
 __all__ = [
     "Graph", "Node", "GraphError", "DType", "Shape", "FuncRef",
-    "parse_tensor_name", "tensor_name", "decode_attr", "encode_attr",
+    "parse_tensor_name", "tensor_name", "canonical_tensor_name", "decode_attr", "encode_attr",
     "numpy_to_tensor", "tensor_to_numpy",
 ]

@@ -20,15 +20,21 @@ build new graphs (:meth:`Graph.with_nodes`).
 
 from __future__ import annotations
 
+import threading
 import weakref
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from typing import TypeVar
 
 import networkx as nx
 
 from .errors import GraphError
+from .graphdef import graph_def_from_nodes, nodes_from_graph_def
 from .layers import layers_from_names
-from .node import Node, parse_tensor_name, tensor_name
+from .node import Node, canonical_tensor_name, parse_tensor_name, tensor_name
 from .proto import pb
+from .structure import consumer_indices, constant_nodes, dataflow_digraph, inferred_outputs, is_sorted, layer_order
+
+T = TypeVar("T")
 
 __all__ = ["Graph", "graphs_containing"]
 
@@ -40,14 +46,6 @@ def graphs_containing(node: Node) -> list["Graph"]:
     """The live graphs that hold this very node object (a rewrite shares the
     nodes it did not change with the graph it came from)."""
     return [g for g in list(_LIVE) if g._nodes.get(node.name) is node]
-
-# Ops that never count as a graph output when outputs are inferred.
-# Ops whose value is not a function of their inputs: never constant, whatever feeds them.
-_NOT_CONSTANT = frozenset({"Placeholder", "PlaceholderWithDefault", "VarHandleOp", "ReadVariableOp",
-                           "RandomUniform", "RandomStandardNormal", "TruncatedNormal",
-                           "RandomUniformInt", "Multinomial", "NoOp"})
-_NOT_OUTPUTS = frozenset({"Const", "NoOp", "Placeholder", "VarHandleOp", "Assert",
-                          "SaveV2", "RestoreV2", "AssignVariableOp"})
 
 
 class Graph:
@@ -62,7 +60,8 @@ class Graph:
         versions, library: serialized ``VersionDef`` / ``FunctionDefLibrary``
             carried through the GraphDef round trip untouched.
         source: where the graph came from (a file path or a model name), as the
-            loader saw it; rewrites keep it. Used to find a sample's own data.
+            loader saw it; rewrites keep it. A label only: nothing qviz
+            computes depends on it.
 
     Raises:
         GraphError: duplicate names, or an input, output or control input that
@@ -97,19 +96,17 @@ class Graph:
                     raise GraphError(f"node {node.name!r} has control input {c!r}, but no such node exists")
         if inputs is None:
             inputs = [n.output(0) for n in self._order if n.op == "Placeholder"]
-        self._inputs = tuple(self._checked_tensor(t, "input") for t in inputs)
-        self._consumers: dict[str, tuple[Node, ...]] | None = None
-        self._node_consumers: dict[str, tuple[Node, ...]] = {}
+        self._inputs = tuple(self.checked_tensor(t, "input") for t in inputs)
         if outputs is None:
-            outputs = self._infer_outputs()
-        self._outputs = tuple(self._checked_tensor(t, "output") for t in outputs)
-        self._layers = _layer_order(self._order)
+            outputs = inferred_outputs(self._order)
+        self._outputs = tuple(self.checked_tensor(t, "output") for t in outputs)
+        self._layers = layer_order(self._order)
         self._layer_scopes = dict(layer_scopes or {})
         self._versions = versions
         self._library = library
-        self.source = source
-        self._nx = None
-        self._cache: dict = {}  # derived data (runtime functions, shapes); never graph content
+        self._source = source
+        self._memo: dict = {}
+        self._memo_lock = threading.Lock()
         _LIVE.add(self)
 
     # -- construction ---------------------------------------------------
@@ -143,19 +140,8 @@ class Graph:
             graph_def = own
         if layer_of is None:
             layer_of = layers_from_names(nd.name for nd in graph_def.node)
-        nodes = []
-        for nd in graph_def.node:
-            data, control = [], []
-            for t in nd.input:
-                if t.startswith("^"):
-                    control.append(t[1:])
-                else:
-                    data.append(t)
-            nodes.append(Node(nd.name, nd.op, data, control_inputs=control,
-                              layer=layer_of.get(nd.name, nd.name), device=nd.device,
-                              raw_attrs=nd.attr))
         return cls(
-            nodes, inputs, outputs, layer_scopes=layer_scopes,
+            nodes_from_graph_def(graph_def, layer_of), inputs, outputs, layer_scopes=layer_scopes,
             versions=graph_def.versions.SerializeToString() if graph_def.HasField("versions") else b"",
             library=graph_def.library.SerializeToString() if graph_def.HasField("library") else b"",
             source=source,
@@ -166,23 +152,7 @@ class Graph:
 
         Output 0 is written as the bare node name, as TensorFlow itself does.
         """
-        P = pb()
-        gd = P.GraphDef()
-        if self._versions:
-            gd.versions.ParseFromString(self._versions)
-        if self._library:
-            gd.library.ParseFromString(self._library)
-        for node in self._order:
-            nd = gd.node.add()
-            nd.name = node.name
-            nd.op = node.op
-            if node.device:
-                nd.device = node.device
-            nd.input.extend(_short(t) for t in node.inputs)
-            nd.input.extend("^" + c for c in node.control_inputs)
-            for k, v in node.raw_attrs.items():
-                nd.attr[k].CopyFrom(v)
-        return gd
+        return graph_def_from_nodes(self._order, self._versions, self._library)
 
     def with_nodes(
         self,
@@ -200,8 +170,41 @@ class Graph:
             layer_scopes={**self._layer_scopes, **(layer_scopes or {})},
             versions=self._versions,
             library=self._library,
-            source=self.source,
+            source=self._source,
         )
+
+    # -- derived data ------------------------------------------------------
+
+    @property
+    def source(self) -> str:
+        """Where the graph came from (a path or model name), as its loader saw it."""
+        return self._source
+
+    def memo(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """Derived data about this graph, computed once and kept with it.
+
+        A graph never changes, so anything computed from it alone (an index, a
+        compiled TensorFlow function, shapes) can be kept as long as the graph
+        lives. ``key`` names the datum; by convention it starts with the
+        computing module's name (``"runtime.shapes"``). ``compute`` must depend
+        on this graph only: the memo is not pickled, and it never holds graph
+        content. Two threads asking at once may both compute; the first value
+        stored wins and both get it.
+
+        >>> g = Graph([Node("x", "Placeholder")])
+        >>> calls = []
+        >>> g.memo("doc.twice", lambda: calls.append(1) or len(g)), g.memo("doc.twice", lambda: 0)
+        (1, 1)
+        >>> len(calls)
+        1
+        """
+        try:
+            return self._memo[key]
+        except KeyError:
+            pass
+        value = compute()
+        with self._memo_lock:
+            return self._memo.setdefault(key, value)
 
     # -- lookup -----------------------------------------------------------
 
@@ -235,15 +238,17 @@ class Graph:
 
     def producer_index(self) -> Mapping[str, Node]:
         """``{tensor name: producer}`` for every tensor some node consumes (cached)."""
-        index = self._cache.get("ir.producers")
-        if index is None:
-            # Straight from the inputs (canonical "node:index" names), not via the
-            # consumer lists: no container per tensor, so building it on a large
-            # graph does not set off the garbage collector.
-            nodes = self._nodes
-            index = {t: nodes[t.rpartition(":")[0]] for node in self._order for t in node.inputs}
-            self._cache["ir.producers"] = index
-        return index
+        # Straight from the inputs (canonical "node:index" names), not via the
+        # consumer lists: no container per tensor, so building it on a large
+        # graph does not set off the garbage collector.
+        nodes = self._nodes
+        return self.memo("ir.producers", lambda: {
+            t: nodes[t.rpartition(":")[0]] for node in self._order for t in node.inputs})
+
+    def consumer_index(self) -> Mapping[str, tuple[Node, ...]]:
+        """``{tensor name: the nodes that read it}`` for every tensor some node reads
+        (memoized; readers once each, in graph order; control inputs do not count)."""
+        return self.memo("ir.consumers", lambda: consumer_indices(self._order))[0]
 
     def consumers(self, tensor_or_node: str | Node) -> tuple[Node, ...]:
         """The nodes that read a tensor (``"x:0"``) or any output of a node (``"x"`` or a Node).
@@ -252,32 +257,17 @@ class Graph:
         """
         if isinstance(tensor_or_node, Node):
             tensor_or_node = tensor_or_node.name
+        by_tensor, by_node = self.memo("ir.consumers", lambda: consumer_indices(self._order))
         if tensor_or_node in self._nodes and ":" not in tensor_or_node:
-            self._consumer_index()
-            return self._node_consumers.get(tensor_or_node, ())
+            return by_node.get(tensor_or_node, ())
         node, index = parse_tensor_name(tensor_or_node)
         if node not in self._nodes:
             raise KeyError(f"graph has no node named {node!r}")
-        return self._consumer_index().get(tensor_name(node, index), ())
+        return by_tensor.get(tensor_name(node, index), ())
 
     def tensors_consumed(self) -> frozenset[str]:
         """Every tensor name that some node reads."""
-        return frozenset(self._consumer_index())
-
-    def _consumer_index(self) -> dict[str, tuple[Node, ...]]:
-        if self._consumers is None:
-            # Built once, in graph order: per tensor and per producing node.
-            by_tensor: dict[str, list[Node]] = {}
-            by_node: dict[str, list[Node]] = {}
-            for node in self._order:
-                for t in node.inputs:
-                    for index, key in ((by_tensor, t), (by_node, parse_tensor_name(t)[0])):
-                        lst = index.setdefault(key, [])
-                        if not lst or lst[-1] is not node:
-                            lst.append(node)
-            self._node_consumers = {k: tuple(v) for k, v in by_node.items()}
-            self._consumers = {t: tuple(v) for t, v in by_tensor.items()}
-        return self._consumers
+        return frozenset(self.producer_index())
 
     @property
     def inputs(self) -> tuple[str, ...]:
@@ -319,26 +309,11 @@ class Graph:
         (True, False)
         """
         name = tensor_or_node.name if isinstance(tensor_or_node, Node) else parse_tensor_name(tensor_or_node)[0]
-        constant = self._cache.get("ir.constant")
-        if constant is None:
-            constant = set()
-            for node in self.toposort().nodes if self._needs_sort() else self._order:
-                if node.op == "Const" or (
-                        node.op not in _NOT_CONSTANT and node.inputs
-                        and all(parse_tensor_name(t)[0] in constant for t in node.inputs)):
-                    constant.add(node.name)
-            self._cache["ir.constant"] = constant
+        constant = self.memo("ir.constant", lambda: constant_nodes(
+            self._order if self.is_sorted() else self.toposort().nodes))
         if name not in self._nodes:
             raise KeyError(f"graph has no node named {name!r}")
         return name in constant
-
-    def _needs_sort(self) -> bool:
-        seen: set[str] = set()
-        for node in self._order:
-            if any(parse_tensor_name(t)[0] not in seen for t in node.inputs):
-                return True
-            seen.add(node.name)
-        return False
 
     def op_counts(self) -> dict[str, int]:
         """Number of nodes per op type, most common first."""
@@ -356,24 +331,11 @@ class Graph:
         Node data: ``op``, ``layer``. Edge data: ``tensors`` (the tensor names
         carried) and ``control`` (True for a pure control dependency).
         """
-        if self._nx is None:
-            g = nx.DiGraph()
-            for n in self._order:
-                g.add_node(n.name, op=n.op, layer=n.layer)
-            for n in self._order:
-                for t in n.inputs:
-                    src = parse_tensor_name(t)[0]
-                    data = g.get_edge_data(src, n.name)
-                    if data is None:
-                        g.add_edge(src, n.name, tensors=[t], control=False)
-                    elif t not in data["tensors"]:
-                        data["tensors"].append(t)
-                        data["control"] = False
-                for c in n.control_inputs:
-                    if not g.has_edge(c, n.name):
-                        g.add_edge(c, n.name, tensors=[], control=True)
-            self._nx = nx.freeze(g)
-        return self._nx
+        return self.memo("ir.nx", lambda: dataflow_digraph(self._order))
+
+    def is_sorted(self) -> bool:
+        """Whether every node comes after the producers of its data inputs."""
+        return self.memo("ir.sorted", lambda: is_sorted(self._order))
 
     def toposort(self) -> "Graph":
         """The same graph with its nodes in a topological order (stable for ties).
@@ -404,39 +366,23 @@ class Graph:
             return self
         return self.with_nodes(n for n in self._order if n.name in keep)
 
-    # -- running (TensorFlow) ------------------------------------------------
-
-    def run(self, *arrays, feeds: Mapping | None = None, fetches: Sequence[str] | None = None) -> list:
-        """Execute the graph in TensorFlow; one numpy array per output (or per fetch).
-
-        Pass one array per graph input, in order, or ``feeds={tensor: array}``.
-        See :func:`qviz.runtime.run`.
-        """
-        from qviz import runtime  # TF is imported only when a graph actually runs
-
-        return runtime.run(self, *arrays, feeds=feeds, fetches=fetches)
-
     # -- helpers -------------------------------------------------------------
 
-    def _checked_tensor(self, tensor: str, what: str) -> str:
-        node, index = parse_tensor_name(tensor)
-        if node not in self._nodes:
-            raise GraphError(f"graph {what} {tensor_name(node, index)!r} names no node in the graph")
-        return tensor_name(node, index)
+    def checked_tensor(self, tensor: str, what: str = "tensor") -> str:
+        """``tensor``'s canonical name, or GraphError naming ``what`` it was
+        (an input, a fetch) when no node of this graph produces it."""
+        canonical = canonical_tensor_name(tensor)
+        if parse_tensor_name(canonical)[0] not in self._nodes:
+            raise GraphError(f"graph {what} {canonical!r} names no node in the graph")
+        return canonical
 
-    def _infer_outputs(self) -> list[str]:
-        consumed = {parse_tensor_name(t)[0] for t in self._consumer_index()}
-        control_targets = {c for n in self._order for c in n.control_inputs}
-        return [n.output(0) for n in self._order
-                if n.op not in _NOT_OUTPUTS and n.name not in consumed
-                and n.name not in control_targets]
 
     def __reduce__(self):
         """Pickle as a GraphDef plus what it does not hold (layers, inputs, outputs,
         scopes, source), so graphs can go to worker processes. Caches are not sent."""
         layer_of = {n.name: n.layer for n in self._order}
         return (_unpickle, (self.to_graph_def().SerializeToString(), self._inputs, self._outputs,
-                            layer_of, self._layer_scopes, self.source))
+                            layer_of, self._layer_scopes, self._source))
 
     def __repr__(self) -> str:
         return (f"<Graph {len(self._order)} nodes, {len(self._layers)} layers, "
@@ -448,26 +394,3 @@ def _unpickle(graph_def_bytes, inputs, outputs, layer_of, layer_scopes, source) 
     gd.ParseFromString(graph_def_bytes)
     return Graph.from_graph_def(gd, inputs=inputs, outputs=outputs, layer_of=layer_of,
                                 layer_scopes=layer_scopes, copy=False, source=source)
-
-
-def _layer_order(nodes: Sequence[Node]) -> tuple[str, ...]:
-    """Layers ordered by their first computing node (constants are hoisted in
-    frozen graphs, so they would put every layer first)."""
-    first: dict[str, int] = {}
-    fallback: dict[str, int] = {}
-    constant: set[str] = set()
-    for i, node in enumerate(nodes):
-        if node.op == "Const" or (node.op == "Identity" and node.inputs
-                                  and parse_tensor_name(node.inputs[0])[0] in constant):
-            constant.add(node.name)
-            fallback.setdefault(node.layer, i)
-        else:
-            first.setdefault(node.layer, i)
-    for layer, i in fallback.items():
-        first.setdefault(layer, i)
-    return tuple(sorted(first, key=first.__getitem__))
-
-
-def _short(tensor: str) -> str:
-    node, index = parse_tensor_name(tensor)
-    return node if index == 0 else f"{node}:{index}"

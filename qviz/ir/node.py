@@ -7,7 +7,7 @@ from types import MappingProxyType
 
 from .attrs import decode_attr, encode_attr
 
-__all__ = ["Node", "parse_tensor_name", "tensor_name"]
+__all__ = ["Node", "parse_tensor_name", "tensor_name", "canonical_tensor_name"]
 
 
 def parse_tensor_name(name: str) -> tuple[str, int]:
@@ -31,6 +31,15 @@ def tensor_name(node: str, index: int = 0) -> str:
     'conv:0'
     """
     return f"{node}:{index}"
+
+
+def canonical_tensor_name(name: str) -> str:
+    """The one spelling of a tensor name that qviz compares and stores.
+
+    >>> canonical_tensor_name("conv"), canonical_tensor_name("split:1")
+    ('conv:0', 'split:1')
+    """
+    return tensor_name(*parse_tensor_name(name))
 
 
 class Node:
@@ -155,5 +164,4 @@ class Node:
 def _canonical(tensor: str) -> str:
     if tensor.startswith("^"):
         raise ValueError(f"control input {tensor!r} belongs in control_inputs")
-    node, index = parse_tensor_name(tensor)
-    return tensor_name(node, index)
+    return canonical_tensor_name(tensor)

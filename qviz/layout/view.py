@@ -23,16 +23,17 @@ from collections.abc import Iterable
 import networkx as nx
 
 from ..ir import Graph, Node, parse_tensor_name
+from ..ir.ops import ACTIVATION_OPS, ADD_OPS, BATCH_NORM_OPS, CONV_LIKE_OPS, FAKE_QUANT_OPS
 
 __all__ = ["view_graph", "kind_of_op", "layer_kind", "KINDS"]
 
 #: Colour groups, in priority order for naming a layer after its main op.
 KINDS = {
-    "conv": {"Conv2D", "DepthwiseConv2dNative", "MatMul", "Conv3D", "BatchMatMulV2"},
-    "batchnorm": {"FusedBatchNorm", "FusedBatchNormV3", "Rsqrt"},
-    "quant": {"FakeQuantWithMinMaxVars", "FakeQuantWithMinMaxVarsPerChannel"},
-    "activation": {"Relu", "Relu6", "Sigmoid", "Tanh", "Softmax", "Elu", "Selu", "Swish", "LeakyRelu"},
-    "add": {"Add", "AddV2", "ConcatV2", "Mul"},
+    "conv": CONV_LIKE_OPS,
+    "batchnorm": BATCH_NORM_OPS | {"Rsqrt"},
+    "quant": FAKE_QUANT_OPS,
+    "activation": ACTIVATION_OPS | {"Swish"},
+    "add": ADD_OPS | {"ConcatV2", "Mul"},
     "pool": {"MaxPool", "AvgPool", "Mean"},
     "io": {"Placeholder", "Identity"},
 }

@@ -30,8 +30,8 @@ fill on a trail, as in the reference walk, because they may be reached bound.
 
 from __future__ import annotations
 
+import functools
 import itertools
-from collections import OrderedDict
 from collections.abc import Callable
 
 from ..ir import Graph, Node
@@ -41,8 +41,11 @@ __all__ = ["CompiledPattern", "compile_pattern"]
 
 #: Ordered inputs up to this many are unrolled into nested ``if``s; more use a loop.
 _UNROLL = 12
-_CODE: OrderedDict[str, object] = OrderedDict()  # generated source → code object
-_CODE_MAX = 256
+@functools.lru_cache(maxsize=256)
+def _compiled(source: str):
+    """The code object of a generated matcher (patterns recur: the app recompiles
+    the same few on every redraw)."""
+    return compile(source, "<qviz pattern>", "exec")
 
 
 class CompiledPattern:
@@ -97,16 +100,8 @@ class CompiledPattern:
         self.root_types = pattern.root_types()
         self.root_inputs = _root_inputs(pattern, self.root_types)
         self.source, constants = _Generator(pattern, order, self.slots, self.tensors).generate()
-        code = _CODE.get(self.source)
-        if code is None:
-            code = compile(self.source, "<qviz pattern>", "exec")
-            _CODE[self.source] = code
-            if len(_CODE) > _CODE_MAX:
-                _CODE.popitem(last=False)
-        else:
-            _CODE.move_to_end(self.source)
         namespace = dict(constants)
-        exec(code, namespace)  # defines make(P, BLANK, OUT)
+        exec(_compiled(self.source), namespace)  # defines make(P, BLANK, OUT)
         self._make = namespace["make"]
         self._blank = [None] * self.width
 

@@ -1,12 +1,15 @@
 """Calibration: the inputs activation ranges are measured on, and the measuring.
 
+What to calibrate on is the caller's choice (a model's own data: see
+:func:`qviz.samples.data_for`); :func:`noise_inputs` is the fallback.
+
 >>> import qviz
 >>> from qviz.samples import sample_path
 >>> g = qviz.load(sample_path("lenet_digits"))
->>> [x.shape for x in default_inputs(g)]     # the sample's own calibration split
-[(128, 8, 8, 1)]
+>>> [x.shape for x in noise_inputs(g)]     # fixed-seed noise shaped like the input
+[(64, 8, 8, 1)]
 >>> relu = g.layer_nodes("relu1")[-1].output(0)
->>> lo, hi = activation_ranges(g, [relu], default_inputs(g))[relu]
+>>> lo, hi = activation_ranges(g, [relu], noise_inputs(g))[relu]
 >>> lo == 0.0 and hi > 0
 True
 """
@@ -17,27 +20,25 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..errors import QvizError
+from .. import runtime
 from ..ir import Graph
-from ..samples import sample_data, sample_name_of
 
-__all__ = ["default_inputs", "activation_ranges", "as_input_list", "CalibrationError"]
+__all__ = ["noise_inputs", "activation_ranges", "as_input_list", "CalibrationError"]
 
 
-class CalibrationError(ValueError):
+class CalibrationError(QvizError, ValueError):
     """Calibration inputs cannot be made or do not fit the graph."""
 
 
-def default_inputs(graph: Graph, count: int = 64, seed: int = 0) -> list[np.ndarray]:
-    """Inputs to calibrate and verify on when the user gives none.
+def noise_inputs(graph: Graph, count: int = 64, seed: int = 0) -> list[np.ndarray]:
+    """``count`` examples of fixed-seed standard normal noise shaped like each
+    graph input: what qviz calibrates and verifies on when the caller gives
+    no data. Real data gives real ranges; noise only shows the mechanics.
 
-    A bundled sample's own calibration data (``x_calib``) if the graph was
-    loaded from a sample; otherwise ``count`` examples of fixed-seed standard
-    normal noise shaped like each graph input.
+    Raises:
+        CalibrationError: an input's shape is unknown beyond the batch.
     """
-    name = sample_name_of(graph.source) if graph.source else None
-    data = sample_data(name) if name else None
-    if data is not None and "x_calib" in data and len(graph.inputs) == 1:
-        return [data["x_calib"]]
     rng = np.random.default_rng(seed)
     out = []
     for tensor in graph.inputs:
@@ -110,7 +111,7 @@ def activation_ranges(graph: Graph, tensors: Sequence[str], inputs: Sequence[np.
     hi = np.full(len(tensors), -np.inf)
     first = True
     for batch in _batches([np.asarray(x) for x in inputs], batch_size):
-        values = graph.run(*batch, fetches=tensors)
+        values = runtime.run(graph, *batch, fetches=tensors)
         b_lo = np.array([float(np.min(v)) for v in values])
         b_hi = np.array([float(np.max(v)) for v in values])
         if ema_decay is None or first:

@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import Graph, parse_tensor_name
+from ..errors import QvizError
+from ..ir import Graph, canonical_tensor_name, parse_tensor_name
 
 __all__ = ["constant_value", "NotConstantError"]
 
 
-class NotConstantError(ValueError):
+class NotConstantError(QvizError, ValueError):
     """The tensor depends on a graph input or on an op with state."""
 
 
@@ -60,8 +61,8 @@ def constant_value(graph: Graph, tensor: str) -> np.ndarray:
         node = graph.producer(tensor)
         raise NotConstantError(f"tensor {tensor!r} ({node.op}) is not constant: "
                                "it is computed from the graph's inputs")
-    memo = graph._cache.setdefault("constants.values", {})
-    key = _canon(tensor)
+    memo = graph.memo("constants.values", dict)  # grows as tensors are asked for
+    key = canonical_tensor_name(tensor)
     if key not in memo:
         memo[key] = _evaluate(graph, key, memo)
     return np.array(memo[key])
@@ -77,7 +78,7 @@ def _evaluate(graph: Graph, tensor: str, memo: dict) -> np.ndarray:
     args = []
     if index == 0 and (node.op in _UNARY or node.op in _BINARY or node.op in ("Squeeze", "Cast")):
         for t in node.inputs:
-            t = _canon(t)
+            t = canonical_tensor_name(t)
             if t not in memo:
                 memo[t] = _evaluate(graph, t, memo)
             args.append(memo[t])
@@ -98,6 +99,3 @@ def _evaluate_in_tf(graph: Graph, tensor: str) -> np.ndarray:
     return runtime.evaluate(graph, [tensor])[0]
 
 
-def _canon(tensor: str) -> str:
-    node, index = parse_tensor_name(tensor)
-    return f"{node}:{index}"

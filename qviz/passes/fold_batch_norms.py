@@ -32,13 +32,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir import Graph, GraphError, Node
+from ..ir.ops import ADD_OPS, BATCH_NORM_OPS, channel_scale_shape, output_channels
 from ..matcher import GraphMatcher, explain_layer
 from ..patterns import BUILTIN
-from ..summary import FUSED_BATCH_NORMS, batch_norm_nodes
 from .constants import constant_value
 from .rewrite import Changes, GraphEditor, PassResult, Skipped, const_node
 
-__all__ = ["BatchNormMatch", "FoldCandidate", "FoldValues", "fold_batch_norms", "fold_candidates",
+__all__ = ["BatchNormMatch", "FoldCandidate", "FoldValues", "fold_batch_norms", "fold_candidates", "batch_norm_nodes",
            "fold_values"]
 
 #: The pattern this pass folds: a conv/dense layer, then a fused or unfused batch norm.
@@ -119,7 +119,7 @@ def _find_batch_norms(graph: Graph) -> Iterator[BatchNormMatch]:
         chain = tuple(n for n in (m.get_op("batch_to_space"), m.get_op("bias_add"), m.get_op("identity"))
                       if n is not None)
         bn = m.root
-        fused = bn.op in FUSED_BATCH_NORMS
+        fused = bn.op in BATCH_NORM_OPS
         if fused:
             bn_input = bn.inputs[0]
             gamma, beta, mean, variance = bn.inputs[1:5]
@@ -185,14 +185,32 @@ def _why_not_foldable(graph: Graph, m: BatchNormMatch) -> str | None:
     return None
 
 
+def batch_norm_nodes(graph: Graph) -> list[Node]:
+    """One node per batch norm: each fused BN op, and the ``Rsqrt`` of each unfused
+    inference-mode chain (``Rsqrt(AddV2(variance, epsilon))`` with constant operands,
+    as Keras 3 freezes ``BatchNormalization``)."""
+    found = []
+    for node in graph.nodes:
+        if node.op in BATCH_NORM_OPS:
+            found.append(node)
+        elif node.op == "Rsqrt" and node.inputs:
+            add = graph.producer(node.inputs[0])
+            if (add.op in ADD_OPS and len(add.inputs) == 2
+                    and all(graph.is_constant(t) for t in add.inputs)
+                    and any(c.op == "Mul" for c in graph.consumers(node.output(0)))):
+                found.append(node)
+    return found
+
+
 def fold_candidates(graph: Graph) -> tuple[FoldCandidate, ...]:
     """Every batch norm of the graph, with the layer it folds into or why it does not.
 
     Cached per graph (graphs are immutable).
     """
-    cached = graph._cache.get("fold.candidates")
-    if cached is not None:
-        return cached
+    return graph.memo("fold.candidates", lambda: _fold_candidates(graph))
+
+
+def _fold_candidates(graph: Graph) -> tuple[FoldCandidate, ...]:
     out, covered = [], set()
     for m in _find_batch_norms(graph):
         covered.update(m.bn_nodes)
@@ -203,9 +221,7 @@ def fold_candidates(graph: Graph) -> tuple[FoldCandidate, ...]:
         reason = explain_layer(PATTERN, graph, node.layer)
         out.append(FoldCandidate(node.layer, node.name, None, None,
                                  f"not after a conv/dense layer: {reason}"))
-    result = tuple(out)
-    graph._cache["fold.candidates"] = result
-    return result
+    return tuple(out)
 
 
 # -- the numbers -----------------------------------------------------------------------
@@ -217,12 +233,11 @@ def _channels(graph: Graph, m: BatchNormMatch, w: np.ndarray) -> tuple[int, int]
     if op.op == "MatMul":
         if w.ndim != 2:
             raise ValueError(f"{op.name}: MatMul weights of rank {w.ndim}, expected 2")
-        return (w.shape[0] if op.attrs.get("transpose_b") else w.shape[1]), -1
+        return output_channels(op.op, w.shape, bool(op.attrs.get("transpose_b"))), -1
     if w.ndim != 4:
         raise ValueError(f"{op.name}: {op.op} weights of rank {w.ndim}, expected 4")
     axis = 1 if op.attrs.get("data_format", "NHWC") == "NCHW" else -1
-    count = w.shape[2] * w.shape[3] if op.op == "DepthwiseConv2dNative" else w.shape[3]
-    return count, axis
+    return output_channels(op.op, w.shape), axis
 
 
 def _per_channel(value: np.ndarray, count: int, axis: int, rank: int, what: str, layer: str) -> np.ndarray:
@@ -248,7 +263,7 @@ def fold_values(graph: Graph, m: BatchNormMatch) -> FoldValues:
     w = constant_value(graph, m.weights)
     count, axis = _channels(graph, m, w)
     rank = 2 if m.layer_op.op == "MatMul" else 4
-    if m.layer_op.op != "MatMul" and m.bn.op in FUSED_BATCH_NORMS:
+    if m.layer_op.op != "MatMul" and m.bn.op in BATCH_NORM_OPS:
         if m.bn.attrs.get("data_format", "NHWC") != m.layer_op.attrs.get("data_format", "NHWC"):
             raise ValueError(f"{m.bn.name} and {m.layer_op.name} use different data formats")
 
@@ -275,12 +290,8 @@ def fold_values(graph: Graph, m: BatchNormMatch) -> FoldValues:
         b = _per_channel(constant_value(graph, m.bias_add.inputs[1]), count, axis, rank, "bias", m.layer)
     else:
         b = np.zeros(count)
-    if m.layer_op.op == "DepthwiseConv2dNative":
-        w_new = w * s.reshape(w.shape[2], w.shape[3])
-    elif m.layer_op.op == "MatMul" and m.layer_op.attrs.get("transpose_b"):
-        w_new = w * s[:, None]
-    else:
-        w_new = w * s
+    view = channel_scale_shape(m.layer_op.op, w.shape, bool(m.layer_op.attrs.get("transpose_b")))
+    w_new = w * (s if view is None else s.reshape(view))
     return FoldValues(gamma, beta, mean, variance, epsilon, s, t, w, b,
                       w_new.astype(w.dtype), (b * s + t).astype(w.dtype))
 

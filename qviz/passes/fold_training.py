@@ -54,6 +54,7 @@ import numpy as np
 
 from ..ir import Graph, GraphError, Node
 from ..ir.attrs import Shape
+from ..ir.ops import channel_scale_shape
 from .fold_batch_norms import BatchNormMatch, FoldValues, fold_candidates
 from .rewrite import GraphEditor, PassResult, Skipped, const_node
 
@@ -148,11 +149,7 @@ def _freeze_switch(graph: Graph, editor: GraphEditor, delay: int, step: int) -> 
 
 def _weights_view(m: BatchNormMatch, w: np.ndarray) -> tuple[int, ...] | None:
     """The shape a per-channel vector takes to scale the weights (None: as is)."""
-    if m.layer_op.op == "DepthwiseConv2dNative":
-        return (w.shape[2], w.shape[3])
-    if m.layer_op.op == "MatMul" and m.layer_op.attrs.get("transpose_b"):
-        return (w.shape[0], 1)
-    return None
+    return channel_scale_shape(m.layer_op.op, w.shape, bool(m.layer_op.attrs.get("transpose_b")))
 
 
 def _fold_one(graph, editor, m: BatchNormMatch, v: FoldValues, mode: str, frozen: str | None) -> None:

@@ -20,12 +20,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["LayerBits", "QuantizeConfig", "MIN_BITS", "MAX_BITS", "FAKE_QUANT_OPS"]
+from ..choices import MAX_BITS, MIN_BITS
 
-#: TensorFlow's FakeQuant ops accept 2 to 16 bits.
-MIN_BITS, MAX_BITS = 2, 16
-FAKE_QUANT_OPS = frozenset({"FakeQuantWithMinMaxVars", "FakeQuantWithMinMaxVarsPerChannel",
-                            "FakeQuantWithMinMaxArgs"})
+__all__ = ["LayerBits", "QuantizeConfig", "MIN_BITS", "MAX_BITS"]
+
 
 
 def _check_bits(value, what: str):

@@ -45,17 +45,16 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..ir import Graph, GraphError, Node
+from ..ir.ops import ADD_OPS, FAKE_QUANT_OPS, FUSED_ACTIVATIONS, LAYER_OPS
 from ..matcher import find_matches
-from ..patterns.builtin import BUILTIN, LAYER_TYPES
+from ..patterns.builtin import BUILTIN
 from .constants import constant_value
-from .quant_config import FAKE_QUANT_OPS, QuantizeConfig
+from .quant_config import QuantizeConfig
 from .rewrite import Skipped
 
 __all__ = ["QuantPoint", "quant_points", "quantizable_layers", "quantizable_units", "bypass_adds",
-           "FUSED_ACTIVATIONS", "SAME_GRID_OPS", "REGRID_OPS", "FIXED_RANGE_OPS", "ADD_OPS"]
+           "SAME_GRID_OPS", "REGRID_OPS", "FIXED_RANGE_OPS"]
 
-#: Activations TFLite fuses into the conv, fully-connected or Add op before them.
-FUSED_ACTIVATIONS = frozenset({"Relu", "Relu6"})
 #: Ops whose int8 output keeps the input's scale and zero point and adds no rounding.
 SAME_GRID_OPS = frozenset({"MaxPool", "Reshape", "Squeeze", "ExpandDims", "Identity", "Transpose", "Pad",
                            "StridedSlice", "Slice"})
@@ -63,7 +62,6 @@ SAME_GRID_OPS = frozenset({"MaxPool", "Reshape", "Squeeze", "ExpandDims", "Ident
 REGRID_OPS = frozenset({"Mean", "AvgPool"})
 #: Ops whose 8-bit output TFLite stores at a fixed range (scale 1/256 or 1/128).
 FIXED_RANGE_OPS = {"Softmax": (0.0, 255 / 256), "Sigmoid": (0.0, 255 / 256), "Tanh": (-1.0, 127 / 128)}
-ADD_OPS = frozenset({"Add", "AddV2"})
 _FLOATS = frozenset({"float16", "bfloat16", "float32", "float64"})
 
 
@@ -105,7 +103,7 @@ def bypass_adds(graph: Graph) -> tuple[Node, ...]:
 
 def quantizable_layers(graph: Graph) -> tuple[str, ...]:
     """Layers holding a Conv2D, DepthwiseConv2dNative or MatMul op, in graph order."""
-    found = dict.fromkeys(n.layer for n in graph.nodes if n.op in LAYER_TYPES)
+    found = dict.fromkeys(n.layer for n in graph.nodes if n.op in LAYER_OPS)
     return tuple(layer for layer in graph.layers if layer in found)
 
 
@@ -195,14 +193,14 @@ def quant_points(graph: Graph, config: QuantizeConfig) -> tuple[list[QuantPoint]
     layer_ops: dict[str, list[Node]] = {}
     add_ops: dict[str, list[Node]] = {}
     for node in graph.nodes:
-        if node.op in LAYER_TYPES and node.layer in config.layers:
+        if node.op in LAYER_OPS and node.layer in config.layers:
             layer_ops.setdefault(node.layer, []).append(node)
     for node in bypass_adds(graph):
         if node.layer in config.layers:
             add_ops.setdefault(node.layer, []).append(node)
     for layer in config.layers:
         if layer not in layer_ops and layer not in add_ops:
-            plan.skipped.append(Skipped(layer, "", f"layer {layer} has no {'/'.join(LAYER_TYPES)} op "
+            plan.skipped.append(Skipped(layer, "", f"layer {layer} has no {'/'.join(LAYER_OPS)} op "
                                                    "and no bypass Add to quantize"))
     _weights(plan, layer_ops)
     _layer_outputs(plan)

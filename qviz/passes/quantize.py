@@ -35,15 +35,16 @@ from collections.abc import Mapping
 import numpy as np
 
 from ..ir import Graph, GraphError, Node
-from .calibration import activation_ranges, as_input_list, default_inputs
+from ..ir.ops import DEPTHWISE, channels_last_shape
+from .calibration import activation_ranges, as_input_list, noise_inputs
 from .constants import constant_value
-from .quant_config import FAKE_QUANT_OPS, MAX_BITS, MIN_BITS, LayerBits, QuantizeConfig
+from .quant_config import MAX_BITS, MIN_BITS, LayerBits, QuantizeConfig
 from .quant_points import (SAME_GRID_OPS, QuantPoint, fake_quant_range, quant_points, quantizable_layers,
                            quantizable_units)
 from .rewrite import Changes, GraphEditor, PassResult, Skipped, const_node
 
 __all__ = ["LayerBits", "QuantizeConfig", "QuantPoint", "quantize", "quant_points",
-           "quantizable_layers", "quantizable_units", "weight_range", "MIN_BITS", "MAX_BITS", "FAKE_QUANT_OPS"]
+           "quantizable_layers", "quantizable_units", "weight_range", "MIN_BITS", "MAX_BITS"]
 
 
 def weight_range(values: np.ndarray, symmetric: bool, axis: int | None = None):
@@ -68,7 +69,7 @@ def quantize(graph: Graph, config: QuantizeConfig, *, calibration=None,
         config: which layers, at which bits, with which options.
         calibration: inputs to measure activation ranges on: one array per graph
             input, or a bare array for a one-input graph; default
-            :func:`~qviz.passes.calibration.default_inputs`.
+            :func:`~qviz.passes.calibration.noise_inputs`.
         ranges: activation ranges measured already (``{tensor: (min, max)}``);
             tensors missing from it are calibrated.
 
@@ -82,7 +83,7 @@ def quantize(graph: Graph, config: QuantizeConfig, *, calibration=None,
     ranges = dict(ranges or {})
     need = [p.tensor for p in points if p.kind not in ("weights", "requantize", "fixed") and p.tensor not in ranges]
     if need:
-        inputs = as_input_list(graph, calibration) if calibration is not None else default_inputs(graph)
+        inputs = as_input_list(graph, calibration) if calibration is not None else noise_inputs(graph)
         ranges.update(activation_ranges(graph, need, inputs, ema_decay=config.ema_decay))
     editor = GraphEditor(graph)
     used: dict[str, tuple[float, float]] = {}   # tensor → the range its FakeQuant got
@@ -199,8 +200,8 @@ def _quantize_weights(graph, editor, p: QuantPoint, config, scope, const, scales
     # The per-channel op works along the last axis; lay the output channels there.
     tensor, shape = p.tensor, w.shape
     before = after = None
-    if op.op == "DepthwiseConv2dNative":      # [h, w, in, mult] → [h, w, 1, in·mult]
-        before, after = (shape[0], shape[1], 1, shape[2] * shape[3]), shape
+    if op.op == DEPTHWISE:      # [h, w, in, mult] → [h, w, 1, in·mult]
+        before, after = channels_last_shape(op.op, shape), shape
     if before is not None:
         s = const("channels_last_shape", np.array(before, np.int32))
         tensor = editor.add(Node(f"{scope}/to_channels_last", "Reshape", [tensor, s.output(0)],

@@ -48,6 +48,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
+from ..errors import QvizError
 from ..ir import Graph
 from .fold_batch_norms import fold_candidates
 from .._text import one_line
@@ -65,7 +66,7 @@ _OPTION_DEFAULTS = {"narrow_range": True, "symmetric_weights": True, "symmetric_
 _LEGACY_OPTIONS = ("symmetric",)
 
 
-class RecipeError(ValueError):
+class RecipeError(QvizError, ValueError):
     """A recipe that is malformed or does not fit the graph; the message names the field."""
 
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..ir import Graph, GraphError, Node, parse_tensor_name
+from ..ir import Graph, GraphError, Node, canonical_tensor_name, parse_tensor_name
 
 __all__ = ["Changes", "LayerChanges", "Skipped", "PassResult", "GraphEditor", "const_node"]
 
@@ -155,7 +155,7 @@ class GraphEditor:
 
     def consumers(self, tensor: str) -> list[Node]:
         """Current consumers of a tensor, each once."""
-        return [self._nodes[n] for n in self._index().get(_canon(tensor), ())]
+        return [self._nodes[n] for n in self._index().get(canonical_tensor_name(tensor), ())]
 
     def unique_name(self, base: str) -> str:
         """``base``, or ``base_1``, ``base_2``… if taken."""
@@ -225,7 +225,7 @@ class GraphEditor:
             How many consumer inputs changed; callers that expected a change
             treat 0 as an error.
         """
-        new_tensor, old_tensor = _canon(new_tensor), _canon(old_tensor)
+        new_tensor, old_tensor = canonical_tensor_name(new_tensor), canonical_tensor_name(old_tensor)
         allowed = None if can_modify is None else set(can_modify)
         count = 0
         for consumer in list(self.consumers(old_tensor)):
@@ -238,7 +238,7 @@ class GraphEditor:
 
     def replace_output(self, old_tensor: str, new_tensor: str) -> bool:
         """Point a graph output at another tensor; False if ``old_tensor`` is no output."""
-        old_tensor, new_tensor = _canon(old_tensor), _canon(new_tensor)
+        old_tensor, new_tensor = canonical_tensor_name(old_tensor), canonical_tensor_name(new_tensor)
         if old_tensor not in self._outputs:
             return False
         self._outputs = [new_tensor if t == old_tensor else t for t in self._outputs]
@@ -274,7 +274,7 @@ class GraphEditor:
                      else n.replace(control_inputs=[c for c in n.control_inputs if c in kept])
                      for n in nodes]
         graph = self.original.with_nodes(nodes, outputs=self._outputs)
-        if graph._needs_sort():
+        if not graph.is_sorted():
             graph = graph.toposort()
         return PassResult(graph, _diff(self.original, graph), tuple(skipped))
 
@@ -285,7 +285,7 @@ class GraphEditor:
             # Start from the original graph's index (usually built already), then
             # replay the edits made before the first lookup.
             self._consumers = {t: [n.name for n in users]
-                               for t, users in self.original._consumer_index().items()}
+                               for t, users in self.original.consumer_index().items()}
             for name, node in self._nodes.items():
                 if name not in self.original or self.original.node(name) is not node:
                     if name in self.original:
@@ -302,11 +302,6 @@ class GraphEditor:
                 users.append(node.name)
             elif node.name in users:
                 users.remove(node.name)
-
-
-def _canon(tensor: str) -> str:
-    node, index = parse_tensor_name(tensor)
-    return f"{node}:{index}"
 
 
 def _emit(original: Iterable[Node], after: Mapping[str | None, list[str]]):
@@ -347,12 +342,11 @@ def _live(nodes: list[Node], outputs, inputs) -> set[str]:
 
 
 def _originally_dead(graph: Graph) -> frozenset[str]:
-    dead = graph._cache.get("rewrite.dead")
-    if dead is None:
+    def dead() -> frozenset[str]:
         live = _live(list(graph.nodes), graph.outputs, graph.inputs)
-        dead = frozenset(n.name for n in graph.nodes if n.name not in live)
-        graph._cache["rewrite.dead"] = dead
-    return dead
+        return frozenset(n.name for n in graph.nodes if n.name not in live)
+
+    return graph.memo("rewrite.dead", dead)
 
 
 def _diff(before: Graph, after: Graph) -> Changes:

@@ -55,6 +55,7 @@ import math
 import re
 from dataclasses import dataclass
 
+from ..errors import QvizError
 from ..matcher import AttrTest, OneofPattern, OpTypePattern, Pattern, iter_patterns
 from ..matcher.pattern import in_place_cycle
 
@@ -75,7 +76,7 @@ MAX_NUMBER_LENGTH = 100
 MAX_TEXT_LENGTH = 20_000
 
 
-class PatternSyntaxError(ValueError):
+class PatternSyntaxError(QvizError, ValueError):
     """Pattern text that does not parse: where (line, column) and what was expected."""
 
     def __init__(self, message: str, line: int, column: int, text: str = ""):

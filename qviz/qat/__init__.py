@@ -13,6 +13,7 @@ import Keras when first used.
 
 from __future__ import annotations
 
+from ..choices import is_keras_file
 from .plan import LayerPlan, OutputQuant, QATPlan, QATPlanError, qat_plan
 
 __all__ = ["QATPlan", "LayerPlan", "OutputQuant", "QATPlanError", "qat_plan", "export_qat"]
@@ -27,6 +28,10 @@ def export_qat(model, recipe, out=None, *, folding_mode: str = "ema_stats_foldin
         model: a ``keras.Model`` or the path of a ``.keras`` / ``.h5`` file.
         recipe: a :class:`qviz.Recipe`.
         out: where to write the ``.keras`` file (optional).
+        calibration: what the activation quantizers' initial ranges are
+            measured on: arrays (one per model input), or a function of the
+            frozen graph returning them (the CLI passes the model's own data);
+            default: fixed-seed noise.
         safe_mode: refuse a file that would run code when read (see :func:`qviz.load`).
 
     Returns:
@@ -45,11 +50,11 @@ def export_qat(model, recipe, out=None, *, folding_mode: str = "ema_stats_foldin
         import keras
 
         path = str(model)
-        if not path.endswith((".keras", ".h5")):
-            raise QATPlanError(f"{path}: export-qat needs a Keras model (.keras or .h5); a frozen graph "
+        if not is_keras_file(path):
+            raise QATPlanError(f"{path}: export-qat needs a Keras model (.keras, .h5 or .hdf5); a frozen graph "
                                "has no trainable layers to rebuild")
         # qviz's loader first: its safety checks (no code from the file) run before Keras reads it.
-        graph = load(model, safe_mode=safe_mode)  # a path keeps its source: a sample's own data is used
+        graph = load(model, safe_mode=safe_mode)
         try:
             keras_model = keras.models.load_model(path, compile=True, safe_mode=safe_mode)
         except Exception as exc:  # Keras raises many types for unreadable files
@@ -57,6 +62,8 @@ def export_qat(model, recipe, out=None, *, folding_mode: str = "ema_stats_foldin
                                   f"(a tf_keras / Keras 2 file?): {first_line(exc, 160)}") from None
     else:
         graph = load(model)
+    if callable(calibration):
+        calibration = calibration(graph)
     plan = qat_plan(graph, recipe, calibration=calibration)
     qat = build_qat_model(keras_model, plan, folding_mode=folding_mode, freeze_bn_delay=freeze_bn_delay,
                           ema_decay=ema_decay)

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import keras
 
+from ..ir.ops import KIND_OF_OP
 from ..keras_layers import FOLDING_MODES, FoldedQuantLayer, OutputQuantizer
 from .plan import QATPlan, QATPlanError
 
-__all__ = ["build_qat_model", "KIND_OF_OP"]
+__all__ = ["build_qat_model"]
 
-KIND_OF_OP = {"Conv2D": "conv2d", "DepthwiseConv2dNative": "depthwise", "MatMul": "dense"}
 _KERAS_CLASSES = {"conv2d": ("Conv2D",), "depthwise": ("DepthwiseConv2D",), "dense": ("Dense",)}
 
 

@@ -27,17 +27,19 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..analysis.verify import layer_outputs
+from ..errors import QvizError
+from ..metrics import layer_outputs
 from ..ir import Graph
+from ..ir.ops import FAKE_QUANT_OPS, LAYER_OPS
 from ..passes import Recipe, fold_candidates
 from ..passes.constants import constant_value
-from ..passes.quantize import FAKE_QUANT_OPS, quant_points
+from ..passes.quantize import quant_points
 from ..pipeline import apply
 
 __all__ = ["QATPlan", "LayerPlan", "OutputQuant", "QATPlanError", "qat_plan"]
 
 
-class QATPlanError(ValueError):
+class QATPlanError(QvizError, ValueError):
     """The recipe cannot be carried over to the Keras model; the message says where."""
 
 
@@ -154,7 +156,7 @@ def qat_plan(graph: Graph, recipe: Recipe, *, calibration: Sequence[np.ndarray] 
         if first is not None and first.before_activation and activation is None:
             q = replace(first, after=q)     # Dense(softmax): quantizer → softmax → TFLite's fixed-range one
         outputs[owner] = q
-    layer_ops = {n.layer: n.op for n in folded.nodes if n.op in ("Conv2D", "DepthwiseConv2dNative", "MatMul")}
+    layer_ops = {n.layer: n.op for n in folded.nodes if n.op in LAYER_OPS}
     names = [name for name in graph.layers if name in weight_bits or name in folds]
     layers = tuple(LayerPlan(name, ops.get(name) or layer_ops[name], folds.get(name), weight_bits.get(name))
                    for name in names)

@@ -6,7 +6,7 @@ import numpy as np
 
 import qviz
 from qviz.analysis.sensitivity import sensitivity
-from qviz.analysis.verify import verify
+from qviz.metrics import verify
 
 
 def _constant_model():

@@ -277,7 +277,7 @@ def test_sensitivity_sweep_heatmap_and_one_click_apply(dash_duo):
 
 def test_qat_export_downloads_a_model_with_the_recipes_bits(dash_duo):
     import qviz
-    from qviz.passes.quantize import FAKE_QUANT_OPS
+    from qviz.ir.ops import FAKE_QUANT_OPS
 
     start_app(dash_duo)
     dash_duo.find_element("#bulk-fold-all").click()

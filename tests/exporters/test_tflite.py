@@ -11,10 +11,11 @@ from qviz.analysis.deployability import deployability
 from qviz.cli import main
 from qviz.exporters.tflite import TFLiteError, compare_with_device, convert, export_tflite
 from qviz.passes import LayerBits
-from qviz.passes.quant_config import FAKE_QUANT_OPS
-from qviz.analysis.verify import constant_output
-from qviz.samples import normalize_batch_norms, sample_data, sample_path
+from qviz.ir.ops import FAKE_QUANT_OPS
+from qviz.metrics import constant_output
+from qviz.samples import data_for, normalize_batch_norms, sample_data, sample_path
 from tests.conftest import ZOO_SIZE, zoo_model_random_bn
+from qviz import runtime
 
 SAMPLES = ["lenet_digits", "mobilenet_block", "resnet_block", "fused_bn_tf_keras"]
 
@@ -29,7 +30,9 @@ def _noise(graph, n=64, seed=1):
 def test_samples_run_on_tflite_as_simulated(name, per_channel, tmp_path):
     g = qviz.load(sample_path(name))
     recipe = replace(qviz.Recipe.default(g), per_channel=per_channel)
-    done = export_tflite(g, recipe, tmp_path / "m.tflite", verification=None if name == "lenet_digits" else _noise(g))
+    data = data_for(g)     # a sample's own data for lenet_digits, noise for the others
+    done = export_tflite(g, recipe, tmp_path / "m.tflite", calibration=data.calibration,
+                         verification=data.verification if name == "lenet_digits" else _noise(g))
     d = done.device
     assert (tmp_path / "m.tflite").stat().st_size == d.size_bytes > 0
     assert done.check.warnings == () and not d.float_ops          # every conv/dense runs in int8
@@ -65,7 +68,7 @@ def test_default_recipe_keeps_weight_zero_points_at_zero(tmp_path):
 
 def _faithful(graph, recipe, x) -> bool:
     """Converts, loads, and the device's SQNR is within 0.5 dB of qviz's."""
-    result = qviz.apply(graph, recipe, report=False)
+    result = qviz.apply(graph, recipe, report=False, calibration=data_for(graph).calibration)
     try:
         d = compare_with_device(convert(result.graph), result.graph, graph, x)
     except TFLiteError:
@@ -175,7 +178,7 @@ def test_mobilenet_v2_runs_on_tflite_as_simulated(per_channel, tmp_path):
     done = export_tflite(g, recipe, tmp_path / "m.tflite", verification=x)
     d = done.device
     assert not d.float_ops and done.check.warnings == ()
-    assert constant_output(g.run(x)) is None
+    assert constant_output(runtime.run(g, x)) is None
     # All 65 integer ops agree with qviz within 1 LSB given the same inputs. End to end, an
     # untrained MobileNetV2 at 8 bits (~10 dB SQNR) amplifies any one-LSB difference layer by
     # layer, as qviz does against itself when its biases move by a hundredth of an LSB; the

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import qviz
+from qviz import runtime
 
 
 def _check(path, pattern, **kwargs):
@@ -89,7 +90,7 @@ def test_unknown_input_shape(tmp_path):
     conv.save(path)
     _check(path, "input 'img' has unknown dimensions (None, None, None, 3)")
     g = qviz.load(path, input_shape=(10, 10, 3))
-    assert g.run(np.zeros((1, 10, 10, 3), np.float32))[0].shape == (1, 8, 8, 2)
+    assert runtime.run(g, np.zeros((1, 10, 10, 3), np.float32))[0].shape == (1, 8, 8, 2)
 
 
 def test_lambda_layer_refused_in_safe_mode(tmp_path):
@@ -101,7 +102,7 @@ def test_lambda_layer_refused_in_safe_mode(tmp_path):
     model.save(path)
     _check(path, "--unsafe")
     g = qviz.load(path, safe_mode=False)
-    np.testing.assert_allclose(g.run(np.ones((1, 4), np.float32))[0], 2.0)
+    np.testing.assert_allclose(runtime.run(g, np.ones((1, 4), np.float32))[0], 2.0)
 
 
 def test_saved_model_pb_passed_as_file_gets_a_hint(tmp_path, keras_model):

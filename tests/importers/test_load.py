@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 
 import qviz
-from qviz.summary import batch_norm_nodes
+from qviz.passes.fold_batch_norms import batch_norm_nodes
 from tests.conftest import small_keras_model
+from qviz import runtime
 
 
 def _x(shape=(2, 8, 8, 1), seed=0):
@@ -15,7 +16,7 @@ def _x(shape=(2, 8, 8, 1), seed=0):
 def test_keras3_model_object(keras_model):
     g = qviz.load(keras_model)
     x = _x()
-    np.testing.assert_allclose(g.run(x)[0], keras_model(x, training=False), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(runtime.run(g, x)[0], keras_model(x, training=False), rtol=1e-5, atol=1e-6)
     assert g.layers == ("image", "conv1", "bn1", "relu1", "dw", "flat", "fc")
     # Keras 3 freezes BN unfused: Rsqrt/Mul/Sub/AddV2 chain
     ops = {n.op for n in g.layer_nodes("bn1")}
@@ -28,7 +29,7 @@ def test_keras3_file(tmp_path, keras_model):
     keras_model.save(path)
     g = qviz.load(path)
     x = _x(seed=1)
-    np.testing.assert_allclose(g.run(x)[0], keras_model(x, training=False), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(runtime.run(g, x)[0], keras_model(x, training=False), rtol=1e-5, atol=1e-6)
 
 
 def test_tf_keras_object_and_h5_freeze_to_fused_batch_norm(tmp_path, tf_keras_model):
@@ -39,7 +40,7 @@ def test_tf_keras_object_and_h5_freeze_to_fused_batch_norm(tmp_path, tf_keras_mo
         assert [n.op for n in batch_norm_nodes(g)] == ["FusedBatchNormV3"]
         assert g.layers == ("image", "conv1", "bn1", "relu1", "flat", "fc")
         x = _x(seed=2)
-        np.testing.assert_allclose(g.run(x)[0], tf_keras_model(x, training=False), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(runtime.run(g, x)[0], tf_keras_model(x, training=False), rtol=1e-5, atol=1e-6)
 
 
 def test_layer_names_survive_tf_uniquified_scopes():
@@ -66,7 +67,7 @@ def test_saved_model_keras3_export(tmp_path, keras_model):
     keras_model.export(str(path), verbose=False)
     g = qviz.load(path)
     x = _x(seed=3)
-    np.testing.assert_allclose(g.run(x)[0], keras_model(x, training=False), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(runtime.run(g, x)[0], keras_model(x, training=False), rtol=1e-5, atol=1e-6)
 
 
 def test_saved_model_tf_keras(tmp_path, tf_keras_model):
@@ -74,7 +75,7 @@ def test_saved_model_tf_keras(tmp_path, tf_keras_model):
     tf_keras_model.save(str(path), save_format="tf")
     g = qviz.load(path)
     x = _x(seed=4)
-    np.testing.assert_allclose(g.run(x)[0], tf_keras_model(x, training=False), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(runtime.run(g, x)[0], tf_keras_model(x, training=False), rtol=1e-5, atol=1e-6)
     assert [n.op for n in batch_norm_nodes(g)] == ["FusedBatchNormV3"]
 
 
@@ -88,7 +89,7 @@ def test_pb_and_pbtxt(tmp_path, keras_model):
     want = keras_model(x, training=False)
     for name in ("m.pb", "m.pbtxt"):
         g = qviz.load(tmp_path / name)
-        np.testing.assert_allclose(g.run(x)[0], want, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(runtime.run(g, x)[0], want, rtol=1e-5, atol=1e-6)
         # bare GraphDef: layers are name scopes under the model's root scope
         assert any(layer.endswith("/conv1_1") for layer in g.layers)
 
@@ -99,7 +100,7 @@ def test_input_shape_given_for_unbuilt_model():
     model = keras.Sequential([keras.layers.Dense(4, name="d")])
     g = qviz.load(model, input_shape=(5,))
     assert g.node(g.inputs[0]).attrs["shape"] == (None, 5)
-    assert g.run(np.ones((2, 5), np.float32))[0].shape == (2, 4)
+    assert runtime.run(g, np.ones((2, 5), np.float32))[0].shape == (2, 4)
 
 
 def test_multi_input_model():
@@ -111,7 +112,7 @@ def test_multi_input_model():
     g = qviz.load(model)
     assert g.inputs == ("a:0", "b:0")
     xa, xb = np.ones((1, 3), np.float32), np.zeros((1, 3), np.float32)
-    np.testing.assert_allclose(g.run(xa, xb)[0], model([xa, xb]), rtol=1e-6)
+    np.testing.assert_allclose(runtime.run(g, xa, xb)[0], model([xa, xb]), rtol=1e-6)
 
 
 def test_custom_op_loads_for_viewing_but_not_running(tmp_path):
@@ -121,7 +122,7 @@ def test_custom_op_loads_for_viewing_but_not_running(tmp_path):
     g = qviz.load(tmp_path / "custom.pbtxt")
     assert g.node("y").op == "MyFancyOp" and g.outputs == ("y:0",)
     with pytest.raises(qviz.RunError, match="'MyFancyOp' \\(node 'y'\\) is not known to TensorFlow"):
-        g.run(np.ones((1,), np.float32))
+        runtime.run(g, np.ones((1,), np.float32))
 
 
 def test_loading_never_changes_the_model():

@@ -5,6 +5,7 @@ import pytest
 
 import qviz
 from qviz.ir import Graph, GraphError, Node, Shape
+from qviz import runtime
 
 
 def f32(value):
@@ -111,7 +112,7 @@ def test_round_trip_is_exact(keras_model):
     assert again.to_graph_def() == gd
     assert [n.name for n in again.nodes] == [n.name for n in g.nodes]
     x = np.random.default_rng(1).random((3, 8, 8, 1), np.float32)
-    np.testing.assert_array_equal(again.run(x)[0], g.run(x)[0])
+    np.testing.assert_array_equal(runtime.run(again, x)[0], runtime.run(g, x)[0])
 
 
 def test_caller_mutating_its_graphdef_does_not_reach_the_graph(keras_model):
@@ -127,8 +128,17 @@ def test_caller_mutating_its_graphdef_does_not_reach_the_graph(keras_model):
 def test_run_with_feeds_dict_and_errors(keras_model):
     g = qviz.load(keras_model)
     x = np.ones((1, 8, 8, 1), np.float32)
-    np.testing.assert_allclose(g.run(feeds={"image": x})[0], g.run(x)[0])
+    np.testing.assert_allclose(runtime.run(g, feeds={"image": x})[0], runtime.run(g, x)[0])
     with pytest.raises(qviz.RunError, match="1 input"):
-        g.run(x, x)
+        runtime.run(g, x, x)
     with pytest.raises(qviz.RunError, match="missing"):
-        g.run(feeds={"other": x})
+        runtime.run(g, feeds={"other": x})
+
+
+def test_a_graph_cannot_be_changed_after_it_is_built():
+    g = Graph([Node("x", "Placeholder")], source="model.pb")
+    with pytest.raises(AttributeError):
+        g.source = "elsewhere.pb"
+    with pytest.raises(AttributeError):
+        g.nodes = ()
+    assert g.source == "model.pb" and g.with_nodes(g.nodes).source == "model.pb"

@@ -6,11 +6,12 @@ import numpy as np
 import pytest
 
 import qviz
-from qviz.analysis.verify import layer_outputs
+from qviz.metrics import layer_outputs
 from qviz.ir import GraphError
 from qviz.passes import fold_batch_norms, fold_candidates
 from qviz.passes.fold_training import MODES, STEP, batch_norm_with_batch_stats, fold_batch_norms_training
 from tests.conftest import rel_err
+from qviz import runtime
 
 
 def _x(graph, n=16, seed=0):
@@ -19,7 +20,7 @@ def _x(graph, n=16, seed=0):
 
 
 def _layer_out(graph, x, layer):
-    return graph.run(x, fetches=[layer_outputs(graph)[layer]])[0]
+    return runtime.run(graph, x, fetches=[layer_outputs(graph)[layer]])[0]
 
 
 @pytest.mark.parametrize("sample", ["lenet_digits", "mobilenet_block", "fused_bn_tf_keras"])
@@ -32,7 +33,7 @@ def test_batch_stats_before_freeze_moving_stats_after(samples, sample, mode):
     for cand in fold_candidates(g):
         if not cand.foldable:
             continue
-        ref_batch = batch_norm_with_batch_stats(g.run(x, fetches=[cand.match.bn_input])[0], cand.values)
+        ref_batch = batch_norm_with_batch_stats(runtime.run(g, x, fetches=[cand.match.bn_input])[0], cand.values)
         inference = fold_batch_norms(g, [cand.layer]).graph
         ref_moving = _layer_out(inference, x, cand.layer)
         for step, want in ((3, ref_batch), (10, ref_moving)):
@@ -85,7 +86,7 @@ def test_training_graph_exports(samples, tmp_path):
     path = save_graph_def(r.graph, tmp_path / "train.pb")
     again = qviz.load(path)
     x = _x(g)
-    assert rel_err(again.run(x)[0], r.graph.run(x)[0]) < 1e-6
+    assert rel_err(runtime.run(again, x)[0], runtime.run(r.graph, x)[0]) < 1e-6
 
 
 def test_bad_arguments_name_the_cause(samples):

@@ -6,10 +6,11 @@ import pytest
 import qviz
 from qviz.ir import GraphError
 from qviz.passes import LayerBits, QuantizeConfig, fold_batch_norms, quantizable_layers, quantizable_units, quantize
-from qviz.passes.calibration import CalibrationError, activation_ranges, default_inputs
-from qviz.passes.quantize import FAKE_QUANT_OPS
-from qviz.samples import sample_data
+from qviz.passes.calibration import CalibrationError, activation_ranges
+from qviz.ir.ops import FAKE_QUANT_OPS
+from qviz.samples import data_for, sample_data
 from tests.conftest import rel_err, zoo_model
+from qviz import runtime
 
 
 def _fq(graph):
@@ -27,10 +28,10 @@ def lenet(samples):
 
 def test_four_bit_weights_take_at_most_16_values(lenet):
     r = quantize(lenet, _all(lenet, 4, 8))
-    x = default_inputs(lenet)[0][:4]
+    x = data_for(lenet).calibration[0][:4]
     weight_fqs = [n for n in _fq(r.graph) if "weights_quant" in n.name]
     assert len(weight_fqs) == 4
-    values = r.graph.run(x, fetches=[n.output(0) for n in weight_fqs])
+    values = runtime.run(r.graph, x, fetches=[n.output(0) for n in weight_fqs])
     for node, v in zip(weight_fqs, values):
         assert node.attrs["num_bits"] == 4
         assert 2 < len(np.unique(v)) <= 16, node.name
@@ -40,9 +41,9 @@ def test_four_bit_weights_take_at_most_16_values(lenet):
 def test_narrow_range_and_per_channel_bounds(samples, per_channel):
     g = fold_batch_norms(qviz.load(samples["mobilenet_block"])).graph
     r = quantize(g, _all(g, 3, 8, per_channel=per_channel, narrow_range=True))
-    x = default_inputs(g)[0][:2]
+    x = data_for(g).calibration[0][:2]
     fqs = [n for n in _fq(r.graph) if "weights_quant" in n.name]
-    values = r.graph.run(x, fetches=[n.output(0) for n in fqs])
+    values = runtime.run(r.graph, x, fetches=[n.output(0) for n in fqs])
     for node, v in zip(fqs, values):
         assert node.attrs["narrow_range"] is True
         lo = r.graph.producer(node.inputs[1]).value
@@ -118,7 +119,7 @@ def test_sixteen_bits_everywhere_is_near_lossless(lenet, samples):
     g = qviz.load(samples["lenet_digits"])
     x = sample_data("lenet_digits")["x_test"]
     r = quantize(lenet, _all(lenet, 16, 16), calibration=[x])
-    assert rel_err(r.graph.run(x)[0], g.run(x)[0]) < 1e-3
+    assert rel_err(runtime.run(r.graph, x)[0], runtime.run(g, x)[0]) < 1e-3
 
 
 def test_bad_config(lenet):
@@ -134,9 +135,9 @@ def test_bad_config(lenet):
 
 def test_calibration_min_max_and_ema(lenet):
     relu = lenet.layer_nodes("relu1")[-1].output(0)
-    x = default_inputs(lenet)[0]
+    x = data_for(lenet).calibration[0]
     (lo, hi), = activation_ranges(lenet, [relu], [x]).values()
-    whole = lenet.run(x, fetches=[relu])[0]
+    whole = runtime.run(lenet, x, fetches=[relu])[0]
     assert (lo, hi) == (float(whole.min()), float(whole.max()))
     (_, hi_last), = activation_ranges(lenet, [relu], [x], batch_size=32, ema_decay=0.0).values()
     assert hi_last == float(whole[96:].max())
@@ -155,7 +156,7 @@ def test_zoo_mobilenet_16_bits_moves_outputs_less_than_1e3():
     folded = fold_batch_norms(g).graph
     r = quantize(folded, _all(folded, 16, 16), calibration=[x])
     assert len(_fq(r.graph)) > 100
-    assert rel_err(r.graph.run(x)[0], g.run(x)[0]) < 1e-3
+    assert rel_err(runtime.run(r.graph, x)[0], runtime.run(g, x)[0]) < 1e-3
 
 
 def test_calibration_takes_a_bare_array_for_a_one_input_graph(lenet, samples):

@@ -8,8 +8,10 @@ import pytest
 import qviz
 from qviz import LayerBits, Recipe, RecipeError
 from qviz.cli import main
-from qviz.passes.quantize import FAKE_QUANT_OPS
+from qviz.ir.ops import FAKE_QUANT_OPS
 from tests.conftest import zoo_model
+from qviz import runtime
+from tests.own_data import own_data
 
 ISSUE_EXAMPLE = {
     "fold": {"default": True, "layers": {"conv2": False}},
@@ -70,7 +72,7 @@ def test_default_recipe_lists_every_layer(lenet):
 def test_apply_is_pure_and_reports(lenet):
     before = lenet.to_graph_def().SerializeToString()
     recipe = Recipe.from_dict(ISSUE_EXAMPLE)
-    a, b = qviz.apply(lenet, recipe), qviz.apply(lenet, recipe)
+    a, b = qviz.apply(lenet, recipe, **own_data(lenet)), qviz.apply(lenet, recipe, **own_data(lenet))
     assert lenet.to_graph_def().SerializeToString() == before
     assert a.graph.to_graph_def().SerializeToString() == b.graph.to_graph_def().SerializeToString()
     layers = {n.layer for n in a.graph.nodes}
@@ -93,7 +95,7 @@ def test_apply_is_pure_and_reports(lenet):
 
 
 def test_float_recipe_with_folding_only_is_exact(lenet):
-    res = qviz.apply(lenet, Recipe(quantize_default=None))
+    res = qviz.apply(lenet, Recipe(quantize_default=None), **own_data(lenet))
     assert res.report.rel_err < 1e-5 and res.report.accuracy == res.report.accuracy_before
     assert not any(n.op in FAKE_QUANT_OPS for n in res.graph.nodes)
 
@@ -101,7 +103,7 @@ def test_float_recipe_with_folding_only_is_exact(lenet):
 def test_accuracy_falls_with_bits(lenet):
     acc = {}
     for w, a in ((8, 8), (4, 4), (2, 2)):
-        acc[w, a] = qviz.apply(lenet, Recipe(quantize_default=LayerBits(w, a))).report.accuracy
+        acc[w, a] = qviz.apply(lenet, Recipe(quantize_default=LayerBits(w, a)), **own_data(lenet)).report.accuracy
     assert acc[8, 8] > 0.99 and acc[8, 8] >= acc[4, 4] > acc[2, 2]
     assert acc[2, 2] < 0.5
 
@@ -121,7 +123,7 @@ def test_cli_recipe_then_apply(samples, tmp_path, capsys):
     assert any(n.op == "FakeQuantWithMinMaxVars" and n.attrs["num_bits"] == 4 for n in rewritten.nodes)
     assert json.loads(report.read_text())["report"]["examples"] == 16
     x = np.random.default_rng(0).normal(size=(2, 16, 16, 3)).astype(np.float32)
-    np.testing.assert_allclose(qviz.load(sm).run(x)[0], rewritten.run(x)[0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(runtime.run(qviz.load(sm), x)[0], runtime.run(rewritten, x)[0], rtol=1e-5, atol=1e-6)
 
 
 def test_cli_apply_errors_are_one_line(samples, tmp_path, capsys):

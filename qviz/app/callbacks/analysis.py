@@ -6,12 +6,12 @@ from pathlib import Path
 
 from dash import Input, Output, State, ctx, dcc, html, no_update
 
+from ...choices import is_keras_file
 from ...render import sensitivity_figure
 from .. import ids
 from .jobs import poll_job
 from .recipe import current, push
 
-KERAS_SUFFIXES = (".keras", ".h5", ".hdf5")
 
 
 def _suggestion_view(sweep, target):
@@ -98,7 +98,7 @@ def register(app, store) -> None:
             return no_update, True, ""
         if ctx.triggered_id == ids.QAT_BUTTON:
             source = s.graph.source or ""
-            if not str(source).lower().endswith(KERAS_SUFFIXES):
+            if not is_keras_file(source):
                 return (no_update, True, f"{s.name} was not opened from a .keras/.h5 file: a frozen graph "
                                          "has no trainable layers to rebuild")
             s.qat = s.qat_future(current(data), mode)

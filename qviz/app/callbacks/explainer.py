@@ -6,6 +6,7 @@ from __future__ import annotations
 from dash import Input, Output, State, dcc, html, no_update
 
 from ...layout import layered_routes, view_graph
+from ...ir.ops import DEPTHWISE
 from ...render import graph_figure
 from .. import ids
 
@@ -45,7 +46,8 @@ def register(app, store) -> None:
         if s is None or not selected:
             return no_update
         try:
-            return [*_explainer_view(explain_fold(s.graph, _layer_of(s, selected))), _training_controls()]
+            explained = explain_fold(s.graph, _layer_of(s, selected), s.data.calibration)
+            return [*_explainer_view(explained), _training_controls()]
         except ValueError as exc:
             return html.Div(str(exc), className="error")
 
@@ -59,7 +61,8 @@ def register(app, store) -> None:
             return no_update
         layer = _layer_of(s, selected)
         try:
-            e = explain_training_fold(s.graph, layer, mode, frozen=phase == "after")
+            e = explain_training_fold(s.graph, layer, mode, frozen=phase == "after",
+                                      inputs=s.data.calibration)
         except ValueError as exc:
             return html.Div(str(exc), className="error")
         return [dcc.Markdown(TRAINING_FORMULAS[mode], mathjax=True),
@@ -126,7 +129,7 @@ def _explainer_view(e):
                              for x in cells]))
     notes = [f"{e.layer} ({e.op}, weights {list(e.weights_shape)}) absorbs {e.bn_layer} "
              f"({e.kind} batch norm), ε = {v.epsilon:g}."]
-    if e.op == "DepthwiseConv2dNative":
+    if e.op == DEPTHWISE:
         notes.append(f"Depthwise: s is laid out as [in, multiplier] = {list(e.weights_shape[2:])} "
                      "to scale the kernel [h, w, in, multiplier].")
     notes.append(f"Check on {e.examples} inputs: max |Δ| between the folded layer and "

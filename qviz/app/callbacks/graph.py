@@ -10,6 +10,7 @@ import math
 import numpy as np
 from dash import ALL, Input, Output, State, ctx, dcc, html, no_update
 
+from ...choices import bits_label
 from ...layout import layered_routes, view_graph
 from ...analysis.match_fates import summary as summarize_matches
 from ...matcher import explain, explain_layer
@@ -19,7 +20,7 @@ from ...render import graph_figure, histogram_figure, layer_error_figure
 from ...render.figure import WORST_LAYERS
 from .. import ids
 from ..layout import BITS, NO_FIGURE
-from .recipe import _bits_text, current
+from .recipe import current
 
 
 #: Matches listed by name (all are highlighted); thousands of buttons would slow the page.
@@ -320,7 +321,7 @@ def _grids(s, graph, layer, recipe):
     """(quantization grids of the selected layer: weights and its activation, levels
     drawn over; whether activation samples are still being computed in the worker)."""
     from ...analysis.quant_grid import quant_grids
-    from ...analysis.verify import layer_outputs
+    from ...metrics import layer_outputs
 
     if graph is s.graph or layer not in graph.layers:
         return [], False
@@ -395,7 +396,7 @@ def _device_flags(s, vg, recipe, hover: dict) -> dict[str, str]:
 
 def _hover(s, graph, vg, recipe) -> dict[str, str]:
     """Extra hover lines: output shape, and the layer's fold/bit state."""
-    from ...analysis.verify import layer_outputs
+    from ...metrics import layer_outputs
 
     shapes = _shapes(s, graph)
     outputs = layer_outputs(graph)
@@ -414,7 +415,7 @@ def _hover(s, graph, vg, recipe) -> dict[str, str]:
         if layer in quantizable:
             b = recipe.bits(layer)
             lines.append("bits: float" if b is None else
-                         f"bits: w {_bits_text(b.weight_bits)} / a {_bits_text(b.activation_bits)}")
+                         f"bits: w {bits_label(b.weight_bits)} / a {bits_label(b.activation_bits)}")
         if lines:
             out[key] = "<br>" + "<br>".join(lines)
     return out
@@ -428,15 +429,15 @@ def _shapes(s, graph) -> dict:
     base = tensor_shapes(s.graph)
     if graph is s.graph:
         return base
-    cached = graph._cache.get("app.shapes")
-    if cached is None:
-        cached = dict(base)
+    def propagated() -> dict:
+        shapes = dict(base)
         for node in graph.nodes:
             t = node.output(0)
-            if t not in cached and node.inputs and node.inputs[0] in cached:
-                cached[t] = cached[node.inputs[0]]
-        graph._cache["app.shapes"] = cached
-    return cached
+            if t not in shapes and node.inputs and node.inputs[0] in shapes:
+                shapes[t] = shapes[node.inputs[0]]
+        return shapes
+
+    return graph.memo("app.shapes", propagated)
 
 
 def _short(v) -> str:
@@ -458,7 +459,7 @@ def _controls(graph, recipe, layer):
         for type_, label, value in ((ids.LAYER_WBITS, "weight bits", bits.weight_bits if bits else None),
                                     (ids.LAYER_ABITS, "activation bits", bits.activation_bits if bits else None)):
             menus.append(html.Label([label, dcc.Dropdown(id={"type": type_, "layer": layer}, options=BITS,
-                                                         value=_bits_text(value), clearable=False)]))
+                                                         value=bits_label(value), clearable=False)]))
         out.append(html.Div(menus, className="bit-menus"))
     if layer in foldable:
         # the explainer opens full width under the graph (callbacks/explainer.py)

@@ -9,18 +9,13 @@ from dataclasses import replace
 
 from dash import ALL, Input, Output, State, ctx, dcc, no_update
 
+from ...choices import bits_label, parse_bits_label
 from ...passes import LayerBits, Recipe, RecipeError, fold_candidates, quantizable_layers, quantizable_units
 from .. import ids
 
 
 log = logging.getLogger(__name__)
 
-def _bits_text(b):
-    return "float" if b is None else str(b)
-
-
-def _bits_value(text):
-    return int(text) if isinstance(text, int) or (isinstance(text, str) and text.isdigit()) else None
 
 
 def on_tflite(layer: str, fates) -> tuple[str, str]:
@@ -61,8 +56,8 @@ def layer_rows(graph, recipe: Recipe, check=None) -> list[dict]:
             "layer": layer, "batch_norm": c.bn_layer if c else "",
             "foldable": "yes" if c and c.foldable else ("no" if c else "—"),
             "fold": bool(c and c.foldable and recipe.folds(layer)),
-            "weight_bits": _bits_text(bits.weight_bits if bits else None) if layer in with_weights else "—",
-            "activation_bits": _bits_text(bits.activation_bits if bits else None),
+            "weight_bits": bits_label(bits.weight_bits if bits else None) if layer in with_weights else "—",
+            "activation_bits": bits_label(bits.activation_bits if bits else None),
             "tflite": short, "tflite_why": full,
             "why": (c.reason or "") if c else "",
         })
@@ -79,7 +74,7 @@ def shows(recipe: Recipe, layer: str, field: str, value) -> bool:
     if field == "fold":
         return recipe.folds(layer) == bool(value)
     bits = recipe.bits(layer)
-    return _bits_text(getattr(bits, field) if bits else None) == value
+    return bits_label(getattr(bits, field) if bits else None) == value
 
 
 def set_layer(recipe: Recipe, layer: str, field: str, value) -> Recipe:
@@ -88,7 +83,7 @@ def set_layer(recipe: Recipe, layer: str, field: str, value) -> Recipe:
         return recipe.with_fold(layer, bool(value))
     old = recipe.bits(layer) or LayerBits(None, None)
     new = {"weight_bits": old.weight_bits, "activation_bits": old.activation_bits}
-    new[field] = _bits_value(value)
+    new[field] = parse_bits_label(value)
     bits = None if new["weight_bits"] is None and new["activation_bits"] is None else LayerBits(**new)
     return recipe.with_bits(layer, bits)
 

@@ -13,12 +13,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import runtime
 from ..ir import Graph
-from ..passes.calibration import default_inputs
-from ..samples import sample_data, sample_name_of
+from ..passes.calibration import noise_inputs
 
-__all__ = ["LayerError", "Report", "verify", "verification_data", "layer_outputs", "sqnr_db", "rel_err",
-           "constant_output"]
+__all__ = ["LayerError", "Report", "verify", "layer_outputs", "sqnr_db", "rel_err",
+           "constant_output", "VERIFY_EXAMPLES"]
+
+#: Fixed-seed noise examples verified on when the caller gives no inputs.
+VERIFY_EXAMPLES = 16
 
 #: Per-layer errors are measured on at most this many examples (memory on big nets).
 PER_LAYER_EXAMPLES = 8
@@ -112,9 +115,10 @@ class Report:
 def layer_outputs(graph: Graph) -> dict[str, str]:
     """``{layer: tensor}``: for each layer, the last tensor it hands to another layer
     (or to the graph's outputs)."""
-    cached = graph._cache.get("verify.layer_outputs")
-    if cached is not None:
-        return cached
+    return graph.memo("verify.layer_outputs", lambda: _layer_outputs(graph))
+
+
+def _layer_outputs(graph: Graph) -> dict[str, str]:
     outputs = set(graph.outputs)
     found: dict[str, str] = {}
     for node in graph.nodes:
@@ -123,17 +127,7 @@ def layer_outputs(graph: Graph) -> dict[str, str]:
         t = node.output(0)
         if t in outputs or any(c.layer != node.layer for c in graph.consumers(t)):
             found[node.layer] = t
-    graph._cache["verify.layer_outputs"] = found
     return found
-
-
-def verification_data(graph: Graph) -> tuple[list[np.ndarray], np.ndarray | None]:
-    """(inputs, labels) to verify on: a sample's own test split, else fixed-seed noise."""
-    name = sample_name_of(graph.source) if graph.source else None
-    data = sample_data(name) if name else None
-    if data is not None and "x_test" in data and len(graph.inputs) == 1:
-        return [data["x_test"]], data.get("y_test")
-    return default_inputs(graph, count=16, seed=1), None
 
 
 def _accuracy(logits: np.ndarray, labels: np.ndarray) -> float:
@@ -143,7 +137,8 @@ def _accuracy(logits: np.ndarray, labels: np.ndarray) -> float:
 def verify(original: Graph, rewritten: Graph, inputs: Sequence[np.ndarray] | None = None, *,
            labels: np.ndarray | None = None, per_layer: bool = True,
            layer_map: Mapping[str, str] | None = None) -> Report:
-    """Compare ``rewritten`` with ``original`` on ``inputs`` (default :func:`verification_data`).
+    """Compare ``rewritten`` with ``original`` on ``inputs`` (default: fixed-seed
+    noise, :data:`VERIFY_EXAMPLES` examples, seed 1; pass real data for real numbers).
 
     Output error is over every output; per-layer error compares each layer's
     output tensor (:func:`layer_outputs`) in both graphs, for layers present in
@@ -153,9 +148,9 @@ def verify(original: Graph, rewritten: Graph, inputs: Sequence[np.ndarray] | Non
     test accuracy of output 0 before and after.
     """
     if inputs is None:
-        inputs, labels = verification_data(original)
-    before = original.run(*inputs)
-    after = rewritten.run(*inputs)
+        inputs = noise_inputs(original, count=VERIFY_EXAMPLES, seed=1)
+    before = runtime.run(original, *inputs)
+    after = runtime.run(rewritten, *inputs)
     max_abs = max(float(np.abs(np.asarray(a, np.float64) - b).max()) for a, b in zip(after, before))
     rel = max(rel_err(a, b) for a, b in zip(after, before))
     signal = np.concatenate([np.ravel(b) for b in before])
@@ -167,8 +162,8 @@ def verify(original: Graph, rewritten: Graph, inputs: Sequence[np.ndarray] | Non
         common = [layer for layer in rewritten.layers
                   if stands_for.get(layer, layer) in old and layer in new]
         few = [x[:PER_LAYER_EXAMPLES] for x in inputs]
-        got = rewritten.run(*few, fetches=[new[k] for k in common])
-        want = original.run(*few, fetches=[old[stands_for.get(k, k)] for k in common])
+        got = runtime.run(rewritten, *few, fetches=[new[k] for k in common])
+        want = runtime.run(original, *few, fetches=[old[stands_for.get(k, k)] for k in common])
         for layer, g, w in zip(common, got, want):
             if g.shape == w.shape:
                 layers.append(LayerError(layer, new[layer], rel_err(g, w), sqnr_db(g, w)))
