@@ -17,7 +17,7 @@ from .errors import QvizError
 from ._text import first_line
 from .ir import Graph, Shape, canonical_tensor_name
 
-__all__ = ["RunError", "run", "run_from", "compiled", "evaluate", "tensor_shapes"]
+__all__ = ["RunError", "run", "run_from", "compiled", "evaluate", "tensor_shapes", "rewritten_shapes"]
 
 _lock = threading.Lock()
 
@@ -210,3 +210,23 @@ def _inferred_shapes(graph: Graph) -> dict[str, Shape]:
             s = t.shape
             shapes[t.name] = Shape.unknown() if s.rank is None else Shape(s.as_list())
     return shapes
+
+
+def rewritten_shapes(original: Graph, rewritten: Graph) -> dict[str, Shape]:
+    """Static shapes of a rewrite of ``original`` without importing it into
+    TensorFlow again: the original's shapes, and for each new tensor its first
+    input's (what rewrites add to the data path, FakeQuant and BiasAdd, is
+    elementwise). Memoized on ``rewritten``."""
+    base = tensor_shapes(original)
+    if rewritten is original:
+        return base
+
+    def propagated() -> dict[str, Shape]:
+        shapes = dict(base)
+        for node in rewritten.nodes:
+            t = node.output(0)
+            if t not in shapes and node.inputs and node.inputs[0] in shapes:
+                shapes[t] = shapes[node.inputs[0]]
+        return shapes
+
+    return rewritten.memo("runtime.rewritten_shapes", propagated)

@@ -21,7 +21,7 @@ from ..ir import Graph
 from ..ir.ops import FAKE_QUANT_OPS
 from ..passes.constants import constant_value
 
-__all__ = ["quant_levels", "QuantGrid", "quant_grids", "activation_tensors", "subsample"]
+__all__ = ["quant_levels", "QuantGrid", "quant_grids", "grids_of_layer", "activation_tensors", "subsample"]
 
 
 def quant_levels(lo: float, hi: float, bits: int, narrow_range: bool = False) -> np.ndarray:
@@ -67,6 +67,37 @@ def quant_grids(graph: Graph, layers: set[str]) -> list[QuantGrid]:
                              node.op.endswith("PerChannel"), lo, hi,
                              constant_value(graph, source) if kind == "weights" else None))
     return out
+
+
+def grids_of_layer(graph: Graph, layer: str, reach: int = 3, limit: int = 3) -> list[QuantGrid]:
+    """The quantization grids a user selecting ``layer`` wants to see: its own
+    weights' grid, and the activation grids within ``reach`` ops downstream of
+    its output (a conv's activation is quantized after its BiasAdd and ReLU,
+    which may be layers of their own); at most ``limit``, in graph order.
+
+    >>> import qviz
+    >>> from qviz.samples import sample_path
+    >>> g = qviz.load(sample_path("lenet_digits"))
+    >>> r = qviz.apply(g, qviz.Recipe.default(g), report=False)
+    >>> [grid.kind for grid in grids_of_layer(r.graph, "conv1")]
+    ['weights', 'activation']
+    """
+    from ..metrics import layer_outputs
+
+    if layer not in graph.layers:
+        return []
+    near, frontier = {layer}, [layer_outputs(graph).get(layer)]
+    for _ in range(reach):
+        nxt = []
+        for t in filter(None, frontier):
+            for c in graph.consumers(t):
+                near.add(c.layer)
+                nxt.append(c.output(0))
+        frontier = nxt
+    grids = [g for g in quant_grids(graph, near)
+             if (graph.node(g.node).layer == layer if g.kind == "weights"
+                 else graph.producer(g.tensor).layer in near)]
+    return grids[:limit]
 
 
 def activation_tensors(graph: Graph) -> list[str]:

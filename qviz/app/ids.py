@@ -35,6 +35,7 @@ PATTERN_TEXT = "pattern-text"
 PATTERN_ERROR = "pattern-error"
 MATCH_COUNT = "match-count"
 MATCH_LIST = "match-list"
+MATCH_ITEM = "match-item"         # type of {"type": MATCH_ITEM, "key": view key}: one listed match
 EXPLAIN = "explain"
 
 # layers and recipe
@@ -58,6 +59,7 @@ LAYER_FOLD = "layer-fold"          # type of {"type": LAYER_FOLD, "layer": ...}
 LAYER_WBITS = "layer-weight-bits"
 LAYER_ABITS = "layer-activation-bits"
 
+GRID_WAITING = "grid-waiting"         # shown while a layer's activation samples are computed
 NODE_PANEL_POLL = "node-panel-poll"   # polls activation samples (for the quantization grids) from the worker
 
 # fold explainer: opened from the node panel, shown full width under the graph
@@ -65,9 +67,12 @@ FOLD_EXPLAIN_BUTTON = "fold-explain-button"
 FOLD_EXPLAINER = "fold-explainer"
 FOLD_EXPLAINER_PANEL = "fold-explainer-panel"   # hidden until a fold is explained
 FOLD_EXPLAINER_CLOSE = "fold-explainer-close"
+FOLD_EXPLAINER_BODY = "fold-explainer-body"     # formulas, this model's numbers, the check
 
 # verification
 VERIFY_PANEL = "verify-panel"
+VERIFY_ACCURACY = "verify-accuracy"
+VERIFY_WARNING = "verify-warning"
 VERIFY_POLL = "verify-poll"      # dcc.Interval that polls a running report
 DIFF_SUMMARY = "diff-summary"
 LAYER_ERRORS = "layer-errors"
@@ -77,6 +82,7 @@ LAYER_ERRORS_ALL = "layer-errors-all"   # show every layer's bar, not only the w
 TRAIN_FOLD_MODE = "train-fold-mode"
 TRAIN_FOLD_PHASE = "train-fold-phase"
 TRAIN_FOLD_VIEW = "train-fold-view"
+TRAIN_FOLD_CHECK = "train-fold-check"
 
 # sensitivity sweep (a background job in the worker; polled)
 SWEEP_BITS = "sweep-bits"
@@ -87,6 +93,7 @@ SWEEP_PROGRESS = "sweep-progress"
 SWEEP_STATUS = "sweep-status"
 SWEEP_HEATMAP = "sweep-heatmap"
 SWEEP_SUGGESTION = "sweep-suggestion"
+SWEEP_SUGGESTED = "sweep-suggested"   # the line under the heatmap saying what the suggestion reaches
 SWEEP_APPLY = "sweep-apply"
 
 # QAT export (a background job in the worker; polled)

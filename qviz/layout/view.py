@@ -25,7 +25,75 @@ import networkx as nx
 from ..ir import Graph, Node, parse_tensor_name
 from ..ir.ops import ACTIVATION_OPS, ADD_OPS, BATCH_NORM_OPS, CONV_LIKE_OPS, FAKE_QUANT_OPS
 
-__all__ = ["view_graph", "kind_of_op", "layer_kind", "KINDS"]
+__all__ = ["view_graph", "kind_of_op", "layer_kind", "KINDS", "ViewKey", "diff_status", "key_showing"]
+
+
+class ViewKey(str):
+    """A node of the view graph: a whole layer or one op, spelled ``"layer:<name>"``
+    or ``"op:<name>"``.
+
+    A ``str`` so it can be a networkx node, a plotly ``customdata`` and a value
+    in the browser's stores as it is; built and read only through this class.
+
+    >>> k = ViewKey.layer("conv1")
+    >>> k, k.kind, k.name, k.is_layer, ViewKey("op:conv1/Conv2D").name
+    ('layer:conv1', 'layer', 'conv1', True, 'conv1/Conv2D')
+    >>> ViewKey("conv1")
+    Traceback (most recent call last):
+    ValueError: a view key is 'layer:<name>' or 'op:<name>', not 'conv1'
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, text: str):
+        kind, sep, name = str(text).partition(":")
+        if not sep or kind not in ("layer", "op") or not name:
+            raise ValueError(f"a view key is 'layer:<name>' or 'op:<name>', not {text!r}")
+        return super().__new__(cls, text)
+
+    @classmethod
+    def layer(cls, name: str) -> "ViewKey":
+        return cls(f"layer:{name}")
+
+    @classmethod
+    def op(cls, name: str) -> "ViewKey":
+        return cls(f"op:{name}")
+
+    @property
+    def kind(self) -> str:
+        return self.partition(":")[0]
+
+    @property
+    def name(self) -> str:
+        return self.partition(":")[2]
+
+    @property
+    def is_layer(self) -> bool:
+        return self.kind == "layer"
+
+    def layer_in(self, graph: Graph) -> str | None:
+        """The layer this key shows in ``graph`` (its own, or its op's); None if gone."""
+        if self.is_layer:
+            return self.name if self.name in graph.layers else None
+        return graph.node(self.name).layer if self.name in graph else None
+
+
+def diff_status(changes, original: Graph) -> tuple[dict[str, str], list[Node]]:
+    """``(status, removed)`` for :func:`view_graph` from a change record: added and
+    modified node names, and the non-constant nodes of ``original`` removed."""
+    status = {n: "added" for n in changes.added}
+    status.update({n: "modified" for n in changes.modified})
+    removed = [original.node(n) for n in changes.removed if not original.is_constant(n)]
+    return status, removed
+
+
+def key_showing(vg: nx.DiGraph, graph: Graph, name: str) -> ViewKey | None:
+    """The view key that shows node ``name`` of ``graph``: its op, else its layer."""
+    if f"op:{name}" in vg:
+        return ViewKey.op(name)
+    if name in graph and f"layer:{graph.node(name).layer}" in vg:
+        return ViewKey.layer(graph.node(name).layer)
+    return None
 
 #: Colour groups, in priority order for naming a layer after its main op.
 KINDS = {
@@ -99,10 +167,10 @@ def view_graph(graph: Graph, mode: str = "layer", expanded: Iterable[str] = (),
     nodes += removed
     present = {n.name for n in nodes}
 
-    def key(node: Node) -> str:
+    def key(node: Node) -> ViewKey:
         if mode == "op" or node.layer in expanded:
-            return f"op:{node.name}"
-        return f"layer:{node.layer}"
+            return ViewKey.op(node.name)
+        return ViewKey.layer(node.layer)
 
     out = nx.DiGraph()
     members: dict[str, list[Node]] = {}
@@ -110,7 +178,7 @@ def view_graph(graph: Graph, mode: str = "layer", expanded: Iterable[str] = (),
         members.setdefault(key(n), []).append(n)
     for k, ns in members.items():
         states = {status.get(n.name) for n in ns} - {None}
-        if k.startswith("op:"):
+        if not k.is_layer:
             n = ns[0]
             kind, op, label = kind_of_op(n.op), n.op, n.name.rsplit("/", 1)[-1]
         else:
@@ -125,7 +193,7 @@ def view_graph(graph: Graph, mode: str = "layer", expanded: Iterable[str] = (),
         else:
             st = None
         out.add_node(k, kind=kind, op=op, label=label, layer=ns[0].layer, ops=len(ns),
-                     constants=constants.get(ns[0].layer, 0) if k.startswith("layer:") else 0,
+                     constants=constants.get(ns[0].layer, 0) if k.is_layer else 0,
                      status=st, members=[n.name for n in ns])
     index = {n.name: key(n) for n in nodes}
     ghosts = _anchors(graph, removed, key, {k for k, d in out.nodes(data=True) if d["status"] == "removed"})

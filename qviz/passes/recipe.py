@@ -54,7 +54,15 @@ from .fold_batch_norms import fold_candidates
 from .._text import one_line
 from .quantize import MAX_BITS, MIN_BITS, LayerBits, QuantizeConfig, quantizable_layers, quantizable_units
 
-__all__ = ["Recipe", "RecipeError", "MAX_NESTING"]
+__all__ = ["Recipe", "RecipeError", "MAX_NESTING", "PRESETS"]
+
+#: The one-click recipes, by name: what each does to the recipe it is applied to.
+PRESETS = {
+    "all-8": "every layer at 8-bit weights and activations (folds kept)",
+    "first-last-8-rest-4": "the first and last layers at 8 bits, the rest at 4 (folds kept)",
+    "fold-all": "every batch norm folded (bits kept)",
+    "float": "nothing folded, nothing quantized",
+}
 
 #: The deepest nesting of JSON arrays and objects read (a recipe needs 4).
 MAX_NESTING = 64
@@ -302,6 +310,33 @@ class Recipe:
         fold = {c.layer: True for c in fold_candidates(graph) if c.foldable}
         return cls(fold_default=True, fold_layers=fold, quantize_default=bits,
                    quantize_layers={name: bits for name in quantizable_layers(graph)})
+
+    def with_preset(self, name: str, graph: Graph) -> "Recipe":
+        """This recipe with one of the :data:`PRESETS` applied for ``graph``.
+
+        >>> import qviz
+        >>> from qviz.samples import sample_path
+        >>> g = qviz.load(sample_path("lenet_digits"))
+        >>> r = Recipe().with_preset("first-last-8-rest-4", g)
+        >>> {name: b.weight_bits for name, b in r.quantize_layers.items()}
+        {'conv1': 8, 'conv2': 4, 'fc1': 4, 'logits': 8}
+        >>> Recipe().with_preset("int3", g)
+        Traceback (most recent call last):
+        ...
+        qviz.passes.recipe.RecipeError: preset: 'int3' is not one of all-8, first-last-8-rest-4, fold-all, float
+        """
+        if name == "all-8":
+            return replace(self, quantize_default=LayerBits(8, 8), quantize_layers={})
+        if name == "first-last-8-rest-4":
+            layers = list(quantizable_layers(graph))
+            edge = {layers[0], layers[-1]} if layers else set()
+            return replace(self, quantize_layers={
+                layer: LayerBits(8, 8) if layer in edge else LayerBits(4, 4) for layer in layers})
+        if name == "fold-all":
+            return replace(self, fold_default=True, fold_layers={})
+        if name == "float":
+            return Recipe(fold_default=False, quantize_default=None)
+        raise RecipeError(f"preset: {name!r} is not one of {', '.join(PRESETS)}")
 
     def with_fold(self, layer: str, on: bool) -> "Recipe":
         return replace(self, fold_layers={**self.fold_layers, layer: on})

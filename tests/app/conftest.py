@@ -1,11 +1,11 @@
 """Browser tests: a real headless Chromium driven by dash[testing] (``dash_duo``).
 
-Tests that need the browser carry :data:`needs_browser` (from ``tests/app/browser.py``):
+Tests that need the browser carry :data:`needs_browser` (from ``tests/app/browser/helpers.py``):
 without ``chromium`` and ``chromedriver`` they are skipped with a one-line
 reason, and the rest of ``tests/app`` still runs.
 """
 
-from .browser import CHROMIUM
+from .browser.helpers import CHROMIUM
 
 
 def pytest_setup_options():

@@ -1,6 +1,7 @@
-"""Callbacks, grouped by feature. Each is thin: it reads the session and calls the library."""
+"""Callbacks, grouped by feature. Each is thin: component properties in, a
+:mod:`qviz.app.services` (or library) call, properties out."""
 
-from . import analysis, device, explainer, graph, model, recipe
+from . import analysis, device, explainer, graph, model, panels, recipe
 
 
 def register(app, store, options) -> None:
@@ -14,6 +15,7 @@ def register(app, store, options) -> None:
     model.register(app, store, options)
     recipe.register(app, store)
     graph.register(app, store)
+    panels.register(app, store)
     explainer.register(app, store)
     analysis.register(app, store)
     device.register(app, store)

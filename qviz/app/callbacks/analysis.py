@@ -10,7 +10,7 @@ from ...choices import is_keras_file
 from ...render import sensitivity_figure
 from .. import ids
 from .jobs import poll_job
-from .recipe import current, push
+from ..services import current, push
 
 
 
@@ -22,16 +22,16 @@ def _suggestion_view(sweep, target):
         parts.append(f"{layer} {b.weight_bits}/{b.activation_bits}")
     if sweep.warning:
         return [html.Div(f"⚠ {sweep.warning} — no suggestion from these figures; the widest bits swept: "
-                         + ", ".join(parts), id="sweep-suggested", className="warning")]
+                         + ", ".join(parts), id=ids.SWEEP_SUGGESTED, className="warning")]
     short = sweep.shortfalls(float(target))
     if short:
         return [html.Div([html.Div(f"⚠ the widths swept cannot reach {target:g} dB overall (each quantizer needs "
                                    f"{sweep.need_db(target):.1f} dB); these fall short even at the widest bits:"),
                           html.Ul([html.Li(line) for line in short]),
                           html.Div("the widest bits swept there, the fewest that reach it elsewhere: "
-                                   + ", ".join(parts))], id="sweep-suggested", className="warning")]
+                                   + ", ".join(parts))], id=ids.SWEEP_SUGGESTED, className="warning")]
     return [html.Div(f"suggested bits (weights/activations) for ≥ {target:g} dB overall, each quantizer "
-                     f"≥ {sweep.need_db(target):.1f} dB: " + ", ".join(parts), id="sweep-suggested")]
+                     f"≥ {sweep.need_db(target):.1f} dB: " + ", ".join(parts), id=ids.SWEEP_SUGGESTED)]
 
 
 def register(app, store) -> None:

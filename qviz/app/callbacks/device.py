@@ -14,7 +14,7 @@ from dash import Input, Output, State, ctx, dcc, html, no_update
 
 from .. import ids
 from .jobs import poll_job
-from .recipe import current
+from ..services import current
 
 
 def _db(value: float) -> str:

@@ -5,17 +5,16 @@ from __future__ import annotations
 
 from dash import Input, Output, State, dcc, html, no_update
 
-from ...layout import layered_routes, view_graph
 from ...ir.ops import DEPTHWISE
-from ...render import graph_figure
+from ...layout import ViewKey
+from ...render import fold_channels_figure, layer_neighbourhood_figure
 from .. import ids
 
 PHASES = {"before": "before the freeze (batch statistics)", "after": "after the freeze (moving statistics)"}
 
 
 def _layer_of(s, selected):
-    kind, _, name = selected["key"].partition(":")
-    return name if kind == "layer" else s.graph.node(name).layer if name in s.graph else None
+    return ViewKey(selected["key"]).layer_in(s.graph)
 
 
 #: Opens the explainer panel (and brings it into view) on *explain this fold*,
@@ -67,7 +66,7 @@ def register(app, store) -> None:
             return html.Div(str(exc), className="error")
         return [dcc.Markdown(TRAINING_FORMULAS[mode], mathjax=True),
                 html.P(f"Check on {e.examples} inputs, {PHASES[phase]}: max |Δ| between the training fold "
-                       f"and {e.reference} = {e.max_abs_diff:.3g}.", id="train-fold-check"),
+                       f"and {e.reference} = {e.max_abs_diff:.3g}.", id=ids.TRAIN_FOLD_CHECK),
                 html.Div([_layer_figure(e.inference, layer, "inference fold"),
                           _layer_figure(e.graph, layer, f"training fold: {mode}")], className="fold-graphs")]
 
@@ -86,40 +85,17 @@ def _training_controls():
 
 
 def _layer_figure(graph, layer, title):
-    """The layer's ops (and its neighbouring layers) of ``graph``; constants hidden."""
-    vg = view_graph(graph, "layer", expanded=[layer])
-    keep = {k for k, d in vg.nodes(data=True) if d.get("layer") == layer}
-    near = set(keep)
-    for k in keep:
-        near.update(vg.predecessors(k))
-        near.update(vg.successors(k))
-    sub = vg.subgraph(near).copy()
-    pos, routes = layered_routes(sub, "TB")
-    fig = graph_figure(sub, pos, routes=routes, title=f"{title} ({len(keep)} ops)")
-    # A tall, free-aspect drawing: the panel is narrow, and one row per rank keeps labels apart.
-    ranks = len({round(y, 3) for _, y in pos.values()})
-    fig.update_layout(height=80 + 42 * ranks, yaxis=dict(scaleanchor=None), xaxis=dict(range=None))
-    fig.update_traces(textfont_size=9, selector=dict(name="nodes"))
-    return dcc.Graph(figure=fig, config={"displayModeBar": False}, className="fold-graph")
+    return dcc.Graph(figure=layer_neighbourhood_figure(graph, layer, title), config={"displayModeBar": False},
+                     className="fold-graph")
 
 
 def _explainer_view(e):
     """The fold explainer panel: formulas, this model's numbers, the check."""
-    import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
-
     from ...analysis.fold_explainer import FORMULAS
 
     v = e.values
-    before, after = e.channel_norms
     ch = list(range(len(v.multiplier)))
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("weight norm per channel", "bias per channel"))
-    fig.add_trace(go.Bar(x=ch, y=before, name="before", marker_color="#9aa"), 1, 1)
-    fig.add_trace(go.Bar(x=ch, y=after, name="after", marker_color="#1f77b4"), 1, 1)
-    fig.add_trace(go.Bar(x=ch, y=v.bias, name="b", marker_color="#9aa", showlegend=False), 1, 2)
-    fig.add_trace(go.Bar(x=ch, y=v.folded_bias, name="b'", marker_color="#ff7f0e", showlegend=False), 1, 2)
-    fig.update_layout(height=250, margin=dict(l=30, r=10, t=30, b=36), barmode="group")
-    fig.update_xaxes(title=dict(text="output channel", standoff=2))
+    fig = fold_channels_figure(e)
     head = ["channel", "γ", "β", "μ", "σ²", "s = γ/√(σ²+ε)", "t = β − μ·s", "b", "b'"]
     rows = [html.Tr([html.Th(h) for h in head])]
     for c in ch[:8]:
@@ -139,6 +115,6 @@ def _explainer_view(e):
         html.Div([html.Div(html.Table(rows, className="fold-table"), className="table-scroll"),
                   html.Div(f"(first {min(8, len(ch))} of {len(ch)} channels)"),
                   dcc.Graph(figure=fig, config={"displayModeBar": False})]),
-    ], id="fold-explainer-body", className="explainer-columns")]
+    ], id=ids.FOLD_EXPLAINER_BODY, className="explainer-columns")]
 
 

@@ -10,7 +10,7 @@ from dash import Input, Output, State, ctx, no_update
 from ...importers import LoadError
 from ...passes import Recipe
 from ...samples import SAMPLES, sample_path
-from .. import ids
+from .. import ids, services
 from ..layout import SERVED_MODEL
 from ..session import Origin, PendingOpen, Session
 from ..uploads import Upload, load_upload, open_file, save_upload  # noqa: F401  (load_upload: tests)
@@ -148,7 +148,7 @@ def register(app, store, options) -> None:
         store.put(sid, Session(graph, origin.name, worker=options["worker"], origin=origin,
                                upload_dir=upload.directory if upload is not None else None))
         status = f"{origin.name}: {len(graph)} ops, {len(graph.layers)} layers"
-        recipe = no_update if keep_recipe else {"history": [START_RECIPE.to_dict()], "pos": 0}
+        recipe = no_update if keep_recipe else services.new_history(START_RECIPE)
         view = view if isinstance(view, dict) else {"mode": "layer", "direction": "LR"}
         return (status, {"name": origin.name, "sid": sid, "n": len(graph), "t": time.monotonic()}, recipe,
                 {**view, "expanded": []}, True)

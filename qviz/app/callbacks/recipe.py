@@ -1,113 +1,27 @@
-"""Editing the recipe: the layer table, bulk actions, side-panel controls, undo/redo, files."""
+"""Editing the recipe: the layer table, presets, side-panel controls, undo/redo, files.
+
+The edit logic is :mod:`qviz.app.services` (the history, one control's edit,
+an uploaded recipe) and :meth:`qviz.Recipe.with_preset`; here, which button
+or cell asked for it.
+"""
 
 from __future__ import annotations
 
 import logging
 
-import base64
-from dataclasses import replace
-
 from dash import ALL, Input, Output, State, ctx, dcc, no_update
 
-from ...choices import bits_label, parse_bits_label
-from ...passes import LayerBits, Recipe, RecipeError, fold_candidates, quantizable_layers, quantizable_units
-from .. import ids
-
+from ...passes import Recipe, RecipeError
+from .. import ids, services
+from ..services import current
 
 log = logging.getLogger(__name__)
 
-
-
-def on_tflite(layer: str, fates) -> tuple[str, str]:
-    """(short, full) of what TFLite runs for this layer: its fates in the deployability check."""
-    if not fates:
-        return "float", f"{layer} stays float"
-    worst = next((f for f in fates if f.status == "refused"), None) or \
-        next((f for f in fates if f.status != "honoured"), None)
-    if worst is None:
-        return " + ".join(f.runs_as for f in fates) + " ✓", "; ".join(f.message for f in fates)
-    if worst.status == "refused":
-        return "✗ refused", worst.message
-    if worst.status in ("float", "implicit", "dynamic"):
-        return f"⚠ {worst.status}", worst.message
-    return f"⚠ {worst.part} {worst.status}", worst.message
-
-
-def layer_rows(graph, recipe: Recipe, check=None) -> list[dict]:
-    """One row per foldable-or-quantizable layer, for the table; ``check``: the
-    recipe's :class:`~qviz.analysis.deployability.DeployCheck` for the *on TFLite* column."""
-    fates_of: dict = {}
-    for f in (check.fates if check is not None else ()):
-        fates_of.setdefault(f.layer, []).append(f)
-    folds = {}
-    for c in fold_candidates(graph):
-        if c.layer is not None:
-            folds[c.layer] = c
-    with_weights = set(quantizable_layers(graph))
-    quantizable = set(quantizable_units(graph))   # and bypass Adds: activations only
-    rows = []
-    for layer in graph.layers:
-        if layer not in folds and layer not in quantizable:
-            continue
-        c = folds.get(layer)
-        bits = recipe.bits(layer) if layer in quantizable else None
-        short, full = on_tflite(layer, fates_of.get(layer))
-        rows.append({
-            "layer": layer, "batch_norm": c.bn_layer if c else "",
-            "foldable": "yes" if c and c.foldable else ("no" if c else "—"),
-            "fold": bool(c and c.foldable and recipe.folds(layer)),
-            "weight_bits": bits_label(bits.weight_bits if bits else None) if layer in with_weights else "—",
-            "activation_bits": bits_label(bits.activation_bits if bits else None),
-            "tflite": short, "tflite_why": full,
-            "why": (c.reason or "") if c else "",
-        })
-    return rows
-
-
-def shows(recipe: Recipe, layer: str, field: str, value) -> bool:
-    """Whether a control of ``layer`` showing ``value`` agrees with the recipe already.
-
-    >>> r = Recipe(fold_default=True, quantize_default=LayerBits(8, 8))
-    >>> shows(r, "conv1", "fold", True), shows(r, "conv1", "weight_bits", "8"), shows(r, "conv1", "weight_bits", "4")
-    (True, True, False)
-    """
-    if field == "fold":
-        return recipe.folds(layer) == bool(value)
-    bits = recipe.bits(layer)
-    return bits_label(getattr(bits, field) if bits else None) == value
-
-
-def set_layer(recipe: Recipe, layer: str, field: str, value) -> Recipe:
-    """The recipe with one table cell changed."""
-    if field == "fold":
-        return recipe.with_fold(layer, bool(value))
-    old = recipe.bits(layer) or LayerBits(None, None)
-    new = {"weight_bits": old.weight_bits, "activation_bits": old.activation_bits}
-    new[field] = parse_bits_label(value)
-    bits = None if new["weight_bits"] is None and new["activation_bits"] is None else LayerBits(**new)
-    return recipe.with_bits(layer, bits)
-
-
-def bulk(graph, recipe: Recipe, action: str) -> Recipe:
-    layers = list(quantizable_layers(graph))
-    if action == ids.BULK_8:
-        return replace(recipe, quantize_default=LayerBits(8, 8), quantize_layers={})
-    if action == ids.BULK_FIRST_LAST:
-        edge = {layers[0], layers[-1]} if layers else set()
-        return replace(recipe, quantize_layers={
-            name: LayerBits(8, 8) if name in edge else LayerBits(4, 4) for name in layers})
-    if action == ids.BULK_FOLD:
-        return replace(recipe, fold_default=True, fold_layers={})
-    return Recipe(fold_default=False, quantize_default=None)
-
-
-def current(data) -> Recipe:
-    return Recipe.from_dict(data["history"][data["pos"]])
-
-
-def push(data, recipe: Recipe) -> dict:
-    history = data["history"][: data["pos"] + 1] + [recipe.to_dict()]
-    return {"history": history[-50:], "pos": min(len(history), 50) - 1}
+#: Bulk buttons → :data:`qviz.passes.recipe.PRESETS`.
+PRESET_OF_BUTTON = {ids.BULK_8: "all-8", ids.BULK_FIRST_LAST: "first-last-8-rest-4", ids.BULK_FOLD: "fold-all",
+                    ids.BULK_RESET: "float"}
+#: Side-panel controls (pattern-matching id types) → the recipe field they set.
+FIELD_OF_CONTROL = {ids.LAYER_FOLD: "fold", ids.LAYER_WBITS: "weight_bits", ids.LAYER_ABITS: "activation_bits"}
 
 
 def register(app, store) -> None:
@@ -120,59 +34,49 @@ def register(app, store) -> None:
             return []
         recipe = Recipe.from_json(drawn)
         # the check the drawing made (cached; it runs no TensorFlow)
-        return layer_rows(s.graph, recipe, s.check(recipe))
+        return services.layer_rows(s.graph, recipe, s.check(recipe))
 
     @app.callback(
-        Output(ids.RECIPE, "data"), Output(ids.RECIPE_ERROR, "children"),
-        Input(ids.GRID, "cellValueChanged"),
-        Input(ids.BULK_8, "n_clicks"), Input(ids.BULK_FIRST_LAST, "n_clicks"),
-        Input(ids.BULK_FOLD, "n_clicks"), Input(ids.BULK_RESET, "n_clicks"),
-        Input(ids.UNDO, "n_clicks"), Input(ids.REDO, "n_clicks"),
-        Input({"type": ids.LAYER_FOLD, "layer": ALL}, "value"),
-        Input({"type": ids.LAYER_WBITS, "layer": ALL}, "value"),
-        Input({"type": ids.LAYER_ABITS, "layer": ALL}, "value"),
-        Input(ids.RECIPE_UPLOAD, "contents"),
-        State(ids.RECIPE, "data"), State(ids.SESSION, "data"),
+        output=dict(history=Output(ids.RECIPE, "data"), error=Output(ids.RECIPE_ERROR, "children")),
+        inputs=dict(changed=Input(ids.GRID, "cellValueChanged"),
+                    presets={button: Input(button, "n_clicks") for button in PRESET_OF_BUTTON},
+                    _undo=Input(ids.UNDO, "n_clicks"), _redo=Input(ids.REDO, "n_clicks"),
+                    _controls=[Input({"type": kind, "layer": ALL}, "value") for kind in FIELD_OF_CONTROL],
+                    upload=Input(ids.RECIPE_UPLOAD, "contents")),
+        state=dict(history=State(ids.RECIPE, "data"), session=State(ids.SESSION, "data")),
         prevent_initial_call=True,
     )
-    def edit(changed, *args):
-        data, session = args[-2], args[-1]
-        upload = args[-3]
+    def edit(changed, presets, _undo, _redo, _controls, upload, history, session):
         s = store.require(session)
         trig = ctx.triggered_id
-        if s is None or not data or trig is None:
-            return no_update, no_update
-        recipe = current(data)
+        if s is None or not history or trig is None:
+            return dict(history=no_update, error=no_update)
         if trig == ids.UNDO:
-            return ({**data, "pos": max(0, data["pos"] - 1)}, "")
+            return dict(history=services.undo(history), error="")
         if trig == ids.REDO:
-            return ({**data, "pos": min(len(data["history"]) - 1, data["pos"] + 1)}, "")
+            return dict(history=services.redo(history), error="")
+        edited = history
         if trig == ids.GRID:
             for change in (changed if isinstance(changed, list) else [changed]):
                 if change and change.get("colId") in ("fold", "weight_bits", "activation_bits"):
-                    recipe = set_layer(recipe, change["data"]["layer"], change["colId"], change["value"])
-        elif trig in (ids.BULK_8, ids.BULK_FIRST_LAST, ids.BULK_FOLD, ids.BULK_RESET):
-            recipe = bulk(s.graph, recipe, trig)
+                    edited = services.push(edited, services.set_layer(
+                        current(edited), change["data"]["layer"], change["colId"], change["value"]))
+        elif trig in PRESET_OF_BUTTON:
+            edited = services.push(history, current(history).with_preset(PRESET_OF_BUTTON[trig], s.graph))
         elif trig == ids.RECIPE_UPLOAD:
             try:
-                text = base64.b64decode(upload.split(",", 1)[1]).decode("utf-8")
-                recipe = Recipe.from_json(text).validate(s.graph)
-            except (RecipeError, UnicodeDecodeError, IndexError, ValueError) as exc:
-                return no_update, f"recipe not loaded: {exc}"
+                edited = services.push(history, services.recipe_from_upload(upload, s.graph))
+            except RecipeError as exc:
+                return dict(history=no_update, error=f"recipe not loaded: {exc}")
         elif isinstance(trig, dict):
+            # the panel's controls were (re)drawn showing the recipe: a selection, not an edit
             value = ctx.triggered[0]["value"]
-            field = {ids.LAYER_FOLD: "fold", ids.LAYER_WBITS: "weight_bits",
-                     ids.LAYER_ABITS: "activation_bits"}[trig["type"]]
-            if field == "fold":
-                value = bool(value)
-            if shows(recipe, trig["layer"], field, value):
-                # the panel's controls were (re)drawn showing the recipe: a selection, not an edit
-                return no_update, ""
-            recipe = set_layer(recipe, trig["layer"], field, value)
-        if recipe == current(data):
-            return no_update, ""
+            field = FIELD_OF_CONTROL[trig["type"]]
+            edited = services.edit_layer(history, trig["layer"], field, bool(value) if field == "fold" else value)
+        if current(edited) == current(history):
+            return dict(history=no_update, error="")
         log.info("session %s: recipe edited (%s)", session["sid"][:8], trig)
-        return push(data, recipe), ""
+        return dict(history=services.push(history, current(edited)), error="")
 
     @app.callback(Output(ids.DOWNLOAD_RECIPE, "data"), Input(ids.DOWNLOAD_RECIPE_BUTTON, "n_clicks"),
                   State(ids.RECIPE, "data"), prevent_initial_call=True)

@@ -7,7 +7,7 @@ from qviz.ir import Graph, Node
 from qviz.matcher import GraphMatcher, OneofPattern, OpTypePattern, find_matches, reference_match
 from qviz.patterns import BUILTIN, PatternSyntaxError, parse
 
-from .strategies import graphs, shared_patterns
+from tests.strategies import graphs, shared_patterns
 
 
 def _agree(pattern, graph):
@@ -32,7 +32,7 @@ def test_builtins_agree_on_the_synthetic_blocks():
     import sys
     from pathlib import Path
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
     from synthetic import synthetic_graph
 
     graph = synthetic_graph(300)

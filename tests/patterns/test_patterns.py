@@ -7,7 +7,7 @@ from qviz.ir import Graph, Node
 from qviz.matcher import AttrTest, GraphMatcher, OneofPattern, OpTypePattern, iter_patterns
 from qviz.patterns import BUILTIN, PatternSyntaxError, parse, to_text
 
-from .strategies import patterns
+from tests.strategies import patterns
 
 
 def _shape(p, seen=None):

@@ -15,7 +15,7 @@ import qviz
 from qviz.passes import LayerBits, Recipe
 from qviz.samples import sample_path
 
-from .browser import needs_browser
+from .helpers import needs_browser
 
 pytestmark = pytest.mark.skipif(shutil.which("redis-server") is None,
                                 reason="needs redis-server (apt-get install redis-server; .ci/run does)")
@@ -58,13 +58,17 @@ def test_jobs_run_in_celery_and_match_in_process(redis_url):
     from qviz.analysis.sensitivity import sensitivity
     from qviz.app.celery_worker import CeleryWorker
     from qviz.pipeline import apply, report_for
+    from qviz.samples import data_for
+    from tests.own_data import own_sweep_data
 
     g = qviz.load(sample_path("lenet_digits"))
     recipe = Recipe.default(g, LayerBits(4, 4))
     w = CeleryWorker(redis_url)
     ranges = w.ranges("k", g, recipe.fold_selection(g)).result(timeout=120)
     rep = w.report("k", g, recipe.to_json(indent=None), ranges).result(timeout=120)
-    here = report_for(g, recipe, apply(g, recipe, report=False))
+    data = data_for(g)      # what the workers verify on: the sample's own digits
+    here = report_for(g, recipe, apply(g, recipe, report=False, calibration=data.calibration),
+                      data.verification, data.labels)
     assert rep.accuracy == here.accuracy and rep.sqnr_db == pytest.approx(here.sqnr_db, abs=0.05)
 
     fut = w.sensitivity("k", g, (8, 4))
@@ -74,7 +78,7 @@ def test_jobs_run_in_celery_and_match_in_process(redis_url):
         time.sleep(0.05)
     swept = fut.result()
     assert any(p is not None and 0 < p[0] < p[1] == 16 for p in seen), seen   # 4 layers × 2 × 2 bits
-    np.testing.assert_allclose(swept.weight_sqnr, sensitivity(g, bits=(8, 4)).weight_sqnr, rtol=1e-6)
+    np.testing.assert_allclose(swept.weight_sqnr, sensitivity(g, bits=(8, 4), **own_sweep_data(g)).weight_sqnr, rtol=1e-6)
 
     blob = w.qat(str(sample_path("lenet_digits")), recipe.to_json(indent=None), "ema_stats_folding", None)
     assert blob.result(timeout=120)[:2] == b"PK"   # a .keras archive

@@ -6,7 +6,7 @@ from qviz.app import create_app
 from qviz.app.session import Origin, Session
 from qviz.samples import sample_path
 
-from .browser import figure_nodes, needs_browser, wait_for
+from .helpers import figure_nodes, needs_browser, wait_for
 
 pytestmark = needs_browser
 
@@ -43,7 +43,7 @@ def test_a_file_over_the_upload_limit_is_refused_in_the_page(dash_duo, tmp_path)
     _start(dash_duo, max_upload_mb=0.01)                       # 10 KB
     big = tmp_path / "big.pb"
     big.write_bytes(b"\0" * 50_000)
-    dash_duo.find_element("#model-upload input[type=file]").send_keys(str(big))
+    dash_duo.wait_for_element("#model-upload input[type=file]", timeout=30).send_keys(str(big))
     dash_duo.wait_for_contains_text("#model-status", "big.pb: is 48.8 KB, over the 10.2 KB upload limit",
                                     timeout=60)
     assert "big.pb" in _alert(dash_duo)

@@ -9,7 +9,7 @@ graphs' labels do not overlap, no column header of the layer table is cut, and
 the selected layer's own controls stay at the top of its panel.
 """
 
-from .browser import click, needs_browser, set_cell, shot, start_app, wait_for
+from .helpers import click, needs_browser, set_cell, shot, start_app, wait_for
 
 pytestmark = needs_browser
 

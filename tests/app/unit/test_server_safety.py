@@ -144,7 +144,7 @@ def test_oversized_request_is_answered_in_the_page(app):
 def test_the_page_refuses_oversized_files_before_sending_them(app):
     page = app.server.test_client().get("/_dash-layout").data.decode()
     assert '"data-bytes":"1048576"' in page.replace(" ", "")   # what assets/upload_limit.js reads
-    assert (Path(__file__).resolve().parents[2] / "assets" / "upload_limit.js").is_file()
+    assert (Path(__file__).resolve().parents[3] / "assets" / "upload_limit.js").is_file()
 
 
 def test_foreign_host_is_refused():

@@ -4,7 +4,7 @@ import time
 from pathlib import Path
 
 
-from .browser import figure_nodes, halos, set_cell, shot, start_app, wait_for, needs_browser
+from .helpers import figure_nodes, halos, set_cell, shot, start_app, wait_for, needs_browser
 
 pytestmark = needs_browser
 
@@ -150,7 +150,7 @@ def test_bad_upload_shows_error_and_app_keeps_working(dash_duo, tmp_path):
     start_app(dash_duo)
     bad = tmp_path / "broken.pb"
     bad.write_bytes(b"this is not a protobuf")
-    dash_duo.find_element("#model-upload input[type=file]").send_keys(str(bad))
+    dash_duo.wait_for_element("#model-upload input[type=file]", timeout=30).send_keys(str(bad))
     wait_for(lambda: "error: broken.pb" in dash_duo.find_element("#model-status").text, what="upload error")
     assert "still showing lenet_digits" in dash_duo.find_element("#model-status").text
     dash_duo.find_element("#bulk-fold-all").click()

@@ -1,0 +1,199 @@
+"""The selected node's panel (its layer's controls, attributes, constant
+histograms, quantization grids) and the verification panel (output error,
+accuracy, per-layer SQNR), both polling worker jobs they wait on."""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+
+import numpy as np
+from dash import Input, Output, State, dcc, html, no_update
+
+from ...analysis.quant_grid import grids_of_layer
+from ...choices import bits_label
+from ...layout import ViewKey
+from ...passes import Recipe, fold_candidates, quantizable_layers
+from ...passes.constants import constant_value
+from ...patterns import PatternSyntaxError
+from ...render import histogram_figure, layer_error_figure
+from ...render.figure import WORST_LAYERS
+from .. import ids, services
+from ..layout import BITS, NO_FIGURE
+from ..services import current
+from .graph import fates_of, pattern_of, view_choice
+
+log = logging.getLogger(__name__)
+
+
+def register(app, store) -> None:
+    @app.callback(
+        output=dict(body=Output(ids.NODE_PANEL, "children"), why=Output(ids.EXPLAIN, "children"),
+                    stop_polling=Output(ids.NODE_PANEL_POLL, "disabled")),
+        inputs=dict(selected=Input(ids.SELECTED, "data"), history=Input(ids.RECIPE, "data"),
+                    _tick=Input(ids.NODE_PANEL_POLL, "n_intervals")),
+        state=dict(builtin=State(ids.PATTERN_BUILTIN, "value"), text=State(ids.PATTERN_TEXT, "value"),
+                   session=State(ids.SESSION, "data"), show=State(ids.SHOW, "value")),
+    )
+    def node_panel(selected, history, _tick, builtin, text, session, show):
+        s = store.require(session)
+        if s is None or not selected or not history:
+            return dict(body=html.Div("click a node to see it here"), why="", stop_polling=True)
+        # A tick re-renders: the page keeps the newest render and its poll flag, and
+        # stops polling when that render has everything (state kept here could lag
+        # behind it when two renders finish out of order).
+        started = time.monotonic()
+        body, why, waiting = _node_panel(s, ViewKey(selected["key"]), current(history), builtin, text, show)
+        log.debug("session %s: node panel of %s in %.2f s", session["sid"][:8], selected["key"],
+                  time.monotonic() - started)
+        return dict(body=body, why=why, stop_polling=not waiting)
+
+    @app.callback(
+        output=dict(panel=Output(ids.VERIFY_PANEL, "children"), errors=Output(ids.LAYER_ERRORS, "figure"),
+                    stop_polling=Output(ids.VERIFY_POLL, "disabled")),
+        inputs=dict(drawn=Input(ids.DRAWN, "data"), _tick=Input(ids.VERIFY_POLL, "n_intervals"),
+                    show_all=Input(ids.LAYER_ERRORS_ALL, "value")),
+        state=dict(session=State(ids.SESSION, "data")),
+    )
+    def verification(drawn, _tick, show_all, session):
+        # Follows DRAWN (not the recipe), so the redraw comes first; the report
+        # runs both graphs in TensorFlow in the worker, and this callback only
+        # polls it, so no request is held open while it runs.
+        s = store.require(session)
+        if s is None or not drawn or not s.latest:
+            return dict(panel="", errors=NO_FIGURE, stop_polling=True)
+        recipe = Recipe.from_json(s.latest)
+        future = s.report_future(recipe)
+        if not future.done():
+            return dict(panel=html.Div("verifying: running the original and rewritten graphs…",
+                                       className="verify-running"), errors=no_update, stop_polling=False)
+        try:
+            rep = future.result()
+        except Exception as exc:  # the report failed (e.g. an op TF cannot run): say so
+            return dict(panel=html.Div(f"verification failed: {exc}", className="error"), errors=NO_FIGURE,
+                        stop_polling=True)
+        quantized = set(recipe.quantize_config(s.graph).layers)
+        if quantized:
+            s.samples_future(recipe)   # the grids' activation samples next, so a selected layer draws at once
+        figure = layer_error_figure([e.layer for e in rep.layers], [e.sqnr_db for e in rep.layers],
+                                    quantized=quantized, limit=None if show_all else WORST_LAYERS)
+        return dict(panel=_report_view(rep, s.data.origin), errors=figure, stop_polling=True)
+
+
+def _node_panel(s, key: ViewKey, recipe: Recipe, builtin, text, show):
+    """(panel content, explanation, still waiting for the worker)."""
+    if not s.result_ready(recipe):
+        # the recipe's calibration is running in the worker: its controls now, the rest when ready
+        layer = key.layer_in(s.graph)
+        if layer is None:
+            return html.Div(f"{key.name}: applying the recipe…"), "", True
+        return html.Div([html.B(f"layer {layer}"), _controls(s.graph, recipe, layer),
+                         html.Div("applying the recipe (calibrating in the worker)…",
+                                  className="verify-running")]), "", True
+    graph, _ = services.shown(s, recipe, view_choice(None, show, None, None))
+    try:
+        pattern, fates = pattern_of(builtin, text), fates_of(s, recipe, builtin, text)
+    except PatternSyntaxError:
+        pattern, fates = None, []
+    if key.is_layer:
+        layer = key.name
+        if layer not in graph.layers:
+            return html.Div(f"layer {layer} (removed by the rewrite)"), "", False
+        nodes = graph.layer_nodes(layer)
+        ops = [n for n in nodes if not graph.is_constant(n)]    # counted as the graph's hover counts them
+        body = [html.B(f"layer {layer}"), _controls(s.graph, recipe, layer),
+                html.Div(f"{len(ops)} ops: " + ", ".join(sorted({n.op for n in ops}))
+                         + f"; {len(nodes) - len(ops)} constants (weights and their reads, not drawn)")]
+        why = services.why(fates, graph, pattern, layer) if pattern is not None else ""
+    else:
+        if key.name not in graph:
+            return html.Div(f"{key.name} (removed by the rewrite)"), "", False
+        node = graph.node(key.name)
+        layer = node.layer
+        # the layer's controls first: attributes and histograms can be long
+        body = [html.B(node.name), html.Div(f"op {node.op}, layer {layer}"), _controls(s.graph, recipe, layer)]
+        body += [html.Div(f"{k} = {_short(v)}") for k, v in node.attrs.items() if k != "value"]
+        body += [_constant_histogram(graph, t) for t in node.inputs if graph.is_constant(t)]
+        why = services.why(fates, graph, pattern, layer, node=key.name) if pattern is not None else ""
+    grids, waiting = _grids(s, graph, layer, recipe)
+    return html.Div([b for b in body if b is not None] + grids), why, waiting
+
+
+def _constant_histogram(graph, tensor):
+    """The histogram of a float constant input (weights, a bias), or None."""
+    try:
+        v = constant_value(graph, tensor)
+    except Exception:  # a constant TF cannot evaluate: just skip its histogram
+        return None
+    if v.size > 1 and np.issubdtype(v.dtype, np.floating):
+        return dcc.Graph(figure=histogram_figure(v, f"{tensor} {list(v.shape)}"), config={"displayModeBar": False})
+    return None
+
+
+def _grids(s, graph, layer, recipe):
+    """(quantization grids of the selected layer: weights and its activation, levels
+    drawn over; whether activation samples are still being computed in the worker)."""
+    if graph is s.graph:
+        return [], False
+    grids = grids_of_layer(graph, layer)
+    out = []
+    activations = [g.tensor for g in grids if g.kind != "weights"]
+    samples = s.samples_future(recipe) if activations else None
+    if samples is not None and not samples.done():
+        grids = [g for g in grids if g.kind == "weights"]
+        out.append(html.Div("sampling the activations in the worker…", className="verify-running",
+                            id=ids.GRID_WAITING))
+    elif samples is not None and samples.exception() is not None:
+        grids = [g for g in grids if g.kind == "weights"]
+        out.append(html.Div(f"activation samples failed: {samples.exception()}", className="error"))
+    for g in grids:
+        values = g.values if g.kind == "weights" else samples.result().get(g.tensor)
+        if values is None:   # should not happen: the job samples every activation quantizer
+            out.append(html.Div(f"no activation samples of {g.tensor}", className="error"))
+            continue
+        lo, hi = float(np.ravel(g.lo)[0]), float(np.ravel(g.hi)[0])
+        title = (f"{g.kind} at {g.bits} bits ({'narrow' if g.narrow_range else 'full'} range, "
+                 f"{'per-channel, channel 0' if g.per_channel else 'per-tensor'}): [{lo:.3g}, {hi:.3g}]")
+        fig = histogram_figure(values if not g.per_channel else np.asarray(values)[..., 0], title, g.levels(0))
+        out.append(dcc.Graph(figure=fig, config={"displayModeBar": False}, className="quant-grid"))
+    return out, samples is not None and not samples.done()
+
+
+def _report_view(rep, origin: str):
+    sq = "∞" if math.isinf(rep.sqnr_db) else f"{rep.sqnr_db:.1f}"
+    lines = [html.Div(f"output error on {rep.examples} examples ({origin}): max |Δ| {rep.max_abs:.3g}, "
+                      f"relative {rep.rel_err:.3g}, SQNR {sq} dB", className="verify-output")]
+    if rep.accuracy is not None:
+        lines.append(html.Div(f"test accuracy: {rep.accuracy_before:.2%} → {rep.accuracy:.2%}",
+                              id=ids.VERIFY_ACCURACY))
+    if rep.warning:
+        lines.insert(0, html.Div(f"⚠ {rep.warning}", className="warning", id=ids.VERIFY_WARNING))
+    return lines
+
+
+def _short(v) -> str:
+    text = repr(v)
+    return text if len(text) < 80 else text[:77] + "…"
+
+
+def _controls(graph, recipe, layer):
+    """The same fold/bit controls as the table, for the selected layer (pattern-matching ids)."""
+    out = []
+    foldable = {c.layer for c in fold_candidates(graph) if c.foldable}
+    if layer in foldable:
+        out.append(dcc.Checklist(id={"type": ids.LAYER_FOLD, "layer": layer},
+                                 options=[{"label": " fold batch norm", "value": "fold"}],
+                                 value=["fold"] if recipe.folds(layer) else []))
+    if layer in quantizable_layers(graph):
+        bits = recipe.bits(layer)
+        menus = []
+        for type_, label, value in ((ids.LAYER_WBITS, "weight bits", bits.weight_bits if bits else None),
+                                    (ids.LAYER_ABITS, "activation bits", bits.activation_bits if bits else None)):
+            menus.append(html.Label([label, dcc.Dropdown(id={"type": type_, "layer": layer}, options=BITS,
+                                                         value=bits_label(value), clearable=False)]))
+        out.append(html.Div(menus, className="bit-menus"))
+    if layer in foldable:
+        # the explainer opens full width under the graph (callbacks/explainer.py)
+        out.append(html.Button("explain this fold", id=ids.FOLD_EXPLAIN_BUTTON))
+    return html.Div(out, className="layer-controls")

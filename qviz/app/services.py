@@ -1,0 +1,317 @@
+"""What the app's callbacks ask for, without Dash: plain functions from a
+session and the page's state (recipe history, view choices) to data.
+
+Callbacks map component properties to one of these and the answer back to
+properties (and components); everything here can be unit-tested with no
+browser and no Dash (``tests/app/unit/``). TensorFlow never runs here: what
+needs it is a worker job the session starts (:mod:`qviz.app.session`).
+
+>>> import qviz
+>>> from qviz.samples import sample_path
+>>> from qviz.app.session import Session
+>>> s = Session(qviz.load(sample_path("lenet_digits")), "lenet")
+>>> page = new_history(qviz.Recipe.default(s.graph))
+>>> page = edit_layer(page, "conv2", "weight_bits", "4")
+>>> current(page).bits("conv2").weight_bits, can_undo(page)
+(4, True)
+>>> current(undo(page)).bits("conv2").weight_bits
+8
+>>> search(draw_view(s, current(page), ViewChoice()).graph, "relu")
+(['layer:relu1', 'layer:relu2', 'layer:relu3'], '3 found')
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from dataclasses import dataclass, field
+
+import networkx as nx
+
+from ..choices import bits_label, parse_bits_label
+from ..layout import ViewKey, diff_status, key_showing, layered_routes, view_graph
+from ..matcher import explain, explain_layer
+from ..passes import LayerBits, Recipe, RecipeError, fold_candidates, quantizable_layers, quantizable_units
+
+__all__ = ["HISTORY_LIMIT", "new_history", "current", "push", "undo", "redo", "can_undo", "edit_layer",
+           "shows", "set_layer", "recipe_from_upload", "layer_rows", "on_tflite", "ViewChoice", "DrawnView",
+           "shown", "draw_view", "match_marks", "MatchItem", "why", "search", "hover_lines", "device_flags",
+           "layer_of_key", "with_expanded"]
+
+#: Undo steps kept per page.
+HISTORY_LIMIT = 50
+
+
+# -- the recipe history the page holds ----------------------------------------------------
+
+def new_history(recipe: Recipe) -> dict:
+    """The page's recipe store for a freshly opened model."""
+    return {"history": [recipe.to_dict()], "pos": 0}
+
+
+def current(history: dict) -> Recipe:
+    return Recipe.from_dict(history["history"][history["pos"]])
+
+
+def push(history: dict, recipe: Recipe) -> dict:
+    """The history with ``recipe`` as the newest step (redo steps dropped)."""
+    steps = history["history"][: history["pos"] + 1] + [recipe.to_dict()]
+    return {"history": steps[-HISTORY_LIMIT:], "pos": min(len(steps), HISTORY_LIMIT) - 1}
+
+
+def undo(history: dict) -> dict:
+    return {**history, "pos": max(0, history["pos"] - 1)}
+
+
+def redo(history: dict) -> dict:
+    return {**history, "pos": min(len(history["history"]) - 1, history["pos"] + 1)}
+
+
+def can_undo(history: dict) -> bool:
+    return history["pos"] > 0
+
+
+def edit_layer(history: dict, layer: str, field_name: str, value) -> dict:
+    """The history after one control of ``layer`` was set to ``value`` (unchanged
+    when the control only shows what the recipe says: a redraw, not an edit)."""
+    recipe = current(history)
+    if shows(recipe, layer, field_name, value):
+        return history
+    return push(history, set_layer(recipe, layer, field_name, value))
+
+
+def shows(recipe: Recipe, layer: str, field_name: str, value) -> bool:
+    """Whether a control of ``layer`` showing ``value`` agrees with the recipe already.
+
+    >>> r = Recipe(fold_default=True, quantize_default=LayerBits(8, 8))
+    >>> shows(r, "conv1", "fold", True), shows(r, "conv1", "weight_bits", "8"), shows(r, "conv1", "weight_bits", "4")
+    (True, True, False)
+    """
+    if field_name == "fold":
+        return recipe.folds(layer) == bool(value)
+    bits = recipe.bits(layer)
+    return bits_label(getattr(bits, field_name) if bits else None) == value
+
+
+def set_layer(recipe: Recipe, layer: str, field_name: str, value) -> Recipe:
+    """The recipe with one table cell (or side-panel control) changed."""
+    if field_name == "fold":
+        return recipe.with_fold(layer, bool(value))
+    old = recipe.bits(layer) or LayerBits(None, None)
+    new = {"weight_bits": old.weight_bits, "activation_bits": old.activation_bits}
+    new[field_name] = parse_bits_label(value)
+    bits = None if new["weight_bits"] is None and new["activation_bits"] is None else LayerBits(**new)
+    return recipe.with_bits(layer, bits)
+
+
+def recipe_from_upload(contents: str, graph) -> Recipe:
+    """The recipe in an uploaded file (a ``data:…;base64,`` URL), checked against ``graph``.
+
+    Raises:
+        RecipeError: not base64, not UTF-8, not a recipe, or not one for this graph.
+    """
+    try:
+        text = base64.b64decode(contents.split(",", 1)[1], validate=True).decode("utf-8")
+    except (IndexError, binascii.Error, UnicodeDecodeError) as exc:
+        raise RecipeError(f"the file is not a UTF-8 text file ({type(exc).__name__})") from None
+    return Recipe.from_json(text).validate(graph)
+
+
+def on_tflite(layer: str, fates) -> tuple[str, str]:
+    """(short, full) of what TFLite runs for this layer: its fates in the deployability check."""
+    if not fates:
+        return "float", f"{layer} stays float"
+    worst = next((f for f in fates if f.status == "refused"), None) or \
+        next((f for f in fates if f.status != "honoured"), None)
+    if worst is None:
+        return " + ".join(f.runs_as for f in fates) + " ✓", "; ".join(f.message for f in fates)
+    if worst.status == "refused":
+        return "✗ refused", worst.message
+    if worst.status in ("float", "implicit", "dynamic"):
+        return f"⚠ {worst.status}", worst.message
+    return f"⚠ {worst.part} {worst.status}", worst.message
+
+
+def layer_rows(graph, recipe: Recipe, check=None) -> list[dict]:
+    """The layer table: one row per foldable or quantizable layer."""
+    fates_of: dict = {}
+    for f in (check.fates if check is not None else ()):
+        fates_of.setdefault(f.layer, []).append(f)
+    folds = {c.layer: c for c in fold_candidates(graph) if c.layer is not None}
+    with_weights = set(quantizable_layers(graph))
+    quantizable = set(quantizable_units(graph))   # and bypass Adds: activations only
+    rows = []
+    for layer in graph.layers:
+        if layer not in folds and layer not in quantizable:
+            continue
+        c = folds.get(layer)
+        bits = recipe.bits(layer) if layer in quantizable else None
+        short, full = on_tflite(layer, fates_of.get(layer))
+        rows.append({
+            "layer": layer, "batch_norm": c.bn_layer if c else "",
+            "foldable": "yes" if c and c.foldable else ("no" if c else "—"),
+            "fold": bool(c and c.foldable and recipe.folds(layer)),
+            "weight_bits": bits_label(bits.weight_bits if bits else None) if layer in with_weights else "—",
+            "activation_bits": bits_label(bits.activation_bits if bits else None),
+            "on_tflite": short, "on_tflite_why": full,
+            "why": (c.reason or "") if c else "",
+        })
+    return rows
+
+
+# -- the graph view ------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ViewChoice:
+    """How the page asks to see the graph."""
+
+    mode: str = "layer"                    # "layer" or "op"
+    show: str = "rewritten"                # or "original"
+    direction: str = "LR"                  # or "TB"
+    expanded: tuple[str, ...] = ()         # layers drawn as their ops
+
+    @property
+    def original(self) -> bool:
+        return self.show == "original"
+
+
+@dataclass(frozen=True)
+class DrawnView:
+    """A laid-out view of one graph: the view graph, node positions, edge bends."""
+
+    graph: nx.DiGraph
+    pos: dict = field(repr=False)
+    routes: dict = field(repr=False)
+
+
+def shown(session, recipe: Recipe, choice: ViewChoice):
+    """``(graph drawn, the recipe's result)``: the rewritten graph unless the original is asked."""
+    result = session.result(recipe)
+    return (session.graph if choice.original else result.graph), result
+
+
+def draw_view(session, recipe: Recipe, choice: ViewChoice) -> DrawnView:
+    """The laid-out view, cached on the session per (graph, choice): a toggle
+    back to a recipe seen before redraws without laying out again."""
+    graph, result = shown(session, recipe, choice)
+    key = (id(graph), choice)
+    cached = session.layouts.get(key)
+    if cached is None:
+        status, removed = diff_status(result.changes, session.graph) if not choice.original else ({}, [])
+        vg = view_graph(graph, choice.mode, choice.expanded, removed=removed, status=status)
+        cached = DrawnView(vg, *layered_routes(vg, choice.direction))
+        if len(session.layouts) > 16:
+            session.layouts.clear()
+        session.layouts[key] = cached
+    return cached
+
+
+@dataclass(frozen=True)
+class MatchItem:
+    """One line of the match list: the match's number, layers and fate, and the view key to jump to."""
+
+    number: int
+    layers: tuple[str, ...]
+    fate: str
+    reason: str
+    key: str
+
+
+def match_marks(fates, view: DrawnView, graph, original: bool, limit: int) -> tuple[dict[str, int], list[MatchItem]]:
+    """``(halo colour index per view key, the first ``limit`` matches listed)``.
+
+    In the original view a match halos the float graph's ops; in the rewritten
+    one, what is left of them. A match keeps its float-graph number (a stable colour).
+    """
+    highlights: dict[str, int] = {}
+    items: list[MatchItem] = []
+    for f in fates:
+        if original and f.fate == "new":
+            continue
+        keys = [k for k in dict.fromkeys(key_showing(view.graph, graph, n)
+                                         for n in (f.body if original else f.survivors)) if k]
+        for k in keys:
+            highlights.setdefault(k, f.number - 1)
+        if len(items) < limit:
+            root = key_showing(view.graph, graph, f.root) or (keys[0] if keys else "")
+            items.append(MatchItem(f.number, tuple(f.layers), f.fate, f.reason, str(root)))
+    return highlights, items
+
+
+def why(fates, graph, pattern, layer: str, node: str | None = None) -> str:
+    """The Patterns box's explanation for the selection: its match and fate if it is in
+    one (so it agrees with the halos), else why it does not match."""
+    for f in fates:
+        if (node in f.body or node in f.survivors) if node else layer in f.layers:
+            return f"{'op ' + node if node else 'layer ' + layer} is in match {f.number} " \
+                   f"({' + '.join(f.layers)}): {f.fate}, {f.reason}."
+    return explain(pattern, graph, node) if node else explain_layer(pattern, graph, layer)
+
+
+def search(vg: nx.DiGraph, needle: str) -> tuple[list[str], str]:
+    """``(view keys found, status line)``: an exact layer or op name first, else
+    every key whose name contains ``needle`` (any case)."""
+    needle = needle.strip()
+    for key in (ViewKey.layer(needle), ViewKey.op(needle)):
+        if key in vg:
+            return [key], ""
+    hits = [k for k in vg if needle.lower() in ViewKey(k).name.lower()]
+    if hits:
+        return hits, f"{len(hits)} found"
+    return [], f"no node or layer matches {needle!r}"
+
+
+def layer_of_key(graph, key: str) -> str | None:
+    """The layer a selected view key shows in ``graph`` (None if the rewrite removed it)."""
+    return ViewKey(key).layer_in(graph)
+
+
+def with_expanded(view_state: dict, selected_key: str | None) -> dict | None:
+    """The view store with the selected layer expanded into its ops (None: nothing to expand)."""
+    if not selected_key or not ViewKey(selected_key).is_layer:
+        return None
+    return {**view_state, "expanded": sorted(set(view_state.get("expanded", [])) | {ViewKey(selected_key).name})}
+
+
+def hover_lines(session, graph, vg: nx.DiGraph, recipe: Recipe, shapes: dict) -> dict[str, str]:
+    """Extra hover lines per view key: output shape, and the layer's fold/bit state."""
+    from ..metrics import layer_outputs
+
+    outputs = layer_outputs(graph)
+    foldable = {c.layer for c in fold_candidates(session.graph) if c.foldable}
+    quantizable = set(quantizable_layers(session.graph))
+    out = {}
+    for key, d in vg.nodes(data=True):
+        k = ViewKey(key)
+        tensor = outputs.get(k.name) if k.is_layer else f"{k.name}:0"
+        lines = []
+        if tensor in shapes:
+            lines.append(f"shape {tuple(shapes[tensor])}")
+        layer = d["layer"]
+        if layer in foldable:
+            lines.append("BN fold: " + ("on" if recipe.folds(layer) else "off"))
+        if layer in quantizable:
+            b = recipe.bits(layer)
+            lines.append("bits: float" if b is None else
+                         f"bits: w {bits_label(b.weight_bits)} / a {bits_label(b.activation_bits)}")
+        if lines:
+            out[key] = "<br>" + "<br>".join(lines)
+    return out
+
+
+def device_flags(session, vg: nx.DiGraph, recipe: Recipe, hover: dict) -> dict[str, str]:
+    """View key → ⚠/✗ where TFLite will not run the layer as simulated; the reason
+    is appended to ``hover``."""
+    if not recipe.quantize_config(session.graph).layers:
+        return {}
+    worst = {}
+    for f in session.check(recipe).fates:
+        if f.status != "honoured" and (f.layer not in worst or f.status == "refused"):
+            worst[f.layer] = f
+    flags = {}
+    for key, d in vg.nodes(data=True):
+        f = worst.get(d["layer"])
+        if f is not None:
+            flags[key] = "✗" if f.status == "refused" else "⚠"
+            hover[key] = hover.get(key, "") + f"<br>on TFLite: {f.message}"
+    return flags

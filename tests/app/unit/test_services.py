@@ -1,0 +1,121 @@
+"""The app's service layer, without a browser or Dash: what each control does to
+the recipe history, what the graph view shows, and how bad uploads are refused."""
+
+import base64
+
+import pytest
+
+import qviz
+from qviz.app import services
+from qviz.app.session import Session
+from qviz.app.services import ViewChoice, current
+from qviz.layout import ViewKey
+from qviz.passes import LayerBits, Recipe, RecipeError
+from qviz.patterns import BUILTIN
+
+
+@pytest.fixture(scope="module")
+def session(samples):
+    return Session(qviz.load(samples["lenet_digits"]), "lenet_digits")
+
+
+def _data_url(text: bytes) -> str:
+    return "data:application/json;base64," + base64.b64encode(text).decode()
+
+
+def test_history_undoes_and_redoes_and_keeps_fifty_steps():
+    page = services.new_history(Recipe())
+    for bits in range(2, 9):
+        page = services.push(page, Recipe(quantize_default=LayerBits(bits, bits)))
+    assert current(page).quantize_default == LayerBits(8, 8)
+    back = services.undo(services.undo(page))
+    assert current(back).quantize_default == LayerBits(6, 6)
+    assert current(services.redo(back)).quantize_default == LayerBits(7, 7)
+    assert services.undo(services.new_history(Recipe())) == services.new_history(Recipe())  # nothing to undo
+    # a new edit after an undo drops the steps that were undone
+    branched = services.push(back, Recipe(fold_default=False))
+    assert current(services.redo(branched)) == Recipe(fold_default=False)
+    for _ in range(60):
+        page = services.push(page, Recipe())
+    assert len(page["history"]) == services.HISTORY_LIMIT and page["pos"] == services.HISTORY_LIMIT - 1
+
+
+def test_a_redrawn_control_showing_the_recipe_is_not_an_edit(session):
+    page = services.new_history(Recipe.default(session.graph))
+    assert services.edit_layer(page, "conv1", "weight_bits", "8") is page        # shows 8 already
+    assert services.edit_layer(page, "conv1", "fold", True) is page
+    edited = services.edit_layer(page, "conv1", "activation_bits", "float")
+    assert current(edited).bits("conv1") == LayerBits(8, None) and services.can_undo(edited)
+    both_float = services.edit_layer(edited, "conv1", "weight_bits", "float")
+    assert current(both_float).bits("conv1") is None     # float weights and activations: not quantized
+
+
+def test_presets_act_on_the_layers_of_this_graph(session):
+    r = Recipe.default(session.graph).with_preset("first-last-8-rest-4", session.graph)
+    assert [r.bits(layer).weight_bits for layer in ("conv1", "conv2", "fc1", "logits")] == [8, 4, 4, 8]
+    assert r.folds("conv1")                               # folds kept
+    assert Recipe().with_preset("float", session.graph) == Recipe(fold_default=False, quantize_default=None)
+
+
+@pytest.mark.parametrize("contents, cause", [
+    ("no comma at all", "not a UTF-8 text file"),
+    ("data:x;base64,@@@@", "not a UTF-8 text file"),
+    (_data_url(b"\xff\xfe\x00"), "not a UTF-8 text file"),
+    (_data_url(b"{"), "not valid JSON"),
+    (_data_url(b'{"quantize": {"layers": {"conv9": {"weights": 8}}}}'), "conv9"),
+])
+def test_a_bad_recipe_upload_is_one_line_naming_the_cause(session, contents, cause):
+    with pytest.raises(RecipeError, match=cause) as info:
+        services.recipe_from_upload(contents, session.graph)
+    assert "\n" not in str(info.value)
+
+
+def test_an_uploaded_recipe_round_trips(session):
+    recipe = Recipe.default(session.graph).with_bits("conv2", LayerBits(4, 6))
+    assert services.recipe_from_upload(_data_url(recipe.to_json().encode()), session.graph) == recipe
+
+
+def test_the_layer_table_lists_foldable_and_quantizable_layers(session):
+    recipe = Recipe.default(session.graph).with_fold("conv2", False)
+    rows = {r["layer"]: r for r in services.layer_rows(session.graph, recipe, session.check(recipe))}
+    assert list(rows) == ["conv1", "conv2", "fc1", "logits"]
+    assert rows["conv2"]["fold"] is False and rows["conv1"]["batch_norm"] == "bn1"
+    assert rows["logits"]["foldable"] == "—" and rows["logits"]["weight_bits"] == "8"
+    assert rows["conv2"]["on_tflite"] == "⚠ float"      # an unfolded batch norm keeps conv2 float on the device
+
+
+def test_the_view_is_laid_out_once_per_recipe_and_choice(session):
+    recipe = Recipe.default(session.graph)
+    first = services.draw_view(session, recipe, ViewChoice())
+    assert services.draw_view(session, recipe, ViewChoice()) is first
+    ops = services.draw_view(session, recipe, ViewChoice(mode="op"))
+    assert ops is not first and ops.graph.number_of_nodes() > first.graph.number_of_nodes()
+    # the rewritten view marks what changed; a folded batch norm is a ghost behind its conv
+    assert first.graph.nodes[ViewKey.layer("bn1")]["ghost_of"] == ViewKey.layer("conv1")
+    original = services.draw_view(session, recipe, ViewChoice(show="original"))
+    assert "ghost_of" not in original.graph.nodes[ViewKey.layer("bn1")]
+
+
+def test_match_marks_follow_the_rewrite(session):
+    recipe = Recipe.default(session.graph)
+    fates = session.match_fates("builtin:conv_bn", BUILTIN["conv_bn"], recipe)
+    rewritten = services.draw_view(session, recipe, ViewChoice())
+    graph, _ = services.shown(session, recipe, ViewChoice())
+    halos, items = services.match_marks(fates, rewritten, graph, False, limit=2)
+    assert len(items) == 2 and [i.fate for i in items] == ["folded", "folded"]
+    assert set(halos) >= {ViewKey.layer("conv1"), ViewKey.layer("conv2")}
+    assert all(ViewKey(i.key).is_layer for i in items)
+
+
+def test_search_finds_exact_names_first_then_substrings(session):
+    vg = services.draw_view(session, Recipe(), ViewChoice()).graph
+    assert services.search(vg, "conv1") == (["layer:conv1"], "")
+    hits, status = services.search(vg, "CONV")
+    assert hits == ["layer:conv1", "layer:conv2"] and status == "2 found"
+    assert services.search(vg, "nothing-here") == ([], "no node or layer matches 'nothing-here'")
+
+
+def test_expanding_needs_a_selected_layer():
+    assert services.with_expanded({"expanded": ["a"]}, "layer:b") == {"expanded": ["a", "b"]}
+    assert services.with_expanded({"expanded": []}, "op:a/conv") is None
+    assert services.with_expanded({}, None) is None
