@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from .jobs import ProcessRunner
+
 __all__ = ["create_app"]
 
 ASSETS = Path(__file__).resolve().parent.parent.parent / "assets"
@@ -25,10 +27,12 @@ def create_app(model=None, *, model_name: str | None = None, default_sample: str
             default: the ``default_sample``.
         max_upload_mb: uploads larger than this are refused with a message.
         sessions: how many browser sessions are kept on the server (LRU).
-        worker: run calibration, verification, sweeps and QAT exports in a
-            spawned worker process (:mod:`qviz.app.worker`) so they never stall
-            the web server — or, with ``REDIS_URL`` set, in Celery workers
-            (:mod:`qviz.app.tasks`) shared by every web process.
+        worker: run TensorFlow work (calibration, verification, sweeps,
+            exports, the fold explainers) in spawned worker processes
+            (:class:`qviz.app.jobs.ProcessRunner`) so it never stalls the web
+            server — or, with ``REDIS_URL`` set, in Celery workers shared by
+            every web process. ``False``: in a small thread pool of this
+            process (tests).
         allowed_hosts: ``Host`` names served besides the loopback ones
             (``QVIZ_ALLOWED_HOSTS``, comma-separated, adds more; ``*`` for any).
         token: an access token every request must carry (default: ``QVIZ_TOKEN``;
@@ -42,16 +46,21 @@ def create_app(model=None, *, model_name: str | None = None, default_sample: str
 
     from . import callbacks
     from .errors import make_error_handler
+    from .jobs import ThreadRunner
     from .guard import LOOPBACK_HOSTS, install_guard
     from .layout import page
     from .session import SessionStore
     from .uploads import size_text
 
+    if model is not None:
+        from ..runtime import tensor_shapes
+
+        tensor_shapes(model)   # the hover's shapes (TensorFlow): now, not in the first draw's request
     store = SessionStore(sessions, load_workers=load_workers)
     max_upload_bytes = int(max_upload_mb * 2**20)
     options = {"model": model, "model_name": model_name or getattr(model, "source", "") or "model",
                "max_upload_bytes": max_upload_bytes, "default_sample": default_sample,
-               "worker": _worker() if worker else None}
+               "runner": _runner() if worker else ThreadRunner()}
     app = dash.Dash(__name__, title="qviz", assets_folder=str(ASSETS), suppress_callback_exceptions=True,
                     on_error=make_error_handler(store, options))
     app.layout = lambda: page(default_sample, store.new_id(), max_upload_bytes,
@@ -63,18 +72,17 @@ def create_app(model=None, *, model_name: str | None = None, default_sample: str
                   upload_limit_text=size_text(max_upload_bytes))
     callbacks.register(app, store, options)
     atexit.register(store.close_all)   # no upload directory outlives the server
+    atexit.register(options["runner"].close)
     app.qviz_sessions = store  # for tests and diagnostics
     return app
 
 
-def _worker():
+def _runner():
     import os
 
     url = os.environ.get("REDIS_URL")
     if url:
-        from .celery_worker import CeleryWorker
+        from .celery_worker import CeleryRunner
 
-        return CeleryWorker(url)
-    from .worker import Worker
-
-    return Worker().start()
+        return CeleryRunner(url)
+    return ProcessRunner().start()

@@ -1,75 +1,95 @@
-"""The app's worker interface (:class:`qviz.app.worker.Worker`) over Celery.
+"""The :class:`~qviz.app.jobs.JobRunner` over Celery: jobs go to Celery workers
+through Redis (``REDIS_URL``), shared by every web process.
 
-Each method sends a task by name (:mod:`qviz.app.tasks`) and returns a small
-future over its ``AsyncResult``, with the methods the app polls: ``done``,
-``result``, ``cancel``, ``cancelled`` and, for sweeps, ``progress``.
+Each job is the one task ``qviz.job`` (:mod:`qviz.app.tasks`) with its kind and
+arguments; the handle is a :class:`~qviz.app.jobs.JobFuture` kept up to date
+from the task's ``AsyncResult`` by a small poller thread.
+
+Why not Dash's ``CeleryManager`` (background callbacks)? It binds one job to
+one callback invocation and its outputs; qviz's jobs are shared: one
+calibration feeds the redraw, the node panel, the report and the grids of
+every later recipe with the same folds, and a report is cached per recipe and
+cancelled when the user moves on. Background callbacks would re-run that work
+per callback, pickle the callback's whole closure and arguments (the graph)
+into Redis per call, and need the worker to import the Dash app. Progress,
+cancel and "running" are a few lines here.
 """
 
 from __future__ import annotations
 
-__all__ = ["CeleryWorker"]
+import threading
+import time
+
+from .jobs import JobFuture
+
+__all__ = ["CeleryRunner"]
+
+#: How often running tasks are asked for their state (seconds).
+POLL_INTERVAL = 0.1
 
 
-class _TaskFuture:
-    def __init__(self, result):
-        self._result = result
-        self._cancelled = False
-
-    def done(self) -> bool:
-        return self._cancelled or self._result.ready()
-
-    def result(self, timeout=None):
-        if self._cancelled:
-            raise RuntimeError("the job was cancelled")
-        return self._result.get(timeout=timeout, propagate=True, disable_sync_subtasks=False)
-
-    def cancel(self) -> bool:
-        """Revoke the task if it has not finished (a queued task then never runs)."""
-        if self._result.ready():
-            return False
-        self._result.revoke()
-        self._cancelled = True
-        return True
-
-    def cancelled(self) -> bool:
-        return self._cancelled
-
-    def progress(self):
-        info = self._result.info if self._result.state == "PROGRESS" else None
-        return (info["done"], info["total"]) if isinstance(info, dict) else None
-
-
-class CeleryWorker:
+class CeleryRunner:
     """Send the app's jobs to Celery workers through Redis at ``url``."""
 
     def __init__(self, url: str):
         from .tasks import make_celery
 
         self.app = make_celery(url)
+        self._running: dict[JobFuture, object] = {}   # future → AsyncResult
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._closed = False
 
-    def start(self) -> "CeleryWorker":
+    def start(self) -> "CeleryRunner":
         return self
 
-    def _send(self, name, *args) -> _TaskFuture:
-        return _TaskFuture(self.app.send_task(name, args=args))
+    def submit(self, kind: str, *args) -> JobFuture:
+        fut = _CeleryFuture()
+        result = self.app.send_task("qviz.job", args=(kind, args))
+        fut.result_handle = result
+        with self._lock:
+            self._running[fut] = result
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._watch, name="qviz-celery", daemon=True)
+                self._thread.start()
+        return fut
 
-    def ranges(self, key, graph, fold_layers):
-        return self._send("qviz.ranges", key, graph, tuple(fold_layers))
-
-    def report(self, key, graph, recipe_json: str, ranges):
-        return self._send("qviz.report", key, graph, recipe_json, ranges)
-
-    def sensitivity(self, key, graph, bits):
-        return self._send("qviz.sensitivity", key, graph, tuple(bits))
-
-    def qat(self, source, recipe_json: str, folding_mode: str, freeze_bn_delay):
-        return self._send("qviz.qat", str(source), recipe_json, folding_mode, freeze_bn_delay)
-
-    def samples(self, key, graph, recipe_json: str, ranges):
-        return self._send("qviz.samples", key, graph, recipe_json, ranges)
-
-    def tflite(self, key, graph, recipe_json: str, int8_io: bool):
-        return self._send("qviz.tflite", key, graph, recipe_json, int8_io)
+    def _watch(self):
+        while not self._closed:
+            with self._lock:
+                running = list(self._running.items())
+            for fut, result in running:
+                try:
+                    state = result.state
+                    if state == "PROGRESS" and isinstance(result.info, dict):
+                        fut.report_progress(result.info["done"], result.info["total"])
+                    elif result.ready() and fut.set_running_or_notify_cancel():
+                        try:
+                            fut.set_result(result.get(propagate=True, disable_sync_subtasks=False))
+                        except Exception as exc:  # the job's own error, or the broker's
+                            fut.set_exception(exc)
+                except Exception as exc:  # Redis unreachable: the job is lost, say so
+                    if fut.set_running_or_notify_cancel():
+                        fut.set_exception(RuntimeError(f"the job queue is unreachable: {exc}"))
+                if fut.done():
+                    with self._lock:
+                        self._running.pop(fut, None)
+            time.sleep(POLL_INTERVAL)
 
     def close(self) -> None:
+        self._closed = True
         self.app.close()
+
+
+class _CeleryFuture(JobFuture):
+    """A task's future. It stays pending until the task answers (the app cannot
+    tell queued from running through Redis cheaply), so it can be cancelled until
+    then: cancelling revokes the task, and a queued task then never runs."""
+
+    result_handle = None
+
+    def cancel(self) -> bool:
+        if not super().cancel():
+            return False
+        self.result_handle.revoke()
+        return True

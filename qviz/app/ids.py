@@ -67,6 +67,7 @@ FOLD_EXPLAIN_BUTTON = "fold-explain-button"
 FOLD_EXPLAINER = "fold-explainer"
 FOLD_EXPLAINER_PANEL = "fold-explainer-panel"   # hidden until a fold is explained
 FOLD_EXPLAINER_CLOSE = "fold-explainer-close"
+FOLD_EXPLAIN_POLL = "fold-explain-poll"        # polls the explainer's job
 FOLD_EXPLAINER_BODY = "fold-explainer-body"     # formulas, this model's numbers, the check
 
 # verification
@@ -83,6 +84,7 @@ TRAIN_FOLD_MODE = "train-fold-mode"
 TRAIN_FOLD_PHASE = "train-fold-phase"
 TRAIN_FOLD_VIEW = "train-fold-view"
 TRAIN_FOLD_CHECK = "train-fold-check"
+TRAIN_FOLD_POLL = "train-fold-poll"
 
 # sensitivity sweep (a background job in the worker; polled)
 SWEEP_BITS = "sweep-bits"

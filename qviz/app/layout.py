@@ -96,7 +96,8 @@ def page(default_sample: str | None, session_id: str, max_upload_bytes: int = 20
         html.Div(html.Div([
             html.Div([html.H4("Fold explainer", className="panel-title"),
                       html.Button("close", id=ids.FOLD_EXPLAINER_CLOSE)], className="panel-head"),
-            dcc.Loading(html.Div(id=ids.FOLD_EXPLAINER)),
+            html.Div(id=ids.FOLD_EXPLAINER),
+            dcc.Interval(id=ids.FOLD_EXPLAIN_POLL, interval=300, disabled=True),
         ], className="panel"), id=ids.FOLD_EXPLAINER_PANEL, className="row explainer-row", hidden=True),
         html.Div([
             _panel("Layers: fold and quantize",

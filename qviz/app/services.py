@@ -153,7 +153,7 @@ def layer_rows(graph, recipe: Recipe, check=None) -> list[dict]:
             "fold": bool(c and c.foldable and recipe.folds(layer)),
             "weight_bits": bits_label(bits.weight_bits if bits else None) if layer in with_weights else "—",
             "activation_bits": bits_label(bits.activation_bits if bits else None),
-            "on_tflite": short, "on_tflite_why": full,
+            "tflite": short, "tflite_why": full,
             "why": (c.reason or "") if c else "",
         })
     return rows

@@ -21,6 +21,7 @@ from cachetools import LRUCache
 
 from ..ir import Graph
 from ..passes import Recipe
+from .jobs import Job, shared_thread_runner
 
 
 log = logging.getLogger(__name__)
@@ -69,7 +70,7 @@ class PendingOpen:
 class Session:
     graph: Graph
     name: str
-    worker: object = None   # a qviz.app.worker.Worker; None computes in this process
+    runner: object = field(default_factory=shared_thread_runner)   # where TensorFlow work runs (qviz.app.jobs)
     origin: Origin | None = None
     upload_dir: Path | None = None   # an uploaded model's temporary directory: removed with the session
     # Per-recipe caches, least recently used first out: undo/redo and re-selection are instant.
@@ -81,9 +82,9 @@ class Session:
     latest: str = ""   # the recipe last drawn: reports for older ones are not worth computing
     ranges: dict = field(default_factory=dict)                  # fold selection → Future of activation ranges
     key: str = field(default_factory=lambda: uuid.uuid4().hex)  # names this model in the worker
-    sweep: tuple | None = None   # (bits, Future[Sensitivity]) of the last sweep
-    qat: object = None           # the QAT export: a Future (bytes of a .keras file), then its answer
-    tflite: object = None        # the TFLite export: a Future ((bytes, DeployCheck, DeviceReport)), then its answer
+    # Jobs the page started and polls, by name ("sweep", "qat", "tflite", "explain", "training"): one
+    # each, replaced by the next start, cancelled when the session goes.
+    jobs: dict[str, Job] = field(default_factory=dict)
     matches: LRUCache = field(default_factory=lambda: LRUCache(8))   # (pattern, recipe json) → [MatchFate]
 
     @property
@@ -126,106 +127,83 @@ class Session:
     def _ranges(self, recipe: Recipe):
         """Activation ranges for this fold selection (bits do not change them), cached."""
         fut = self.ranges_future(recipe)
-        if fut is None:
-            return None
         try:
             return fut.result()
         except Exception:   # not kept: the next recipe with these folds tries again
             self.ranges.pop(tuple(recipe.fold_selection(self.graph)), None)
             raise
 
-    def ranges_future(self, recipe: Recipe) -> Future | None:
-        """The calibration of this fold selection, running or done in the worker
-        (``None`` without a worker: :meth:`result` calibrates in this process)."""
-        if self.worker is None:
-            return None
+    def ranges_future(self, recipe: Recipe) -> Future:
+        """The calibration of this fold selection, running or done in the runner."""
         folds = tuple(recipe.fold_selection(self.graph))
         if folds not in self.ranges:
-            self.ranges[folds] = self.worker.ranges(self.key, self.graph, folds)
+            self.ranges[folds] = self.runner.submit("calibrate", self.key, self.graph, folds)
         return self.ranges[folds]
 
     def result_ready(self, recipe: Recipe) -> bool:
         """Whether :meth:`result` returns at once (made already, or only the passes left to run)."""
         if recipe.to_json(indent=None) in self.results or not recipe.quantize_config(self.graph).layers:
             return True
-        fut = self.ranges_future(recipe)
-        return fut is None or fut.done()
-
-    def report(self, recipe: Recipe):
-        """The verification report (blocking)."""
-        return self.report_future(recipe).result()
+        return self.ranges_future(recipe).done()
 
     def report_future(self, recipe: Recipe) -> Future:
-        """The report as a future: run in the worker process, or here without one.
+        """The verification report as a future, run by the runner on the model's data.
 
         Reports still queued for recipes other than this one are cancelled: the
         user has moved on, and their results would only delay this one.
         """
-        from ..pipeline import report_for
-
         key = recipe.to_json(indent=None)
         if key in self.reports:
             return self.reports[key]
         for other, fut in list(self.reports.items()):
             if other != key and not fut.done() and fut.cancel():
                 del self.reports[other]
-        if self.worker is None:
-            fut = Future()
-            fut.set_result(report_for(self.graph, recipe, self.result(recipe),
-                                      self.data.verification, self.data.labels))
-        else:
-            ranges = self._ranges(recipe) if recipe.quantize_config(self.graph).layers else None
-            fut = self.worker.report(self.key, self.graph, key, ranges)
-        self.reports[key] = fut
+        ranges = self._ranges(recipe) if recipe.quantize_config(self.graph).layers else None
+        fut = self.reports[key] = self.runner.submit("report", self.key, self.graph, key, ranges)
         return fut
-
-    def sensitivity_future(self, bits) -> Future:
-        """Start (or return the running) sensitivity sweep over ``bits``: a future
-        with a ``progress()`` method giving ``(done, total)``."""
-        from .worker import sensitivity_in_thread
-
-        bits = tuple(int(b) for b in bits)
-        if self.sweep is not None and self.sweep[0] == bits and not self.sweep[1].cancelled():
-            return self.sweep[1]
-        if self.sweep is not None:
-            self.sweep[1].cancel()
-        fut = (self.worker.sensitivity(self.key, self.graph, bits) if self.worker is not None
-               else sensitivity_in_thread(self.graph, bits))
-        self.sweep = (bits, fut)
-        return fut
-
-    def qat_future(self, recipe: Recipe, folding_mode: str, freeze_bn_delay=None) -> Future:
-        """The ``.keras`` bytes of the QAT model (the model must come from a Keras file)."""
-        from .worker import in_thread, run_qat_export
-
-        args = (self.graph.source, recipe.to_json(indent=None), folding_mode, freeze_bn_delay)
-        return self.worker.qat(*args) if self.worker is not None else in_thread(run_qat_export, *args)
 
     def samples_future(self, recipe: Recipe) -> Future:
         """What every activation quantizer of the recipe sees (for the quantization grids),
-        one worker job per recipe, cached: TensorFlow never runs on a request."""
-        from .worker import in_thread, run_activation_samples
-
+        one job per recipe, cached."""
         key = recipe.to_json(indent=None)
         fut = self.samples.get(key)
         if fut is None:
             ranges = self._ranges(recipe) if recipe.quantize_config(self.graph).layers else None
-            fut = self.worker.samples(self.key, self.graph, key, ranges) if self.worker is not None else \
-                in_thread(run_activation_samples, self.graph, key, ranges)
-            self.samples[key] = fut
+            fut = self.samples[key] = self.runner.submit("samples", self.key, self.graph, key, ranges)
         return fut
 
-    def tflite_future(self, recipe: Recipe, int8_io: bool) -> Future:
-        """``(tflite bytes, DeployCheck, DeviceReport)`` of the recipe, run in the worker."""
-        from .worker import in_thread, run_tflite_export
+    def start(self, name: str, kind: str, *args, key=None) -> Job:
+        """Start the page's job ``name`` (a ``kind`` of :data:`qviz.app.jobs.KINDS`),
+        replacing (and cancelling) the one it had — unless that one is for the same
+        ``key`` and not cancelled: then it is returned as it is."""
+        old = self.jobs.get(name)
+        if old is not None and key is not None and old.key == key and not old.handle.cancelled():
+            return old
+        if old is not None:
+            old.cancel()
+        job = self.jobs[name] = Job(kind, self.runner.submit(kind, *args), key=key)
+        return job
 
-        if self.worker is not None:
-            return self.worker.tflite(self.key, self.graph, recipe.to_json(indent=None), int8_io)
-        return in_thread(run_tflite_export, self.graph, recipe.to_json(indent=None), int8_io)
+    def start_sweep(self, bits) -> Job:
+        """The sensitivity sweep over ``bits`` (the running one, if it sweeps the same bits)."""
+        bits = tuple(int(b) for b in bits)
+        return self.start("sweep", "sweep", self.key, self.graph, bits, key=bits)
 
+    def start_qat(self, recipe: Recipe, folding_mode: str, freeze_bn_delay=None) -> Job:
+        """The ``.keras`` bytes of the QAT model (the model must come from a Keras file)."""
+        return self.start("qat", "qat", self.graph.source, recipe.to_json(indent=None), folding_mode,
+                          freeze_bn_delay)
+
+    def start_tflite(self, recipe: Recipe, int8_io: bool) -> Job:
+        """``(tflite bytes, DeployCheck, DeviceReport)`` of the recipe."""
+        return self.start("tflite", "tflite", self.key, self.graph, recipe.to_json(indent=None), int8_io)
 
     def close(self) -> None:
-        """Free what the session holds on disk (an upload's directory)."""
+        """Free what the session holds: its jobs still waiting, an upload's directory."""
+        for job in self.jobs.values():
+            job.cancel()
+        for fut in list(self.reports.values()) + list(self.samples.values()):
+            fut.cancel()
         remove_dir(self.upload_dir)
         self.upload_dir = None
 

@@ -8,8 +8,9 @@ with::
 
     REDIS_URL=redis://127.0.0.1:6379/0 celery -A qviz.app.tasks worker --concurrency 2
 
-Celery's prefork pool forks its children before any task runs, and this
-module imports no TensorFlow, so each child imports TensorFlow itself (a child
+One task, ``qviz.job``, runs any job kind (:mod:`qviz.app.jobs`). Celery's
+prefork pool forks its children before any task runs, and this module imports
+no TensorFlow, so each child imports TensorFlow itself (a child
 forked *after* TensorFlow started would deadlock). Jobs carry the graph
 (pickled as its GraphDef); a child keeps a few graphs by key, as the app's own
 worker does. Pickle is the serializer: run Redis where only the app can reach it.
@@ -23,7 +24,7 @@ from celery import Celery
 
 from . import worker as jobs
 
-__all__ = ["make_celery", "celery"]
+__all__ = ["make_celery", "celery", "job"]
 
 
 def make_celery(url: str) -> Celery:
@@ -37,34 +38,10 @@ def make_celery(url: str) -> Celery:
 celery = make_celery(os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"))
 
 
-@celery.task(name="qviz.ranges")
-def ranges(key, graph, fold_layers):
-    return jobs._ranges_job(key, graph, fold_layers)
-
-
-@celery.task(name="qviz.report")
-def report(key, graph, recipe_json, activation_ranges):
-    return jobs._report_job(key, graph, recipe_json, activation_ranges)
-
-
-@celery.task(name="qviz.sensitivity", bind=True)
-def sensitivity(self, key, graph, bits):
+@celery.task(name="qviz.job", bind=True)
+def job(self, kind, args):
+    """Any app job (:data:`qviz.app.worker.JOBS`); progress goes to the task's state."""
     def progress(done, total):
         self.update_state(state="PROGRESS", meta={"done": done, "total": total})
 
-    return jobs.run_sensitivity(jobs._graph(key, graph), bits, progress)
-
-
-@celery.task(name="qviz.qat")
-def qat(source, recipe_json, folding_mode, freeze_bn_delay):
-    return jobs.run_qat_export(source, recipe_json, folding_mode, freeze_bn_delay)
-
-
-@celery.task(name="qviz.tflite")
-def tflite(key, graph, recipe_json, int8_io):
-    return jobs._tflite_job(key, graph, recipe_json, int8_io)
-
-
-@celery.task(name="qviz.samples")
-def samples(key, graph, recipe_json, activation_ranges):
-    return jobs._samples_job(key, graph, recipe_json, activation_ranges)
+    return jobs.JOBS[kind](*args, progress=progress)

@@ -1,42 +1,41 @@
-"""TensorFlow work for the app, in two long-lived worker processes (lanes).
+"""The app's TensorFlow work, as job functions (:data:`JOBS`) a runner calls
+(:mod:`qviz.app.jobs`): in a spawned worker process, a Celery worker, or a
+thread.
 
 Calibration and the verification report run both graphs in TensorFlow, and
 importing a graph into TF is Python code that holds the GIL for up to seconds
 on a large model: done in the web server's process, it stalls every other
-request (a fold toggle waited seconds for a redraw). The worker is *spawned*,
-not forked — TensorFlow deadlocks in a child forked after the parent has used
-it, which is also why Dash's ``DiskcacheManager`` (fork per job) cannot run
-this work — and it lives as long as the app, so TF is imported once. Calibration,
-which a redraw waits for, has a process of its own, so no redraw queues behind
-another session's verification report or sweep (:data:`LANES`).
+request. The worker is *spawned*, not forked — TensorFlow deadlocks in a child
+forked after the parent has used it, which is also why Dash's
+``DiskcacheManager`` (fork per job) cannot run this work — and it lives as long
+as the app, so TF is imported once.
 
 Jobs carry the original graph (graphs pickle as GraphDef + metadata) and a key;
-the worker keeps a few graphs by key so their compiled TF functions are reused.
+the worker keeps a few graphs by key so their compiled TF functions are
+reused. What a graph is calibrated and verified on is
+:func:`qviz.samples.data_for` (a sample's own data, else noise), found here
+from the graph's source.
 """
 
 from __future__ import annotations
 
-import contextlib
-import multiprocessing
 import os
-import sys
 import tempfile
-import threading
-import types
-import uuid
-from concurrent.futures import Future, ProcessPoolExecutor
+from collections.abc import Callable
+from pathlib import Path
 
 from cachetools import LRUCache
 
 from .. import runtime
 
-__all__ = ["Worker", "in_thread", "sensitivity_in_thread", "run_sensitivity", "run_qat_export",
-           "run_tflite_export", "run_activation_samples"]
+__all__ = ["JOBS", "init_worker", "calibrate", "activation_samples", "report", "sweep", "qat_export",
+           "tflite_export", "explain_fold", "explain_training"]
 
-_GRAPHS: LRUCache = LRUCache(maxsize=8)   # in the worker process only: key → Graph
+_GRAPHS: LRUCache = LRUCache(maxsize=8)   # in the worker process: key → Graph
 
 
-def _init():
+def init_worker():
+    """Set up a worker process: quiet TensorFlow, and leave a core to the web server."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     import tensorflow as tf
 
@@ -52,11 +51,11 @@ def _graph(key, graph):
     return _GRAPHS.setdefault(key, graph)
 
 
-def _ranges_job(key, graph, fold_layers):
+def calibrate(key, graph, fold_layers, progress=None):
     """Activation ranges of every quantizable layer of the graph folded as asked."""
+    from ..ir.ops import LAYER_OPS
     from ..passes import LayerBits, QuantizeConfig, fold_batch_norms, quant_points, quantizable_units
     from ..passes.calibration import activation_ranges
-    from ..ir.ops import LAYER_OPS
     from ..passes.quant_points import bypass_adds
     from ..samples import data_for
 
@@ -73,7 +72,8 @@ def _ranges_job(key, graph, fold_layers):
     return activation_ranges(folded, list(dict.fromkeys(tensors)), list(data_for(graph).calibration))
 
 
-def _report_job(key, graph, recipe_json, ranges):
+def report(key, graph, recipe_json, ranges, progress=None):
+    """The verification report of a recipe, on the model's own data."""
     from ..passes import Recipe
     from ..pipeline import apply, report_for
     from ..samples import data_for
@@ -85,7 +85,7 @@ def _report_job(key, graph, recipe_json, ranges):
     return report_for(graph, recipe, result, data.verification, data.labels)
 
 
-def run_activation_samples(graph, recipe_json, ranges, examples=64):
+def activation_samples(key, graph, recipe_json, ranges, examples=64, progress=None):
     """``{tensor: values}``: what every activation quantizer of the rewritten graph
     sees on the first calibration examples (a fixed-size sample of each, for the
     quantization grids). One run per recipe: any layer selected next is drawn at once."""
@@ -94,6 +94,7 @@ def run_activation_samples(graph, recipe_json, ranges, examples=64):
     from ..pipeline import apply
     from ..samples import data_for
 
+    graph = _graph(key, graph)
     calibration = data_for(graph).calibration
     rewritten = apply(graph, Recipe.from_json(recipe_json), ranges=ranges, calibration=calibration,
                       report=False).graph
@@ -104,29 +105,19 @@ def run_activation_samples(graph, recipe_json, ranges, examples=64):
     return {t: subsample(v) for t, v in zip(tensors, values)}
 
 
-def _samples_job(key, graph, recipe_json, ranges):
-    return run_activation_samples(_graph(key, graph), recipe_json, ranges)
-
-
-def run_sensitivity(graph, bits, progress=None):
-    """The per-layer sweep; ``progress(done, total)`` after each measurement."""
+def sweep(key, graph, bits, progress=None):
+    """The per-layer sensitivity sweep; ``progress(done, total)`` after each measurement."""
     from ..analysis.sensitivity import sensitivity
     from ..samples import data_for
 
+    graph = _graph(key, graph)
     data = data_for(graph)
     return sensitivity(graph, bits=tuple(bits), inputs=data.verification, labels=data.labels,
                        calibration=data.calibration, progress=progress)
 
 
-def _sensitivity_job(key, graph, bits, progress_path):
-    # The app is another process: progress goes to a small file it polls.
-    return run_sensitivity(_graph(key, graph), bits, lambda done, total: write_progress(progress_path, done, total))
-
-
-def run_qat_export(source, recipe_json, folding_mode, freeze_bn_delay):
+def qat_export(source, recipe_json, folding_mode, freeze_bn_delay, progress=None):
     """The ``.keras`` bytes of the QAT model of a Keras model file."""
-    from pathlib import Path
-
     from ..passes import Recipe
     from ..qat import export_qat
     from ..samples import data_for
@@ -138,14 +129,13 @@ def run_qat_export(source, recipe_json, folding_mode, freeze_bn_delay):
         return out.read_bytes()
 
 
-def run_tflite_export(graph, recipe_json, int8_io):
+def tflite_export(key, graph, recipe_json, int8_io, progress=None):
     """``(tflite bytes, DeployCheck, DeviceReport)`` of a recipe (see :func:`qviz.exporters.export_tflite`)."""
-    from pathlib import Path
-
     from ..exporters.tflite import export_tflite
     from ..passes import Recipe
     from ..samples import data_for
 
+    graph = _graph(key, graph)
     with tempfile.TemporaryDirectory(prefix="qviz-tflite-") as tmp:
         data = data_for(graph)
         done = export_tflite(graph, Recipe.from_json(recipe_json), Path(tmp) / "model.tflite", int8_io=int8_io,
@@ -153,139 +143,33 @@ def run_tflite_export(graph, recipe_json, int8_io):
         return done.path.read_bytes(), done.check, done.device
 
 
-def _tflite_job(key, graph, recipe_json, int8_io):
-    return run_tflite_export(_graph(key, graph), recipe_json, int8_io)
+def explain_fold(key, graph, layer, progress=None):
+    """The inference fold of ``layer``'s batch norm, explained on the model's own numbers."""
+    from ..analysis.fold_explainer import explain_fold as explain
+    from ..samples import data_for
+
+    graph = _graph(key, graph)
+    return explain(graph, layer, data_for(graph).calibration)
 
 
-def write_progress(path, done: int, total: int) -> None:
-    tmp = f"{path}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(f"{done} {total}")
-    os.replace(tmp, path)  # readers never see a half-written file
+def explain_training(key, graph, layer, mode, frozen, progress=None):
+    """A training-mode fold of ``layer`` in ``mode``, checked before or after the freeze."""
+    from ..analysis.training_fold import explain_training_fold
+    from ..samples import data_for
+
+    graph = _graph(key, graph)
+    return explain_training_fold(graph, layer, mode, frozen=frozen, inputs=data_for(graph).calibration)
 
 
-def _remove(path) -> None:
-    with contextlib.suppress(OSError):
-        os.remove(path)
-
-
-def read_progress(path) -> tuple[int, int] | None:
-    try:
-        with open(path, encoding="utf-8") as f:
-            done, total = f.read().split()
-        return int(done), int(total)
-    except (OSError, ValueError):
-        return None
-
-
-#: The worker's lanes, one process each. A redraw waits for calibration ranges
-#: (interactive); reports, sweeps and QAT exports are polled (background). With
-#: one queue, every session's redraw waited behind every session's report.
-LANES = ("interactive", "background")
-
-
-class Worker:
-    """Two one-process pools (:data:`LANES`), started on first use."""
-
-    def __init__(self):
-        self._pools: dict[str, ProcessPoolExecutor] = {}
-        self._lock = threading.Lock()
-
-    def start(self) -> "Worker":
-        """Launch the worker processes now (they import TensorFlow while the app starts).
-
-        Call from the main thread before serving: starting swaps ``__main__``.
-        """
-        for lane in LANES:
-            self._get(lane)
-        return self
-
-    def _get(self, lane: str = "background") -> ProcessPoolExecutor:
-        with self._lock:
-            if lane not in self._pools:
-                with _plain_main():
-                    pool = ProcessPoolExecutor(max_workers=1, initializer=_init,
-                                               mp_context=multiprocessing.get_context("spawn"))
-                    pool.submit(os.getpid)  # starts the process here, inside _plain_main
-                if not self._pools:
-                    # Before concurrent.futures' own exit hook joins the workers (which,
-                    # holding TensorFlow's threads, may never exit by themselves): terminate them.
-                    threading._register_atexit(self.close)
-                self._pools[lane] = pool
-            return self._pools[lane]
-
-    def ranges(self, key, graph, fold_layers) -> Future:
-        return self._get("interactive").submit(_ranges_job, key, graph, tuple(fold_layers))
-
-    def report(self, key, graph, recipe_json: str, ranges) -> Future:
-        return self._get().submit(_report_job, key, graph, recipe_json, ranges)
-
-    def samples(self, key, graph, recipe_json: str, ranges) -> Future:
-        return self._get("interactive").submit(_samples_job, key, graph, recipe_json, ranges)
-
-    def sensitivity(self, key, graph, bits) -> Future:
-        """The sweep as a future with a ``progress()`` method: ``(done, total)``."""
-        path = os.path.join(tempfile.gettempdir(), f"qviz-sweep-{key}-{uuid.uuid4().hex[:8]}")
-        write_progress(path, 0, 1)
-        fut = self._get().submit(_sensitivity_job, key, graph, tuple(bits), path)
-        fut.progress = lambda: read_progress(path) or (0, 1)
-        fut.add_done_callback(lambda _: _remove(path))
-        return fut
-
-    def qat(self, source, recipe_json: str, folding_mode: str, freeze_bn_delay) -> Future:
-        return self._get().submit(run_qat_export, str(source), recipe_json, folding_mode, freeze_bn_delay)
-
-    def tflite(self, key, graph, recipe_json: str, int8_io: bool) -> Future:
-        return self._get().submit(_tflite_job, key, graph, recipe_json, int8_io)
-
-    def close(self) -> None:
-        """Stop the worker processes (they may be busy in TensorFlow: they are terminated)."""
-        with self._lock:
-            pools, self._pools = list(self._pools.values()), {}
-        for pool in pools:
-            processes = list((pool._processes or {}).values())
-            pool.shutdown(wait=False, cancel_futures=True)
-            for p in processes:
-                p.terminate()
-                p.join(5)
-
-
-def in_thread(fn, *args) -> Future:
-    """Run ``fn`` in a daemon thread of this process, as a future (opening a model;
-    the long jobs when the app runs without a worker)."""
-    fut = Future()
-
-    def run():
-        if not fut.set_running_or_notify_cancel():
-            return
-        try:
-            fut.set_result(fn(*args))
-        except BaseException as exc:  # handed to whoever polls the future
-            fut.set_exception(exc)
-
-    threading.Thread(target=run, daemon=True).start()
-    return fut
-
-
-def sensitivity_in_thread(graph, bits) -> Future:
-    """:meth:`Worker.sensitivity` without a worker process."""
-    state = [0, 1]
-
-    def progress(done, total):
-        state[:] = [done, total]
-
-    fut = in_thread(run_sensitivity, graph, tuple(bits), progress)
-    fut.progress = lambda: tuple(state)
-    return fut
-
-
-@contextlib.contextmanager
-def _plain_main():
-    """Start processes without the parent's ``__main__``: a spawned child re-imports
-    it, and a script without a ``__name__`` guard would run again in the worker."""
-    main = sys.modules["__main__"]
-    sys.modules["__main__"] = types.ModuleType("__main__")
-    try:
-        yield
-    finally:
-        sys.modules["__main__"] = main
+#: Job kind (:data:`qviz.app.jobs.KINDS`) → the function that does it. Each takes
+#: its arguments and ``progress``, a ``(done, total)`` callback.
+JOBS: dict[str, Callable] = {
+    "calibrate": calibrate,
+    "samples": activation_samples,
+    "report": report,
+    "sweep": sweep,
+    "qat": qat_export,
+    "tflite": tflite_export,
+    "explain_fold": explain_fold,
+    "explain_training": explain_training,
+}

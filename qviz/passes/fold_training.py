@@ -153,17 +153,42 @@ def _weights_view(m: BatchNormMatch, w: np.ndarray) -> tuple[int, ...] | None:
 
 
 def _fold_one(graph, editor, m: BatchNormMatch, v: FoldValues, mode: str, frozen: str | None) -> None:
-    dtype = np.dtype(v.weights.dtype)
-    ctx = _Ctx(editor, f"{graph.layer_scope(m.layer)}/BatchNorm_Fold", m.layer, dtype)
-    y = m.bn_input                      # conv (+ bias): what the batch norm normalizes
-    at = y
+    """Replace one batch norm by the training fold of ``mode`` (the statistics both
+    modes need first, then the mode's own weights, bias and correction)."""
+    ctx = _Ctx(editor, f"{graph.layer_scope(m.layer)}/BatchNorm_Fold", m.layer, np.dtype(v.weights.dtype))
+    stats = _statistics(ctx, m, v)
+    build = {"tf_contrib": _contrib_fold, "ema_stats_folding": _ema_stats_fold,
+             "batch_stats_folding": _batch_stats_fold}[mode]
+    out = build(_Fold(ctx, m, v, frozen), stats)
+    changed = editor.reroute(out, m.output)
+    if not editor.replace_output(m.output, out) and changed == 0:
+        raise GraphError(f"folding {m.bn.name} for training: nothing reads its output {m.output}")
+
+
+@dataclass(frozen=True)
+class _Stats:
+    """The tensors every training fold reads: the batch norm's constants and the
+    batch statistics of the layer's output ``y``."""
+
+    at: str                # where the nodes that follow are placed (after the batch variance)
+    gamma: str
+    beta: str
+    moving_mean: str
+    bias: str              # the layer's own bias (zeros without one)
+    mean_b: str            # μ_B
+    recip_sigma_b: str     # 1/σ_B
+    recip_sigma_mv: str    # 1/σ (moving)
+
+
+def _statistics(ctx: _Ctx, m: BatchNormMatch, v: FoldValues) -> _Stats:
+    y = at = m.bn_input                      # conv (+ bias): what the batch norm normalizes
     eps = ctx.const("epsilon", v.epsilon, at)
     gamma, beta = ctx.const("gamma", v.gamma, at), ctx.const("beta", v.beta, at)
     moving_mean = ctx.const("moving_mean", v.mean, at)
     moving_var = ctx.const("moving_variance", v.variance, at)
     bias = ctx.const("layer_bias", v.bias, at)
     rank = 2 if m.layer_op.op == "MatMul" else 4
-    axes = ctx.editor.add(const_node(editor.unique_name(f"{ctx.scope}/moment_axes"),
+    axes = ctx.editor.add(const_node(ctx.editor.unique_name(f"{ctx.scope}/moment_axes"),
                                      np.arange(rank - 1, dtype=np.int32), m.layer), after=at).output(0)
     mean_b = ctx.op("batch_mean", "Mean", [y, axes], at, Tidx=np.dtype("int32"), keep_dims=False)
     centered = ctx.op("squared_difference", "SquaredDifference",
@@ -174,70 +199,104 @@ def _fold_one(graph, editor, m: BatchNormMatch, v: FoldValues, mode: str, frozen
     recip_sigma_b = ctx.op("recip_sigma_batch", "Rsqrt", [ctx.op("var_eps_batch", "AddV2", [var_b, eps], at)], at)
     recip_sigma_mv = ctx.op("recip_sigma_moving", "Rsqrt",
                             [ctx.op("var_eps_moving", "AddV2", [moving_var, eps], at)], at)
+    return _Stats(at, gamma, beta, moving_mean, bias, mean_b, recip_sigma_b, recip_sigma_mv)
 
-    def select(name, when_frozen, before):
-        if frozen is None:
+
+@dataclass(frozen=True)
+class _Fold:
+    """One fold being built: where, of what, and the freeze switch (None: no switch)."""
+
+    ctx: _Ctx
+    m: BatchNormMatch
+    v: FoldValues
+    frozen: str | None
+
+    def select(self, name: str, when_frozen: str, before: str) -> str:
+        """``when_frozen`` after the freeze, ``before`` until then (``before`` with no switch)."""
+        if self.frozen is None:
             return before
-        return ctx.op(name, "SelectV2", [frozen, when_frozen, before], before)
+        return self.ctx.op(name, "SelectV2", [self.frozen, when_frozen, before], before)
 
-    def scale_weights(name, vector, after, weights=m.weights):
-        view = _weights_view(m, v.weights)
+    def scale_weights(self, name: str, vector: str, after: str, weights: str | None = None) -> str:
+        """The layer's weights (or ``weights``) times a per-output-channel vector."""
+        ctx, m = self.ctx, self.m
+        view = _weights_view(m, self.v.weights)
         if view is not None:
-            shape = ctx.editor.add(const_node(editor.unique_name(f"{ctx.scope}/{name}_shape"),
+            shape = ctx.editor.add(const_node(ctx.editor.unique_name(f"{ctx.scope}/{name}_shape"),
                                               np.array(view, np.int32), m.layer), after=after).output(0)
             vector = ctx.op(f"{name}_reshape", "Reshape", [vector, shape], after, Tshape=np.dtype("int32"))
-        return ctx.op(name, "Mul", [weights, vector], vector)
+        return ctx.op(name, "Mul", [weights or m.weights, vector], vector)
 
-    if mode == "tf_contrib":
-        scale = ctx.op("correction_scale", "Identity",
-                       [ctx.op("scale_compute", "RealDiv", [recip_sigma_mv, recip_sigma_b], at)], at)
-        corrected = scale_weights("correction_mult", scale, scale)
-        multiplier = ctx.op("multiplier", "Mul", [gamma, recip_sigma_b], corrected)
-        weights = scale_weights("mul_fold", multiplier, multiplier, corrected)
-        recip = select("correction_recip", ctx.const("ones", np.ones_like(v.gamma), weights),
-                       ctx.op("reciprocal_compute", "Reciprocal", [scale], weights))
-        if frozen is None:  # name the tensor as contrib does even when nothing switches
-            recip = ctx.op("correction_recip", "Identity", [recip], recip)
-        # The means of conv + b, minus b: the conv's own (the new conv has no bias).
-        conv_mean = ctx.op("conv_mean", "Sub", [mean_b, bias], recip)
-        moving_conv_mean = ctx.op("moving_conv_mean", "Sub", [moving_mean, bias], recip)
-        offset = ctx.op("offset_compute", "Mul", [gamma, ctx.op("offset_diff", "Sub", [
-            ctx.op("mean_over_sigma_batch", "Mul", [conv_mean, recip_sigma_b], recip),
-            ctx.op("mean_over_sigma_moving", "Mul", [moving_conv_mean, recip_sigma_mv], recip)], recip)], recip)
-        offset = select("correction_offset", offset, ctx.const("zeros", np.zeros_like(v.gamma), offset))
-        folded_bias = ctx.op("bias", "Sub", [beta, ctx.op("mean_times_multiplier", "Mul", [
-            conv_mean, multiplier], offset)], offset)
-        conv = _clone_layer_op(ctx, m, weights, folded_bias)
-        out = ctx.op("post_conv_mul", "Mul", [conv, recip], conv)
-        if frozen is not None:
-            out = ctx.op("correction_add", "AddV2", [out, offset], out)
-        out = ctx.op("add_fold", "AddV2", [out, folded_bias], out)
-    else:
-        inv_mv = ctx.op("multiplier_moving", "Mul", [gamma, recip_sigma_mv], at)
-        inv_b = ctx.op("multiplier_batch", "Mul", [gamma, recip_sigma_b], at)
+    def ones(self, after: str) -> str:
+        return self.ctx.const("ones", np.ones_like(self.v.gamma), after)
 
-        def bias_with(inv, mean, name):
-            return ctx.op(name, "AddV2", [ctx.op(f"{name}_scaled", "Mul", [inv, ctx.op(
-                f"{name}_centered", "Sub", [bias, mean], inv)], inv), beta], inv)
 
-        bias_b = bias_with(inv_b, mean_b, "bias_batch")
-        bias_mv = bias_with(inv_mv, moving_mean, "bias_moving")
-        folded_bias = select("folded_bias", bias_mv, bias_b)
-        if mode == "ema_stats_folding":
-            weights = scale_weights("folded_kernel", inv_mv, folded_bias)
-            conv = _clone_layer_op(ctx, m, weights, folded_bias)
-            y_corr = ctx.op("y_corr", "Mul", [ctx.op("sigma_moving", "Reciprocal", [recip_sigma_mv], conv),
-                                              recip_sigma_b], conv)
-            y_corr = select("y_corr_switch", ctx.const("ones", np.ones_like(v.gamma), y_corr), y_corr)
-            out = ctx.op("corrected", "Mul", [conv, y_corr], y_corr)
-        else:
-            inv = select("multiplier", inv_mv, inv_b)
-            weights = scale_weights("folded_kernel", inv, folded_bias)
-            out = _clone_layer_op(ctx, m, weights, folded_bias)
-        out = ctx.op("add_fold", "AddV2", [out, folded_bias], out)
-    changed = editor.reroute(out, m.output)
-    if not editor.replace_output(m.output, out) and changed == 0:
-        raise GraphError(f"folding {m.bn.name} for training: nothing reads its output {m.output}")
+def _contrib_fold(f: _Fold, s: _Stats) -> str:
+    """TF contrib's fold: weights scaled by γ/σ_B and corrected by σ_B/σ, the
+    output corrected back; the bias correction switched in at the freeze."""
+    ctx, at = f.ctx, s.at
+    scale = ctx.op("correction_scale", "Identity",
+                   [ctx.op("scale_compute", "RealDiv", [s.recip_sigma_mv, s.recip_sigma_b], at)], at)
+    corrected = f.scale_weights("correction_mult", scale, scale)
+    multiplier = ctx.op("multiplier", "Mul", [s.gamma, s.recip_sigma_b], corrected)
+    weights = f.scale_weights("mul_fold", multiplier, multiplier, corrected)
+    recip = f.select("correction_recip", f.ones(weights), ctx.op("reciprocal_compute", "Reciprocal", [scale], weights))
+    if f.frozen is None:  # name the tensor as contrib does even when nothing switches
+        recip = ctx.op("correction_recip", "Identity", [recip], recip)
+    # The means of conv + b, minus b: the conv's own (the new conv has no bias).
+    conv_mean = ctx.op("conv_mean", "Sub", [s.mean_b, s.bias], recip)
+    moving_conv_mean = ctx.op("moving_conv_mean", "Sub", [s.moving_mean, s.bias], recip)
+    offset = ctx.op("offset_compute", "Mul", [s.gamma, ctx.op("offset_diff", "Sub", [
+        ctx.op("mean_over_sigma_batch", "Mul", [conv_mean, s.recip_sigma_b], recip),
+        ctx.op("mean_over_sigma_moving", "Mul", [moving_conv_mean, s.recip_sigma_mv], recip)], recip)], recip)
+    offset = f.select("correction_offset", offset, ctx.const("zeros", np.zeros_like(f.v.gamma), offset))
+    folded_bias = ctx.op("bias", "Sub", [s.beta, ctx.op("mean_times_multiplier", "Mul", [
+        conv_mean, multiplier], offset)], offset)
+    conv = _clone_layer_op(ctx, f.m, weights, folded_bias)
+    out = ctx.op("post_conv_mul", "Mul", [conv, recip], conv)
+    if f.frozen is not None:
+        out = ctx.op("correction_add", "AddV2", [out, offset], out)
+    return ctx.op("add_fold", "AddV2", [out, folded_bias], out)
+
+
+def _qkeras_bias(f: _Fold, s: _Stats) -> tuple[str, str, str]:
+    """``(γ/σ, γ/σ_B, folded bias)`` of QKeras' modes: β + (b − μ)·γ/σ with the
+    moving statistics after the freeze, the batch's before."""
+    ctx, at = f.ctx, s.at
+    inv_mv = ctx.op("multiplier_moving", "Mul", [s.gamma, s.recip_sigma_mv], at)
+    inv_b = ctx.op("multiplier_batch", "Mul", [s.gamma, s.recip_sigma_b], at)
+
+    def bias_with(inv, mean, name):
+        return ctx.op(name, "AddV2", [ctx.op(f"{name}_scaled", "Mul", [inv, ctx.op(
+            f"{name}_centered", "Sub", [s.bias, mean], inv)], inv), s.beta], inv)
+
+    bias_b = bias_with(inv_b, s.mean_b, "bias_batch")
+    bias_mv = bias_with(inv_mv, s.moving_mean, "bias_moving")
+    folded_bias = f.select("folded_bias", bias_mv, bias_b)
+    return inv_mv, inv_b, folded_bias
+
+
+def _ema_stats_fold(f: _Fold, s: _Stats) -> str:
+    """QKeras ``ema_stats_folding``: weights folded with the moving statistics, the
+    output corrected by σ/σ_B until the freeze."""
+    ctx = f.ctx
+    inv_mv, _, folded_bias = _qkeras_bias(f, s)
+    weights = f.scale_weights("folded_kernel", inv_mv, folded_bias)
+    conv = _clone_layer_op(ctx, f.m, weights, folded_bias)
+    y_corr = ctx.op("y_corr", "Mul", [ctx.op("sigma_moving", "Reciprocal", [s.recip_sigma_mv], conv),
+                                      s.recip_sigma_b], conv)
+    y_corr = f.select("y_corr_switch", f.ones(y_corr), y_corr)
+    out = ctx.op("corrected", "Mul", [conv, y_corr], y_corr)
+    return ctx.op("add_fold", "AddV2", [out, folded_bias], out)
+
+
+def _batch_stats_fold(f: _Fold, s: _Stats) -> str:
+    """QKeras ``batch_stats_folding``: weights folded with whichever statistics are
+    in use (the batch's, then the moving ones); no output correction."""
+    inv_mv, inv_b, folded_bias = _qkeras_bias(f, s)
+    weights = f.scale_weights("folded_kernel", f.select("multiplier", inv_mv, inv_b), folded_bias)
+    out = _clone_layer_op(f.ctx, f.m, weights, folded_bias)
+    return f.ctx.op("add_fold", "AddV2", [out, folded_bias], out)
 
 
 def _clone_layer_op(ctx: _Ctx, m: BatchNormMatch, weights: str, after: str) -> str:

@@ -9,7 +9,7 @@ from dash import Input, Output, State, ctx, dcc, html, no_update
 from ...choices import is_keras_file
 from ...render import sensitivity_figure
 from .. import ids
-from .jobs import poll_job
+from ..jobs import JobState, poll
 from ..services import current, push
 
 
@@ -54,18 +54,17 @@ def register(app, store) -> None:
         if ctx.triggered_id == ids.SWEEP_RUN:
             if not bits:
                 return (True, "0", "1", hidden, "choose at least one bit width", no_update, hidden, "", True)
-            s.sensitivity_future(sorted(bits, reverse=True))
-        if s.sweep is None:
+            s.start_sweep(sorted(bits, reverse=True))
+        job = s.jobs.get("sweep")
+        if job is None or job.state is JobState.CANCELLED:
             return idle
-        _, future = s.sweep
-        if not future.done():
-            done, total = future.progress() or (0, 1)
+        if job.state in (JobState.QUEUED, JobState.RUNNING):
+            done, total = job.progress() or (0, 1)
             return (False, str(done), str(total), shown, f"{done} of {total} measurements…", no_update,
                     no_update, no_update, True)
-        try:
-            result = future.result()
-        except Exception as exc:  # the sweep failed in TF: say why, keep the app
-            return (True, "0", "1", hidden, f"sweep failed: {exc}", no_update, hidden, "", True)
+        if job.state is JobState.FAILED:  # the sweep failed in TF: say why, keep the app
+            return (True, "0", "1", hidden, f"sweep failed: {job.handle.exception()}", no_update, hidden, "", True)
+        result = job.handle.result()
         target = 30.0 if target is None else float(target)
         fig = sensitivity_figure(result.layers, result.bits, result.weight_sqnr, result.activation_sqnr,
                                  need_db=result.need_db(target), weight_accuracy=result.weight_accuracy,
@@ -79,9 +78,10 @@ def register(app, store) -> None:
                   prevent_initial_call=True)
     def apply_suggestion(_n, target, data, session):
         s = store.require(session)
-        if s is None or s.sweep is None or not s.sweep[1].done() or not data:
+        job = s.jobs.get("sweep") if s is not None else None
+        if job is None or job.state is not JobState.DONE or not data:
             return no_update
-        suggested = s.sweep[1].result().suggest(30.0 if target is None else float(target))
+        suggested = job.handle.result().suggest(30.0 if target is None else float(target))
         if suggested == current(data):
             return no_update
         return push(data, suggested)
@@ -101,10 +101,10 @@ def register(app, store) -> None:
             if not is_keras_file(source):
                 return (no_update, True, f"{s.name} was not opened from a .keras/.h5 file: a frozen graph "
                                          "has no trainable layers to rebuild")
-            s.qat = s.qat_future(current(data), mode)
+            s.start_qat(current(data), mode)
         name = f"{Path(s.name).stem}_qat.keras"
-        answer = poll_job(
-            s, "qat", running=(no_update, False, "building the QAT model…"),
+        answer = poll(
+            s.jobs.get("qat"), running=(no_update, False, "building the QAT model…"),
             done=lambda blob: (dcc.send_bytes(blob, name), True, f"downloaded {name} ({len(blob) / 1024:.0f} KB)"),
             failed=lambda exc: (no_update, True, f"QAT export failed: {exc}"))
         return (no_update, True, "") if answer is None else answer

@@ -1,8 +1,8 @@
 """The TensorFlow Lite check in the verification panel: convert the recipe, run it
 in TFLite's interpreter next to qviz's simulation, show both, offer the file.
 
-The work is a job in the worker (TensorFlow never runs on a request thread),
-polled by an interval like the QAT export.
+The work is a job (:mod:`qviz.app.jobs`; TensorFlow never runs on a request
+thread), polled by an interval like the QAT export.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 from dash import Input, Output, State, ctx, dcc, html, no_update
 
 from .. import ids
-from .jobs import poll_job
+from ..jobs import poll
 from ..services import current
 
 
@@ -58,8 +58,9 @@ def register(app, store) -> None:
     def forget(_data, session):
         """Device figures belong to the recipe they were made for: a new recipe clears them."""
         s = store.require(session)
-        if s is not None and isinstance(s.tflite, tuple):
-            s.tflite = None
+        job = s.jobs.get("tflite") if s is not None else None
+        if job is not None and job.answer is not None:
+            del s.jobs["tflite"]
         return [], ""
 
     @app.callback(
@@ -74,7 +75,7 @@ def register(app, store) -> None:
         if s is None or not data:
             return no_update, True, "", no_update
         if ctx.triggered_id == ids.TFLITE_BUTTON:
-            s.tflite = s.tflite_future(current(data), bool(int8_io))
+            s.start_tflite(current(data), bool(int8_io))
         name = f"{Path(s.name).stem}.tflite"
 
         def done(answer):
@@ -82,6 +83,6 @@ def register(app, store) -> None:
             return dcc.send_bytes(blob, name), True, f"downloaded {name}", device_view(check, device)
 
         running = (no_update, False, "converting with TFLite and running it…", no_update)
-        answer = poll_job(s, "tflite", running=running, done=done,
+        answer = poll(s.jobs.get("tflite"), running=running, done=done,
                           failed=lambda exc: (no_update, True, f"TFLite export failed: {exc}", []))
         return (no_update, True, "", no_update) if answer is None else answer

@@ -3,12 +3,13 @@ training-mode fold (QAT) beside it, with the formulas of each mode."""
 
 from __future__ import annotations
 
-from dash import Input, Output, State, dcc, html, no_update
+from dash import Input, Output, State, ctx, dcc, html, no_update
 
 from ...ir.ops import DEPTHWISE
 from ...layout import ViewKey
 from ...render import fold_channels_figure, layer_neighbourhood_figure
 from .. import ids
+from ..jobs import poll
 
 PHASES = {"before": "before the freeze (batch statistics)", "after": "after the freeze (moving statistics)"}
 
@@ -36,39 +37,55 @@ def register(app, store) -> None:
                             Input(ids.FOLD_EXPLAIN_BUTTON, "n_clicks"), Input(ids.FOLD_EXPLAINER_CLOSE, "n_clicks"),
                             Input(ids.MODEL_VERSION, "data"), prevent_initial_call=True)
 
-    @app.callback(Output(ids.FOLD_EXPLAINER, "children"), Input(ids.FOLD_EXPLAIN_BUTTON, "n_clicks"),
-                  State(ids.SELECTED, "data"), State(ids.SESSION, "data"), prevent_initial_call=True)
-    def explain_fold_panel(_n, selected, session):
-        from ...analysis.fold_explainer import explain_fold
-
+    @app.callback(
+        output=dict(view=Output(ids.FOLD_EXPLAINER, "children"), stop_polling=Output(ids.FOLD_EXPLAIN_POLL, "disabled")),
+        inputs=dict(_n=Input(ids.FOLD_EXPLAIN_BUTTON, "n_clicks"), _tick=Input(ids.FOLD_EXPLAIN_POLL, "n_intervals")),
+        state=dict(selected=State(ids.SELECTED, "data"), session=State(ids.SESSION, "data")),
+        prevent_initial_call=True)
+    def explain_fold_panel(_n, _tick, selected, session):
+        # The fold is checked by running the graph: a job, polled (no TensorFlow on a request).
         s = store.require(session)
         if s is None or not selected:
-            return no_update
-        try:
-            explained = explain_fold(s.graph, _layer_of(s, selected), s.data.calibration)
-            return [*_explainer_view(explained), _training_controls()]
-        except ValueError as exc:
-            return html.Div(str(exc), className="error")
+            return dict(view=no_update, stop_polling=True)
+        if ctx.triggered_id == ids.FOLD_EXPLAIN_BUTTON:
+            layer = _layer_of(s, selected)
+            s.start("explain", "explain_fold", s.key, s.graph, layer, key=layer)
+        answer = poll(s.jobs.get("explain"),
+                      running=dict(view=html.Div("explaining the fold: running the layer and its batch norm…",
+                                                 className="verify-running"), stop_polling=False),
+                      done=lambda e: dict(view=[*_explainer_view(e), _training_controls()], stop_polling=True),
+                      failed=lambda exc: dict(view=html.Div(str(exc), className="error"), stop_polling=True))
+        return answer or dict(view=no_update, stop_polling=True)
 
-    @app.callback(Output(ids.TRAIN_FOLD_VIEW, "children"), Input(ids.TRAIN_FOLD_MODE, "value"),
-                  Input(ids.TRAIN_FOLD_PHASE, "value"), State(ids.SELECTED, "data"), State(ids.SESSION, "data"))
-    def training_fold(mode, phase, selected, session):
-        from ...analysis.training_fold import TRAINING_FORMULAS, explain_training_fold
-
+    @app.callback(
+        output=dict(view=Output(ids.TRAIN_FOLD_VIEW, "children"), stop_polling=Output(ids.TRAIN_FOLD_POLL, "disabled")),
+        inputs=dict(mode=Input(ids.TRAIN_FOLD_MODE, "value"), phase=Input(ids.TRAIN_FOLD_PHASE, "value"),
+                    _tick=Input(ids.TRAIN_FOLD_POLL, "n_intervals")),
+        state=dict(selected=State(ids.SELECTED, "data"), session=State(ids.SESSION, "data")))
+    def training_fold(mode, phase, _tick, selected, session):
         s = store.require(session)
         if s is None or not selected or mode is None:
-            return no_update
-        layer = _layer_of(s, selected)
-        try:
-            e = explain_training_fold(s.graph, layer, mode, frozen=phase == "after",
-                                      inputs=s.data.calibration)
-        except ValueError as exc:
-            return html.Div(str(exc), className="error")
-        return [dcc.Markdown(TRAINING_FORMULAS[mode], mathjax=True),
-                html.P(f"Check on {e.examples} inputs, {PHASES[phase]}: max |Δ| between the training fold "
-                       f"and {e.reference} = {e.max_abs_diff:.3g}.", id=ids.TRAIN_FOLD_CHECK),
-                html.Div([_layer_figure(e.inference, layer, "inference fold"),
-                          _layer_figure(e.graph, layer, f"training fold: {mode}")], className="fold-graphs")]
+            return dict(view=no_update, stop_polling=True)
+        if ctx.triggered_id != ids.TRAIN_FOLD_POLL:
+            layer = _layer_of(s, selected)
+            s.start("training", "explain_training", s.key, s.graph, layer, mode, phase == "after",
+                    key=(layer, mode, phase))
+        job = s.jobs.get("training")
+        answer = poll(job, running=dict(view=html.Div("building the training-mode fold and running it…",
+                                                      className="verify-running"), stop_polling=False),
+                      done=lambda e: dict(view=_training_view(e, *job.key), stop_polling=True),
+                      failed=lambda exc: dict(view=html.Div(str(exc), className="error"), stop_polling=True))
+        return answer or dict(view=no_update, stop_polling=True)
+
+
+def _training_view(e, layer, mode, phase):
+    from ...analysis.training_fold import TRAINING_FORMULAS
+
+    return [dcc.Markdown(TRAINING_FORMULAS[mode], mathjax=True),
+            html.P(f"Check on {e.examples} inputs, {PHASES[phase]}: max |Δ| between the training fold "
+                   f"and {e.reference} = {e.max_abs_diff:.3g}.", id=ids.TRAIN_FOLD_CHECK),
+            html.Div([_layer_figure(e.inference, layer, "inference fold"),
+                      _layer_figure(e.graph, layer, f"training fold: {mode}")], className="fold-graphs")]
 
 
 def _training_controls():
@@ -80,7 +97,8 @@ def _training_controls():
                                 {"label": "QKeras batch_stats_folding", "value": "batch_stats_folding"}]),
         dcc.RadioItems(id=ids.TRAIN_FOLD_PHASE, value="before", inline=True,
                        options=[{"label": v, "value": k} for k, v in PHASES.items()]),
-        dcc.Loading(html.Div(id=ids.TRAIN_FOLD_VIEW)),
+        html.Div(id=ids.TRAIN_FOLD_VIEW),
+        dcc.Interval(id=ids.TRAIN_FOLD_POLL, interval=300, disabled=True),
     ], className="train-fold")
 
 

@@ -145,7 +145,7 @@ def register(app, store, options) -> None:
         return answer
 
     def _opened(graph, origin, sid, view, upload, keep_recipe=False):
-        store.put(sid, Session(graph, origin.name, worker=options["worker"], origin=origin,
+        store.put(sid, Session(graph, origin.name, runner=options["runner"], origin=origin,
                                upload_dir=upload.directory if upload is not None else None))
         status = f"{origin.name}: {len(graph)} ops, {len(graph.layers)} layers"
         recipe = no_update if keep_recipe else services.new_history(START_RECIPE)

@@ -56,44 +56,47 @@ def redis_url(tmp_path_factory):
 
 def test_jobs_run_in_celery_and_match_in_process(redis_url):
     from qviz.analysis.sensitivity import sensitivity
-    from qviz.app.celery_worker import CeleryWorker
+    from qviz.app.celery_worker import CeleryRunner
     from qviz.pipeline import apply, report_for
     from qviz.samples import data_for
     from tests.own_data import own_sweep_data
 
     g = qviz.load(sample_path("lenet_digits"))
     recipe = Recipe.default(g, LayerBits(4, 4))
-    w = CeleryWorker(redis_url)
-    ranges = w.ranges("k", g, recipe.fold_selection(g)).result(timeout=120)
-    rep = w.report("k", g, recipe.to_json(indent=None), ranges).result(timeout=120)
+    runner = CeleryRunner(redis_url)
+    ranges = runner.submit("calibrate", "k", g, tuple(recipe.fold_selection(g))).result(timeout=120)
+    rep = runner.submit("report", "k", g, recipe.to_json(indent=None), ranges).result(timeout=120)
     data = data_for(g)      # what the workers verify on: the sample's own digits
     here = report_for(g, recipe, apply(g, recipe, report=False, calibration=data.calibration),
                       data.verification, data.labels)
     assert rep.accuracy == here.accuracy and rep.sqnr_db == pytest.approx(here.sqnr_db, abs=0.05)
 
-    fut = w.sensitivity("k", g, (8, 4))
+    fut = runner.submit("sweep", "k", g, (8, 4))
     seen = set()
     while not fut.done():
         seen.add(fut.progress())
         time.sleep(0.05)
     swept = fut.result()
     assert any(p is not None and 0 < p[0] < p[1] == 16 for p in seen), seen   # 4 layers × 2 × 2 bits
-    np.testing.assert_allclose(swept.weight_sqnr, sensitivity(g, bits=(8, 4), **own_sweep_data(g)).weight_sqnr, rtol=1e-6)
+    np.testing.assert_allclose(swept.weight_sqnr, sensitivity(g, bits=(8, 4), **own_sweep_data(g)).weight_sqnr,
+                               rtol=1e-6)
 
-    blob = w.qat(str(sample_path("lenet_digits")), recipe.to_json(indent=None), "ema_stats_folding", None)
+    blob = runner.submit("qat", str(sample_path("lenet_digits")), recipe.to_json(indent=None), "ema_stats_folding",
+                         None)
     assert blob.result(timeout=120)[:2] == b"PK"   # a .keras archive
-    bad = w.qat("/nonexistent/model.pb", recipe.to_json(indent=None), "ema_stats_folding", None)
+    bad = runner.submit("qat", "/nonexistent/model.pb", recipe.to_json(indent=None), "ema_stats_folding", None)
     with pytest.raises(Exception, match="export-qat needs a Keras model"):
         bad.result(timeout=60)
+    runner.close()
 
 
 @needs_browser
 def test_app_verifies_through_celery(redis_url, dash_duo, monkeypatch):
-    from .browser import set_cell, start_app, wait_for
+    from .helpers import set_cell, start_app, wait_for
 
     monkeypatch.setenv("REDIS_URL", redis_url)
     app = start_app(dash_duo)
-    assert type(app.qviz_sessions.get(next(iter(app.qviz_sessions._sessions))).worker).__name__ == "CeleryWorker"
+    assert type(app.qviz_sessions.get(next(iter(app.qviz_sessions._sessions))).runner).__name__ == "CeleryRunner"
     set_cell(dash_duo, "conv1", "fold", True)
     set_cell(dash_duo, "conv2", "weight_bits", "4")
     wait_for(lambda: "test accuracy" in dash_duo.find_element("#verify-panel").text, timeout=120,

@@ -81,7 +81,7 @@ def test_the_layer_table_lists_foldable_and_quantizable_layers(session):
     assert list(rows) == ["conv1", "conv2", "fc1", "logits"]
     assert rows["conv2"]["fold"] is False and rows["conv1"]["batch_norm"] == "bn1"
     assert rows["logits"]["foldable"] == "—" and rows["logits"]["weight_bits"] == "8"
-    assert rows["conv2"]["on_tflite"] == "⚠ float"      # an unfolded batch norm keeps conv2 float on the device
+    assert rows["conv2"]["tflite"] == "⚠ float"      # an unfolded batch norm keeps conv2 float on the device
 
 
 def test_the_view_is_laid_out_once_per_recipe_and_choice(session):

@@ -1,0 +1,329 @@
+"""Long work, never on a request thread: one :class:`JobRunner` protocol, its
+runners, the :class:`Job` record a session keeps, and one polling helper.
+
+A job is a *kind* (:data:`KINDS`: calibrate, report, samples, sweep, QAT
+export, TFLite export, the fold explainers) and its arguments; the function
+that does it is :data:`qviz.app.worker.JOBS` ``[kind]``, the same in every
+runner:
+
+* :class:`ProcessRunner` — two spawned worker processes (lanes): calibration
+  and activation samples, which a redraw or a selection waits for, never queue
+  behind a report or a sweep. Jobs are sent one at a time; a queued job that
+  is cancelled never reaches the process. Progress comes back over the pipe.
+* :class:`ThreadRunner` — a small thread pool in this process (``worker=False``:
+  tests, and a server that must not spawn).
+* :class:`qviz.app.celery_worker.CeleryRunner` — Celery workers through Redis
+  (``REDIS_URL``), shared by several web processes.
+
+Every runner returns a :class:`JobFuture`: a ``concurrent.futures.Future``
+with ``progress()``.
+
+>>> runner = ThreadRunner(functions={"double": lambda x, progress: 2 * x})
+>>> job = Job("double", runner.submit("double", 21))
+>>> job.handle.result(timeout=10), job.state
+(42, <JobState.DONE: 'done'>)
+>>> poll(job, running="…", done=lambda v: f"got {v}", failed=str), poll(job, running="…", done=None, failed=None)
+('got 42', 'got 42')
+>>> runner.close()
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import logging
+import multiprocessing
+import sys
+import threading
+import time
+import types
+from collections import deque
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Protocol
+
+__all__ = ["KINDS", "INTERACTIVE", "JobFuture", "JobState", "Job", "poll", "JobRunner", "ThreadRunner",
+           "ProcessRunner", "shared_thread_runner"]
+
+log = logging.getLogger(__name__)
+
+#: Every kind of job, and what it is for.
+KINDS = {
+    "calibrate": "activation ranges of a fold selection (a redraw with quantized layers waits for it)",
+    "samples": "what each activation quantizer sees, for the quantization grids",
+    "report": "the verification report: both graphs run on the model's data",
+    "sweep": "the sensitivity sweep (reports progress)",
+    "qat": "the QAT Keras model of a Keras file, as .keras bytes",
+    "tflite": "the .tflite file, what TFLite runs of it, and the device next to the simulation",
+    "explain_fold": "the inference fold explained on the model's numbers",
+    "explain_training": "a training-mode fold and its check",
+}
+#: Kinds a user waits on interactively: their own lane, never behind a report or a sweep.
+INTERACTIVE = frozenset({"calibrate", "samples", "explain_fold", "explain_training"})
+
+
+class JobFuture(Future):
+    """A future with ``progress()``: ``(done, total)`` as last reported, or None."""
+
+    def __init__(self):
+        super().__init__()
+        self._progress: tuple[int, int] | None = None
+
+    def progress(self) -> tuple[int, int] | None:
+        return self._progress
+
+    def report_progress(self, done: int, total: int) -> None:
+        self._progress = (int(done), int(total))
+
+
+class JobState(enum.Enum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+@dataclass
+class Job:
+    """A job a page started and polls: its kind, the runner's handle, and the
+    page's last answer once it ended (a poll tick sent while the finishing one
+    was in flight gets it again: the page drops the older response)."""
+
+    kind: str
+    handle: Future
+    key: object = None              # what it was started for (the bits swept, a recipe…)
+    answer: object = None
+    started: float = field(default_factory=time.monotonic)
+
+    @property
+    def state(self) -> JobState:
+        h = self.handle
+        if h.cancelled():
+            return JobState.CANCELLED
+        if h.done():
+            return JobState.FAILED if h.exception() is not None else JobState.DONE
+        return JobState.RUNNING if h.running() else JobState.QUEUED
+
+    def progress(self) -> tuple[int, int] | None:
+        get = getattr(self.handle, "progress", None)
+        return get() if get is not None else None
+
+    def cancel(self) -> bool:
+        return self.handle.cancel()
+
+
+def poll(job: Job | None, *, running, done: Callable, failed: Callable):
+    """The callback's answer for ``job``: ``running`` while it runs, ``done(result)``
+    or ``failed(exception)`` once it ended (computed once, then replayed), None for no job."""
+    if job is None:
+        return None
+    if job.answer is not None:
+        return job.answer
+    if not job.handle.done():
+        return running
+    try:
+        answer = done(job.handle.result())
+    except Exception as exc:  # the job's own error (QATPlanError, TFLiteError, RecipeError…), one line
+        answer = failed(exc)
+    job.answer = answer
+    return answer
+
+
+class JobRunner(Protocol):
+    """Where jobs run. ``submit`` never blocks on the work."""
+
+    def submit(self, kind: str, *args) -> Future: ...
+
+    def start(self) -> "JobRunner": ...
+
+    def close(self) -> None: ...
+
+
+def _functions() -> Mapping[str, Callable]:
+    from .worker import JOBS
+
+    return JOBS
+
+
+class ThreadRunner:
+    """Jobs in a bounded thread pool of this process."""
+
+    def __init__(self, threads: int = 2, functions: Mapping[str, Callable] | None = None):
+        self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="qviz-job")
+        self._functions = functions
+
+    def start(self) -> "ThreadRunner":
+        return self
+
+    def submit(self, kind: str, *args) -> JobFuture:
+        fn = (self._functions or _functions())[kind]
+        fut = JobFuture()
+
+        def run():
+            if not fut.set_running_or_notify_cancel():
+                return
+            try:
+                fut.set_result(fn(*args, progress=fut.report_progress))
+            except BaseException as exc:  # handed to whoever polls the future
+                fut.set_exception(exc)
+
+        self._pool.submit(run)
+        return fut
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+_SHARED: list = []
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_thread_runner() -> ThreadRunner:
+    """One :class:`ThreadRunner` for sessions made outside an app (scripts, tests)."""
+    with _SHARED_LOCK:
+        if not _SHARED:
+            _SHARED.append(ThreadRunner())
+        return _SHARED[0]
+
+
+class ProcessRunner:
+    """Jobs in two spawned worker processes (lanes: interactive and background)."""
+
+    def __init__(self):
+        self._lanes = {"interactive": _Lane("interactive"), "background": _Lane("background")}
+
+    def start(self) -> "ProcessRunner":
+        """Launch the worker processes now (they import TensorFlow while the app starts)."""
+        for lane in self._lanes.values():
+            lane.ensure_process()
+        return self
+
+    def submit(self, kind: str, *args) -> JobFuture:
+        if kind not in KINDS:
+            raise ValueError(f"no job kind {kind!r}")
+        return self._lanes["interactive" if kind in INTERACTIVE else "background"].submit(kind, args)
+
+    def close(self) -> None:
+        for lane in self._lanes.values():
+            lane.close()
+
+
+class _Lane:
+    """One worker process and the jobs waiting for it, sent one at a time by a
+    daemon thread that also reads the answers (so no exit hook has to join anything)."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self._waiting: deque = deque()
+        self._cond = threading.Condition()
+        self._process = None
+        self._conn = None
+        self._closed = False
+        self._thread: threading.Thread | None = None
+
+    def submit(self, kind: str, args: tuple) -> JobFuture:
+        fut = JobFuture()
+        with self._cond:
+            if self._closed:
+                raise RuntimeError("the job runner is closed")
+            self._waiting.append((fut, kind, args))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._dispatch, name=f"qviz-{self.name}", daemon=True)
+                self._thread.start()
+            self._cond.notify()
+        return fut
+
+    def ensure_process(self):
+        with self._cond:
+            if self._process is None or not self._process.is_alive():
+                ctx = multiprocessing.get_context("spawn")
+                parent, child = ctx.Pipe()
+                with _plain_main():
+                    process = ctx.Process(target=_serve, args=(child,), name=f"qviz-worker-{self.name}",
+                                          daemon=True)   # terminated by multiprocessing at exit
+                    process.start()
+                child.close()
+                self._process, self._conn = process, parent
+            return self._conn
+
+    def _dispatch(self):
+        while True:
+            with self._cond:
+                while not self._waiting and not self._closed:
+                    self._cond.wait()
+                if self._closed:
+                    return
+                fut, kind, args = self._waiting.popleft()
+            if not fut.set_running_or_notify_cancel():
+                continue   # cancelled while it waited: it never reaches the process
+            try:
+                conn = self.ensure_process()
+                conn.send((kind, args))
+                while True:
+                    message = conn.recv()
+                    if message[0] == "progress":
+                        fut.report_progress(*message[1:])
+                        continue
+                    if message[0] == "done":
+                        fut.set_result(message[1])
+                    else:
+                        fut.set_exception(message[1])
+                    break
+            except (EOFError, OSError) as exc:   # the process died (killed, out of memory): start anew
+                if not self._closed:
+                    log.error("worker process %s stopped during a %s job", self.name, kind, exc_info=exc)
+                self._process = None
+                fut.set_exception(RuntimeError(f"the worker process stopped during the {kind} job"))
+            except Exception as exc:   # the arguments could not be sent (not picklable): a bug
+                fut.set_exception(exc)
+
+    def close(self):
+        with self._cond:
+            self._closed = True
+            waiting, self._waiting = list(self._waiting), deque()
+            process = self._process
+            self._cond.notify_all()
+        for fut, _, _ in waiting:
+            fut.cancel()
+        if process is not None and process.is_alive():
+            process.terminate()   # it may be busy in TensorFlow
+            process.join(5)
+
+
+def _serve(conn) -> None:
+    """The worker process: run jobs as they come, answer each."""
+    from .worker import JOBS, init_worker
+
+    init_worker()
+    while True:
+        try:
+            kind, args = conn.recv()
+        except (EOFError, OSError):
+            return
+
+        def progress(done, total):
+            conn.send(("progress", done, total))
+
+        try:
+            answer = ("done", JOBS[kind](*args, progress=progress))
+        except BaseException as exc:  # sent to the app, which shows it in one line
+            answer = ("error", exc)
+        try:
+            conn.send(answer)
+        except Exception as exc:  # the answer does not pickle: say so instead
+            conn.send(("error", RuntimeError(f"the {kind} job's answer could not be sent back: "
+                                             f"{type(exc).__name__}: {exc}")))
+
+
+@contextlib.contextmanager
+def _plain_main():
+    """Start processes without the parent's ``__main__``: a spawned child re-imports
+    it, and a script without a ``__name__`` guard would run again in the worker."""
+    main = sys.modules["__main__"]
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        sys.modules["__main__"] = main

@@ -1,0 +1,88 @@
+"""Jobs: what a runner promises the app — progress, cancelling what waits,
+one-line failures, and a worker process that dies does not take the app with it."""
+
+import os
+import signal
+import time
+
+import pytest
+
+import qviz
+from qviz.app.jobs import Job, JobState, ProcessRunner, ThreadRunner, poll
+from qviz.passes import LayerBits, Recipe
+
+
+def _wait(cond, timeout=120):
+    end = time.time() + timeout
+    while not cond():
+        assert time.time() < end, "timed out"
+        time.sleep(0.05)
+
+
+def test_a_thread_job_reports_progress_and_its_failure():
+    def count(n, progress):
+        for i in range(n):
+            progress(i + 1, n)
+        if n > 2:
+            raise ValueError(f"{n} is too many")
+        return n
+
+    runner = ThreadRunner(threads=1, functions={"count": count})
+    ok = Job("count", runner.submit("count", 2))
+    assert ok.handle.result(timeout=10) == 2 and ok.progress() == (2, 2) and ok.state is JobState.DONE
+    bad = Job("count", runner.submit("count", 3))
+    _wait(bad.handle.done)
+    assert bad.state is JobState.FAILED
+    assert poll(bad, running="…", done=str, failed=lambda e: f"failed: {e}") == "failed: 3 is too many"
+    runner.close()
+
+
+def test_a_cancelled_job_that_waited_never_runs():
+    import threading
+
+    release, ran = threading.Event(), []
+
+    def block(name, progress):
+        release.wait(10)
+        ran.append(name)
+        return name
+
+    runner = ThreadRunner(threads=1, functions={"block": block})
+    first, second = runner.submit("block", "first"), runner.submit("block", "second")
+    assert second.cancel() and Job("block", second).state is JobState.CANCELLED
+    release.set()
+    assert first.result(timeout=10) == "first"
+    time.sleep(0.2)
+    assert ran == ["first"]
+    runner.close()
+
+
+def test_the_worker_process_runs_jobs_reports_progress_and_survives_being_killed(samples):
+    g = qviz.load(samples["lenet_digits"])
+    recipe = Recipe.default(g, LayerBits(8, 8))
+    runner = ProcessRunner().start()
+    try:
+        sweep = runner.submit("sweep", "k", g, (8,))
+        waiting = runner.submit("report", "k", g, Recipe().to_json(indent=None), None)   # behind the sweep
+        assert waiting.cancel()
+        seen = set()
+        while not sweep.done():
+            seen.add(sweep.progress())
+            time.sleep(0.02)
+        assert sweep.result().layers == ("conv1", "conv2", "fc1", "logits")
+        assert any(p is not None and 0 < p[0] < p[1] == 8 for p in seen), seen
+        # a job that fails in the worker: its own error, one line
+        with pytest.raises(ValueError, match="no batch norm after it"):
+            runner.submit("explain_fold", "k", g, "logits").result(timeout=120)
+        # the worker process dies mid-job (killed after the first of 24 measurements):
+        # that job fails with one line, and the next job gets a new process
+        doomed = runner.submit("sweep", "k", g, (8, 4, 2))
+        _wait(lambda: doomed.progress() is not None)
+        lane = runner._lanes["background"]
+        os.kill(lane._process.pid, signal.SIGKILL)
+        with pytest.raises(RuntimeError, match="worker process stopped during the sweep job"):
+            doomed.result(timeout=60)
+        rep = runner.submit("report", "k", g, recipe.to_json(indent=None), None).result(timeout=120)
+        assert rep.examples > 0
+    finally:
+        runner.close()
