@@ -7,7 +7,7 @@ from google.protobuf import text_format
 import qviz
 from qviz.cli import main
 from qviz.passes.fold_batch_norms import batch_norm_nodes
-from tests.conftest import ZOO_SIZE, rel_err, zoo_model
+from tests.models import ZOO_SIZE, rel_err, zoo_model
 from qviz import runtime
 
 pytestmark = pytest.mark.zoo

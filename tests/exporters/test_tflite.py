@@ -14,7 +14,7 @@ from qviz.passes import LayerBits
 from qviz.ir.ops import FAKE_QUANT_OPS
 from qviz.metrics import constant_output
 from qviz.samples import data_for, normalize_batch_norms, sample_data, sample_path
-from tests.conftest import ZOO_SIZE, zoo_model_random_bn
+from tests.models import ZOO_SIZE, zoo_model_random_bn
 from qviz import runtime
 
 SAMPLES = ["lenet_digits", "mobilenet_block", "resnet_block", "fused_bn_tf_keras"]

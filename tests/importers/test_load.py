@@ -5,7 +5,7 @@ import pytest
 
 import qviz
 from qviz.passes.fold_batch_norms import batch_norm_nodes
-from tests.conftest import small_keras_model
+from tests.models import small_keras_model
 from qviz import runtime
 
 

@@ -10,7 +10,7 @@ from qviz.passes.rewrite import GraphEditor
 from qviz.ir.ops import BATCH_NORM_OPS
 from qviz.passes.fold_batch_norms import batch_norm_nodes
 from qviz.samples import randomize_batch_norms
-from tests.conftest import rel_err, zoo_model_random_bn
+from tests.models import rel_err, zoo_model_random_bn
 from qviz import runtime
 
 

@@ -10,7 +10,7 @@ from qviz.metrics import layer_outputs
 from qviz.ir import GraphError
 from qviz.passes import fold_batch_norms, fold_candidates
 from qviz.passes.fold_training import MODES, STEP, batch_norm_with_batch_stats, fold_batch_norms_training
-from tests.conftest import rel_err
+from tests.models import rel_err
 from qviz import runtime
 
 

@@ -9,7 +9,7 @@ from qviz.passes import LayerBits, QuantizeConfig, fold_batch_norms, quantizable
 from qviz.passes.calibration import CalibrationError, activation_ranges
 from qviz.ir.ops import FAKE_QUANT_OPS
 from qviz.samples import data_for, sample_data
-from tests.conftest import rel_err, zoo_model
+from tests.models import rel_err, zoo_model
 from qviz import runtime
 
 

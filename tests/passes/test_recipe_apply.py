@@ -9,7 +9,7 @@ import qviz
 from qviz import LayerBits, Recipe, RecipeError
 from qviz.cli import main
 from qviz.ir.ops import FAKE_QUANT_OPS
-from tests.conftest import zoo_model
+from tests.models import zoo_model
 from qviz import runtime
 from tests.own_data import own_data
 

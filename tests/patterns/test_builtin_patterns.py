@@ -6,7 +6,7 @@ import qviz
 from qviz.cli import main
 from qviz.matcher import explain_layer, find_matches
 from qviz.patterns import BUILTIN, builtin_doc
-from tests.conftest import zoo_model
+from tests.models import zoo_model
 
 # sample → built-in → count of maximal matches
 EXPECTED = {

@@ -11,7 +11,7 @@ from qviz.cli import main
 from qviz.ir.ops import FAKE_QUANT_OPS
 from qviz.qat import QATPlanError, export_qat, qat_plan
 from qviz.samples import digits_split
-from tests.conftest import rel_err
+from tests.models import rel_err
 from qviz import runtime
 
 
