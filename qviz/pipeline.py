@@ -31,7 +31,7 @@ from .ir import Graph
 from .metrics import Report, verify
 from .passes import fold_batch_norms, fold_candidates, quantize
 from .passes.recipe import Recipe
-from .passes.rewrite import Changes, PassResult, Skipped
+from .passes.result import Changes, PassResult, Skipped
 
 __all__ = ["apply", "Result", "report_for"]
 

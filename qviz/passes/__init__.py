@@ -9,7 +9,8 @@ from .fold_batch_norms import FoldCandidate, fold_batch_norms, fold_candidates, 
 from .fold_training import fold_batch_norms_training
 from .quantize import LayerBits, QuantizeConfig, quant_points, quantizable_layers, quantizable_units, quantize
 from .recipe import Recipe, RecipeError
-from .rewrite import Changes, GraphEditor, PassResult, Skipped
+from .result import Changes, PassResult, Skipped
+from .rewrite import GraphEditor
 
 __all__ = ["Recipe", "RecipeError", "quantize", "QuantizeConfig", "LayerBits", "quant_points", "quantizable_layers",
            "quantizable_units",

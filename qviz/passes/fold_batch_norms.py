@@ -36,7 +36,8 @@ from ..ir.ops import ADD_OPS, BATCH_NORM_OPS, channel_scale_shape, output_channe
 from ..matcher import GraphMatcher, explain_layer
 from ..patterns import BUILTIN
 from .constants import constant_value
-from .rewrite import Changes, GraphEditor, PassResult, Skipped, const_node
+from .result import Changes, PassResult, Skipped
+from .rewrite import GraphEditor, const_node
 
 __all__ = ["BatchNormMatch", "FoldCandidate", "FoldValues", "fold_batch_norms", "fold_candidates", "batch_norm_nodes",
            "fold_values"]

@@ -56,7 +56,8 @@ from ..ir import Graph, GraphError, Node
 from ..ir.attrs import Shape
 from ..ir.ops import channel_scale_shape
 from .fold_batch_norms import BatchNormMatch, FoldValues, fold_candidates
-from .rewrite import GraphEditor, PassResult, Skipped, const_node
+from .result import PassResult, Skipped
+from .rewrite import GraphEditor, const_node
 
 __all__ = ["MODES", "STEP", "fold_batch_norms_training", "batch_norm_with_batch_stats"]
 

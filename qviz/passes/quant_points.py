@@ -50,7 +50,7 @@ from ..matcher import find_matches
 from ..patterns.builtin import BUILTIN
 from .constants import constant_value
 from .quant_config import QuantizeConfig
-from .rewrite import Skipped
+from .result import Skipped
 
 __all__ = ["QuantPoint", "quant_points", "quantizable_layers", "quantizable_units", "bypass_adds",
            "SAME_GRID_OPS", "REGRID_OPS", "FIXED_RANGE_OPS"]

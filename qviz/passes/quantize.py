@@ -41,7 +41,8 @@ from .constants import constant_value
 from .quant_config import MAX_BITS, MIN_BITS, LayerBits, QuantizeConfig
 from .quant_points import (SAME_GRID_OPS, QuantPoint, fake_quant_range, quant_points, quantizable_layers,
                            quantizable_units)
-from .rewrite import Changes, GraphEditor, PassResult, Skipped, const_node
+from .result import Changes, PassResult, Skipped
+from .rewrite import GraphEditor, const_node
 
 __all__ = ["LayerBits", "QuantizeConfig", "QuantPoint", "quantize", "quant_points",
            "quantizable_layers", "quantizable_units", "weight_range", "MIN_BITS", "MAX_BITS"]

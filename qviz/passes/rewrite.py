@@ -1,5 +1,6 @@
 """Rewrite primitives: a :class:`GraphEditor` over an immutable graph, ``reroute``,
-and the change record every pass returns.
+and ``finish``, which builds the new graph and its change record
+(:mod:`qviz.passes.result`).
 
 A pass never touches the graph it is given. It opens an editor on it, adds,
 replaces and reroutes nodes, and :meth:`GraphEditor.finish` builds the new
@@ -23,103 +24,13 @@ graph, drops the nodes that became dead, and records what changed:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..ir import Graph, GraphError, Node, canonical_tensor_name, parse_tensor_name
+from .result import Changes, PassResult, Skipped, diff
 
-__all__ = ["Changes", "LayerChanges", "Skipped", "PassResult", "GraphEditor", "const_node"]
-
-
-@dataclass(frozen=True)
-class LayerChanges:
-    """What a rewrite did to one layer: node names added, removed, modified."""
-
-    added: tuple[str, ...] = ()
-    removed: tuple[str, ...] = ()
-    modified: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Changes:
-    """The diff between a graph and its rewrite, by node name.
-
-    ``layer_of`` maps every named node (added, removed or modified) to its layer,
-    so the diff can be drawn per layer (:meth:`by_layer`).
-    """
-
-    added: tuple[str, ...] = ()
-    removed: tuple[str, ...] = ()
-    modified: tuple[str, ...] = ()
-    layer_of: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
-
-    def __bool__(self) -> bool:
-        return bool(self.added or self.removed or self.modified)
-
-    def by_layer(self) -> dict[str, LayerChanges]:
-        """``{layer: LayerChanges}`` for every layer something happened to."""
-        out: dict[str, dict[str, list[str]]] = {}
-        for kind in ("added", "removed", "modified"):
-            for name in getattr(self, kind):
-                layer = self.layer_of.get(name, name)
-                out.setdefault(layer, {"added": [], "removed": [], "modified": []})[kind].append(name)
-        return {layer: LayerChanges(**{k: tuple(v) for k, v in d.items()}) for layer, d in out.items()}
-
-    def then(self, later: "Changes") -> "Changes":
-        """The diff of two rewrites in a row (``self`` first), against the first graph.
-
-        >>> a = Changes(added=("n",), removed=("x",), modified=("m",))
-        >>> b = Changes(added=("q",), removed=("n",), modified=("m", "r"))
-        >>> c = a.then(b)
-        >>> c.added, c.removed, c.modified
-        (('q',), ('x',), ('m', 'r'))
-        """
-        added = [n for n in self.added if n not in set(later.removed)]
-        removed = list(self.removed)
-        re_added = set(later.added) & set(self.removed)  # removed, then a new node of that name
-        added += [n for n in later.added if n not in re_added]
-        removed = [n for n in removed if n not in re_added]
-        mine = set(self.added)
-        removed += [n for n in later.removed if n not in mine]
-        gone = set(added) | set(removed)
-        modified = list(dict.fromkeys(
-            [n for n in self.modified if n not in gone]
-            + [n for n in later.modified if n not in gone] + sorted(re_added)))
-        return Changes(tuple(added), tuple(removed), tuple(modified),
-                       {**self.layer_of, **later.layer_of})
-
-    def to_dict(self) -> dict:
-        """JSON-ready: ``{"added": [...], "removed": [...], "modified": [...], "layers": {...}}``."""
-        layers = {layer: {"added": list(c.added), "removed": list(c.removed), "modified": list(c.modified)}
-                  for layer, c in self.by_layer().items()}
-        return {"added": list(self.added), "removed": list(self.removed),
-                "modified": list(self.modified), "layers": layers}
-
-
-@dataclass(frozen=True)
-class Skipped:
-    """Something a pass was asked to (or could) rewrite but left alone, and why."""
-
-    layer: str
-    node: str
-    reason: str
-
-    def __str__(self) -> str:
-        return f"{self.layer}: {self.reason}"
-
-
-@dataclass(frozen=True)
-class PassResult:
-    """What a pass returns: the new graph, the diff, and what it left alone."""
-
-    graph: Graph
-    changes: Changes
-    skipped: tuple[Skipped, ...] = ()
-
-    @property
-    def modified(self) -> bool:
-        return bool(self.changes)
+__all__ = ["GraphEditor", "const_node"]
 
 
 def const_node(name: str, value, layer: str) -> Node:
@@ -276,7 +187,7 @@ class GraphEditor:
         graph = self.original.with_nodes(nodes, outputs=self._outputs)
         if not graph.is_sorted():
             graph = graph.toposort()
-        return PassResult(graph, _diff(self.original, graph), tuple(skipped))
+        return PassResult(graph, diff(self.original, graph), tuple(skipped))
 
     # -- internals ---------------------------------------------------------------
 
@@ -347,22 +258,3 @@ def _originally_dead(graph: Graph) -> frozenset[str]:
         return frozenset(n.name for n in graph.nodes if n.name not in live)
 
     return graph.memo("rewrite.dead", dead)
-
-
-def _diff(before: Graph, after: Graph) -> Changes:
-    added, modified, layer_of = [], [], {}
-    for node in after.nodes:
-        if node.name not in before:
-            added.append(node.name)
-            layer_of[node.name] = node.layer
-        else:
-            old = before.node(node.name)
-            if old is not node and old != node:
-                modified.append(node.name)
-                layer_of[node.name] = node.layer
-    removed = []
-    for node in before.nodes:
-        if node.name not in after:
-            removed.append(node.name)
-            layer_of[node.name] = node.layer
-    return Changes(tuple(added), tuple(removed), tuple(modified), layer_of)
