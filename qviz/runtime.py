@@ -77,20 +77,28 @@ def _wrapped(graph: Graph):
 
 
 def _pruned(graph: Graph, fetches: tuple[str, ...] | None):
-    """``(function of the inputs → fetches, the inputs' TF dtypes)``, memoized."""
-    def build():
-        _tf()  # imported (and configured) before taking the lock
-        with _lock:  # pruning adds to the wrapped graph: one thread at a time
+    """``(function of the inputs → fetches, the inputs' TF dtypes)``, memoized.
+
+    Pruning adds to the wrapped graph, so it is done once per fetches, under the
+    lock, checked again there (two threads running a graph for the first time
+    must not both prune it)."""
+    pruned = graph.memo("runtime.pruned", dict)   # fetches → (fn, dtypes), filled under _lock
+    found = pruned.get(fetches)
+    if found is not None:
+        return found
+    _tf()  # imported (and configured) before taking the lock
+    with _lock:
+        found = pruned.get(fetches)
+        if found is None:
             wrapped = _wrapped(graph)
             try:
                 tfg = wrapped.graph
                 feeds = [tfg.get_tensor_by_name(t) for t in graph.inputs]
                 targets = [tfg.get_tensor_by_name(t) for t in (fetches or graph.outputs)]
-                return wrapped.prune(feeds=feeds, fetches=targets), [f.dtype for f in feeds]
+                found = pruned[fetches] = wrapped.prune(feeds=feeds, fetches=targets), [f.dtype for f in feeds]
             except Exception as exc:
                 raise _import_error(graph, exc) from exc
-
-    return graph.memo(("runtime.fn", fetches), build)
+        return found
 
 
 def compiled(graph: Graph, fetches: tuple[str, ...] | None = None):
@@ -229,4 +237,5 @@ def rewritten_shapes(original: Graph, rewritten: Graph) -> dict[str, Shape]:
                 shapes[t] = shapes[node.inputs[0]]
         return shapes
 
-    return rewritten.memo("runtime.rewritten_shapes", propagated)
+    # keyed by the original too (the memo holds it, so its id is not reused)
+    return rewritten.memo(("runtime.rewritten_shapes", id(original)), lambda: (original, propagated()))[1]

@@ -15,14 +15,13 @@ True
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from .ir import Graph
 from .metrics import VERIFY_EXAMPLES
-from .passes.calibration import noise_inputs
+from .passes.calibration import CalibrationError, noise_inputs
 
 __all__ = ["SAMPLES", "SAMPLE_DIR", "list_samples", "sample_path", "sample_data", "randomize_batch_norms",
            "digits_split", "ModelData", "data_for"]
@@ -75,37 +74,59 @@ def sample_name_of(path) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
 class ModelData:
     """What a graph is calibrated and verified on, and where that came from.
 
     Attributes:
-        calibration: one array per graph input, to measure activation ranges on.
-        verification: one array per graph input, to compare outputs on.
+        calibration: one array per graph input, to measure activation ranges on,
+            or None when none can be made (an input of unknown size: the pass
+            that needs them then says so).
+        verification: the same, to compare outputs on.
         labels: class labels of ``verification`` (accuracy), or None.
         origin: what the data is, in words a user reads ("fixed-seed noise").
+
+    Noise is made when asked for, not kept: a model's data costs nothing until a
+    recipe quantizes or a report runs.
     """
 
-    calibration: tuple[np.ndarray, ...]
-    verification: tuple[np.ndarray, ...]
-    labels: np.ndarray | None
-    origin: str
+    def __init__(self, calibration, verification, labels, origin: str):
+        self._calibration, self._verification = calibration, verification
+        self.labels, self.origin = labels, origin
+
+    @property
+    def calibration(self) -> tuple[np.ndarray, ...] | None:
+        return self._calibration() if callable(self._calibration) else self._calibration
+
+    @property
+    def verification(self) -> tuple[np.ndarray, ...] | None:
+        return self._verification() if callable(self._verification) else self._verification
+
+    def __repr__(self) -> str:
+        return f"<ModelData: {self.origin}>"
 
 
 def data_for(graph: Graph) -> ModelData:
     """A bundled sample's own data (calibration split, test split and labels)
-    when ``graph`` was loaded from a sample file; fixed-seed noise otherwise.
-    Memoized on the graph."""
-    def find() -> ModelData:
+    when ``graph`` was loaded from a sample file; fixed-seed noise otherwise
+    (made on each access, None for inputs of unknown size)."""
+    def sample() -> ModelData | None:
         name = sample_name_of(graph.source) if graph.source else None
         data = sample_data(name) if name else None
         if data is not None and {"x_calib", "x_test"} <= set(data) and len(graph.inputs) == 1:
             return ModelData((data["x_calib"],), (data["x_test"],), data.get("y_test"),
                              f"the {name} sample's own data")
-        return ModelData(tuple(noise_inputs(graph)), tuple(noise_inputs(graph, count=VERIFY_EXAMPLES, seed=1)),
-                         None, "fixed-seed noise")
+        return None
 
-    return graph.memo("samples.data", find)
+    def noise(count: int, seed: int):
+        def make():
+            try:
+                return tuple(noise_inputs(graph, count=count, seed=seed))
+            except CalibrationError:
+                return None
+        return make
+
+    own = graph.memo("samples.data", sample)   # the lookup only: noise is never kept
+    return own if own is not None else ModelData(noise(64, 0), noise(VERIFY_EXAMPLES, 1), None, "fixed-seed noise")
 
 
 def randomize_batch_norms(model, rng: np.random.Generator | int = 1) -> None:

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir import Graph
-from ..ir.ops import ADD_OPS, BATCH_NORM_OPS, FAKE_QUANT_OPS, LAYER_OPS, TFLITE_FUSED_CHAIN
+from ..ir.ops import ADD_OPS, BATCH_NORM_OPS, FAKE_QUANT, FAKE_QUANT_OPS, LAYER_OPS, TFLITE_FUSED_CHAIN
 from ..passes.quant_points import (FIXED_RANGE_OPS, REGRID_OPS, SAME_GRID_OPS, quant_points,
                                    quantizable_units)
 from ..passes.recipe import Recipe
@@ -173,7 +173,7 @@ def deployability(graph: Graph, recipe: Recipe, result=None, *, int8_io: bool = 
 
 def _int_tensors(graph: Graph) -> set[str]:
     """Activation tensors the device holds as integers: FakeQuant outputs, carried through same-grid ops."""
-    found = {n.output(0) for n in graph.nodes if n.op == "FakeQuantWithMinMaxVars"
+    found = {n.output(0) for n in graph.nodes if n.op == FAKE_QUANT
              and not graph.is_constant(n.inputs[0])}
     for node in graph.toposort().nodes:
         if node.op in SAME_GRID_OPS and node.inputs and node.inputs[0] in found:
@@ -199,7 +199,7 @@ def _chain_to_quantizer(graph: Graph, node, through) -> bool:
     t = node.output(0)
     while True:
         readers = [c for c in graph.consumers(t) if c.op not in _SHAPE_ONLY]
-        if any(c.op == "FakeQuantWithMinMaxVars" for c in readers):
+        if any(c.op == FAKE_QUANT for c in readers):
             return True
         if len(readers) != 1 or readers[0].op not in through:
             return False
@@ -236,7 +236,7 @@ def _boundaries(graph: Graph, integer_ops: set[str]) -> int:
     """QUANTIZE ops (a float tensor into a FakeQuant that starts an integer run)
     plus DEQUANTIZE ops (an integer tensor read by an op that runs in float)."""
     ints = _int_tensors(graph)
-    quantize = {n.inputs[0] for n in graph.nodes if n.op == "FakeQuantWithMinMaxVars" and n.output(0) in ints
+    quantize = {n.inputs[0] for n in graph.nodes if n.op == FAKE_QUANT and n.output(0) in ints
                 and _starts_integer_run(graph, n, integer_ops)}
     integer_readers = set(LAYER_OPS) | SAME_GRID_OPS | REGRID_OPS | set(FIXED_RANGE_OPS) | ADD_OPS \
         | FAKE_QUANT_OPS | _CONCATS | _SHAPE_ONLY
@@ -271,7 +271,7 @@ def _is_integer_input(graph: Graph, tensor: str) -> bool:
     node = graph.producer(tensor)
     while node.op in SAME_GRID_OPS and node.inputs:
         node = graph.producer(node.inputs[0])
-    return node.op == "FakeQuantWithMinMaxVars"
+    return node.op == FAKE_QUANT
 
 
 def _const_size(graph: Graph, tensor: str) -> int | None:
@@ -298,7 +298,7 @@ def _weight_bytes(folded: Graph, points) -> tuple[int, int]:
 
 def _quantized_io(graph: Graph) -> bool:
     ints = _int_tensors(graph)
-    inputs_ok = all(any(c.op == "FakeQuantWithMinMaxVars" for c in graph.consumers(t)) for t in graph.inputs)
+    inputs_ok = all(any(c.op == FAKE_QUANT for c in graph.consumers(t)) for t in graph.inputs)
     return inputs_ok and all(_through_identity(graph, t) in ints for t in graph.outputs)
 
 

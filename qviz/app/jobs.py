@@ -153,6 +153,8 @@ class ThreadRunner:
     def __init__(self, threads: int = 2, functions: Mapping[str, Callable] | None = None):
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="qviz-job")
         self._functions = functions
+        self._waiting: set[JobFuture] = set()   # not started yet: cancelled by close()
+        self._lock = threading.Lock()
 
     def start(self) -> "ThreadRunner":
         return self
@@ -162,6 +164,8 @@ class ThreadRunner:
         fut = JobFuture()
 
         def run():
+            with self._lock:
+                self._waiting.discard(fut)
             if not fut.set_running_or_notify_cancel():
                 return
             try:
@@ -169,10 +173,17 @@ class ThreadRunner:
             except BaseException as exc:  # handed to whoever polls the future
                 fut.set_exception(exc)
 
+        with self._lock:
+            self._waiting.add(fut)
         self._pool.submit(run)
         return fut
 
     def close(self) -> None:
+        """Cancel what has not started (running jobs finish: threads cannot be stopped)."""
+        with self._lock:
+            waiting, self._waiting = list(self._waiting), set()
+        for fut in waiting:
+            fut.cancel()
         self._pool.shutdown(wait=False, cancel_futures=True)
 
 
@@ -237,6 +248,8 @@ class _Lane:
 
     def ensure_process(self):
         with self._cond:
+            if self._closed:
+                raise RuntimeError("the job runner is closed")
             if self._process is None or not self._process.is_alive():
                 ctx = multiprocessing.get_context("spawn")
                 parent, child = ctx.Pipe()
@@ -258,6 +271,9 @@ class _Lane:
                 fut, kind, args = self._waiting.popleft()
             if not fut.set_running_or_notify_cancel():
                 continue   # cancelled while it waited: it never reaches the process
+            if self._closed:
+                fut.set_exception(RuntimeError("the job runner is closed"))
+                return
             try:
                 conn = self.ensure_process()
                 conn.send((kind, args))

@@ -3,8 +3,9 @@ session and the page's state (recipe history, view choices) to data.
 
 Callbacks map component properties to one of these and the answer back to
 properties (and components); everything here can be unit-tested with no
-browser and no Dash (``tests/app/unit/``). TensorFlow never runs here: what
-needs it is a worker job the session starts (:mod:`qviz.app.session`).
+browser and no Dash (``tests/app/unit/``). What needs TensorFlow is a job the
+session starts (:mod:`qviz.app.jobs`); the passes here read the job's
+calibration ranges, so a recipe's rewrite is only graph surgery.
 
 >>> import qviz
 >>> from qviz.samples import sample_path
@@ -251,7 +252,9 @@ def why(fates, graph, pattern, layer: str, node: str | None = None) -> str:
 def search(vg: nx.DiGraph, needle: str) -> tuple[list[str], str]:
     """``(view keys found, status line)``: an exact layer or op name first, else
     every key whose name contains ``needle`` (any case)."""
-    needle = needle.strip()
+    needle = (needle or "").strip()
+    if not needle:
+        return [], ""
     for key in (ViewKey.layer(needle), ViewKey.op(needle)):
         if key in vg:
             return [key], ""
@@ -262,15 +265,18 @@ def search(vg: nx.DiGraph, needle: str) -> tuple[list[str], str]:
 
 
 def layer_of_key(graph, key: str) -> str | None:
-    """The layer a selected view key shows in ``graph`` (None if the rewrite removed it)."""
-    return ViewKey(key).layer_in(graph)
+    """The layer a selected view key shows in ``graph`` (None if the rewrite removed
+    it, or the page sent something that is not a key)."""
+    parsed = ViewKey.parse(key)
+    return parsed.layer_in(graph) if parsed is not None else None
 
 
 def with_expanded(view_state: dict, selected_key: str | None) -> dict | None:
     """The view store with the selected layer expanded into its ops (None: nothing to expand)."""
-    if not selected_key or not ViewKey(selected_key).is_layer:
+    key = ViewKey.parse(selected_key)
+    if key is None or not key.is_layer:
         return None
-    return {**view_state, "expanded": sorted(set(view_state.get("expanded", [])) | {ViewKey(selected_key).name})}
+    return {**view_state, "expanded": sorted(set(view_state.get("expanded", [])) | {key.name})}
 
 
 def hover_lines(session, graph, vg: nx.DiGraph, recipe: Recipe, shapes: dict) -> dict[str, str]:
@@ -282,7 +288,9 @@ def hover_lines(session, graph, vg: nx.DiGraph, recipe: Recipe, shapes: dict) ->
     quantizable = set(quantizable_layers(session.graph))
     out = {}
     for key, d in vg.nodes(data=True):
-        k = ViewKey(key)
+        k = ViewKey.parse(key)
+        if k is None:
+            continue
         tensor = outputs.get(k.name) if k.is_layer else f"{k.name}:0"
         lines = []
         if tensor in shapes:

@@ -78,7 +78,7 @@ class Session:
     checks: LRUCache = field(default_factory=lambda: LRUCache(8))    # recipe json → DeployCheck
     reports: LRUCache = field(default_factory=lambda: LRUCache(8))   # recipe json → Future[Report]
     samples: LRUCache = field(default_factory=lambda: LRUCache(4))   # recipe json → Future[{tensor: values}] (MBs)
-    layouts: dict = field(default_factory=dict)                 # view key → (view graph, positions)
+    layouts: dict = field(default_factory=dict)                 # (graph id, ViewChoice) → DrawnView
     latest: str = ""   # the recipe last drawn: reports for older ones are not worth computing
     ranges: dict = field(default_factory=dict)                  # fold selection → Future of activation ranges
     key: str = field(default_factory=lambda: uuid.uuid4().hex)  # names this model in the worker
@@ -103,8 +103,10 @@ class Session:
         from ..pipeline import apply
 
         def compute():
-            ranges = self._ranges(recipe) if recipe.quantize_config(self.graph).layers else None
-            return apply(self.graph, recipe, report=False, ranges=ranges, calibration=self.data.calibration)
+            quantizes = bool(recipe.quantize_config(self.graph).layers)
+            ranges = self._ranges(recipe) if quantizes else None
+            return apply(self.graph, recipe, report=False, ranges=ranges,
+                         calibration=self.data.calibration if quantizes else None)
 
         return _cached(self.results, recipe, compute)
 
@@ -136,13 +138,16 @@ class Session:
     def ranges_future(self, recipe: Recipe) -> Future:
         """The calibration of this fold selection, running or done in the runner."""
         folds = tuple(recipe.fold_selection(self.graph))
-        if folds not in self.ranges:
-            self.ranges[folds] = self.runner.submit("calibrate", self.key, self.graph, folds)
-        return self.ranges[folds]
+        with _CACHES:
+            if folds in self.ranges:
+                return self.ranges[folds]
+        return self._submit_once(self.ranges, folds, "calibrate", self.key, self.graph, folds)
 
     def result_ready(self, recipe: Recipe) -> bool:
         """Whether :meth:`result` returns at once (made already, or only the passes left to run)."""
-        if recipe.to_json(indent=None) in self.results or not recipe.quantize_config(self.graph).layers:
+        with _CACHES:
+            made = recipe.to_json(indent=None) in self.results
+        if made or not recipe.quantize_config(self.graph).layers:
             return True
         return self.ranges_future(recipe).done()
 
@@ -153,24 +158,35 @@ class Session:
         user has moved on, and their results would only delay this one.
         """
         key = recipe.to_json(indent=None)
-        if key in self.reports:
-            return self.reports[key]
-        for other, fut in list(self.reports.items()):
-            if other != key and not fut.done() and fut.cancel():
-                del self.reports[other]
+        with _CACHES:
+            if key in self.reports:
+                return self.reports[key]
+            stale = [(other, fut) for other, fut in self.reports.items() if other != key and not fut.done()]
+        for other, fut in stale:
+            if fut.cancel():
+                with _CACHES:
+                    self.reports.pop(other, None)
         ranges = self._ranges(recipe) if recipe.quantize_config(self.graph).layers else None
-        fut = self.reports[key] = self.runner.submit("report", self.key, self.graph, key, ranges)
-        return fut
+        return self._submit_once(self.reports, key, "report", self.key, self.graph, key, ranges)
 
     def samples_future(self, recipe: Recipe) -> Future:
         """What every activation quantizer of the recipe sees (for the quantization grids),
         one job per recipe, cached."""
         key = recipe.to_json(indent=None)
-        fut = self.samples.get(key)
-        if fut is None:
-            ranges = self._ranges(recipe) if recipe.quantize_config(self.graph).layers else None
-            fut = self.samples[key] = self.runner.submit("samples", self.key, self.graph, key, ranges)
-        return fut
+        with _CACHES:
+            if key in self.samples:
+                return self.samples[key]
+        ranges = self._ranges(recipe) if recipe.quantize_config(self.graph).layers else None
+        return self._submit_once(self.samples, key, "samples", self.key, self.graph, key, ranges)
+
+    def _submit_once(self, cache: LRUCache, key, kind: str, *args) -> Future:
+        """A job for ``key``, cached; if another callback submitted one meanwhile, that one."""
+        fut = self.runner.submit(kind, *args)
+        with _CACHES:
+            kept = cache.setdefault(key, fut)
+        if kept is not fut:
+            fut.cancel()
+        return kept
 
     def start(self, name: str, kind: str, *args, key=None) -> Job:
         """Start the page's job ``name`` (a ``kind`` of :data:`qviz.app.jobs.KINDS`),
@@ -202,7 +218,7 @@ class Session:
         """Free what the session holds: its jobs still waiting, an upload's directory."""
         for job in self.jobs.values():
             job.cancel()
-        for fut in list(self.reports.values()) + list(self.samples.values()):
+        for fut in list(self.reports.values()) + list(self.samples.values()) + list(self.ranges.values()):
             fut.cancel()
         remove_dir(self.upload_dir)
         self.upload_dir = None
@@ -213,16 +229,21 @@ def remove_dir(path: Path | None) -> None:
         shutil.rmtree(path, ignore_errors=True)
 
 
+#: Guards the sessions' LRU caches: callbacks of one page run at once, and even a
+#: read reorders an LRU. Never held while computing (that may wait for a job).
+_CACHES = threading.Lock()
+
+
 def _cached(cache: LRUCache, key, compute):
     """``cache[key]``, computed and stored first if missing (a recipe is keyed by its JSON)."""
     if isinstance(key, Recipe):
         key = key.to_json(indent=None)
-    try:
-        return cache[key]
-    except KeyError:
-        pass
-    value = cache[key] = compute()
-    return value
+    with _CACHES:
+        if key in cache:
+            return cache[key]
+    value = compute()
+    with _CACHES:
+        return cache.setdefault(key, value)
 
 
 class LoadQueue:

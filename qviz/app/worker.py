@@ -51,13 +51,21 @@ def _graph(key, graph):
     return _GRAPHS.setdefault(key, graph)
 
 
+def _calibration(graph) -> list:
+    """The model's calibration data; CalibrationError (one line) when none can be made."""
+    from ..passes.calibration import noise_inputs
+    from ..samples import data_for
+
+    calibration = data_for(graph).calibration
+    return list(calibration) if calibration is not None else noise_inputs(graph)   # raises, saying why
+
+
 def calibrate(key, graph, fold_layers, progress=None):
     """Activation ranges of every quantizable layer of the graph folded as asked."""
     from ..ir.ops import LAYER_OPS
     from ..passes import LayerBits, QuantizeConfig, fold_batch_norms, quant_points, quantizable_units
     from ..passes.calibration import activation_ranges
     from ..passes.quant_points import bypass_adds
-    from ..samples import data_for
 
     graph = _graph(key, graph)
     folded = fold_batch_norms(graph, layers=list(fold_layers)).graph
@@ -69,7 +77,7 @@ def calibrate(key, graph, fold_layers, progress=None):
     units = set(config.layers)
     tensors += [t for n in folded.nodes if n.layer in units and (n.op in LAYER_OPS or n in adds)
                 for t in (n.inputs[:1] if n.op in LAYER_OPS else n.inputs)]
-    return activation_ranges(folded, list(dict.fromkeys(tensors)), list(data_for(graph).calibration))
+    return activation_ranges(folded, list(dict.fromkeys(tensors)), _calibration(graph))
 
 
 def report(key, graph, recipe_json, ranges, progress=None):
@@ -92,10 +100,9 @@ def activation_samples(key, graph, recipe_json, ranges, examples=64, progress=No
     from ..analysis.quant_grid import activation_tensors, subsample
     from ..passes import Recipe
     from ..pipeline import apply
-    from ..samples import data_for
 
     graph = _graph(key, graph)
-    calibration = data_for(graph).calibration
+    calibration = _calibration(graph)
     rewritten = apply(graph, Recipe.from_json(recipe_json), ranges=ranges, calibration=calibration,
                       report=False).graph
     tensors = activation_tensors(rewritten)

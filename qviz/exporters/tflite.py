@@ -27,7 +27,7 @@ import numpy as np
 from ..analysis.deployability import DeployCheck, deployability
 from ..metrics import VERIFY_EXAMPLES, sqnr_db
 from ..ir import Graph
-from ..ir.ops import FAKE_QUANT_OPS, TFLITE_FUSED_CHAIN
+from ..ir.ops import FAKE_QUANT, FAKE_QUANT_OPS, FAKE_QUANT_PER_CHANNEL, TFLITE_FUSED_CHAIN
 from ..passes.calibration import as_input_list, noise_inputs
 from ..passes.quant_points import SAME_GRID_OPS
 from ..passes.recipe import Recipe
@@ -186,7 +186,7 @@ def _output_scale(graph: Graph, tensor: str) -> float | None:
     node = graph.producer(tensor)
     while node.op == "Identity" and node.inputs:
         node = graph.producer(node.inputs[0])
-    if node.op not in FAKE_QUANT_OPS or node.op == "FakeQuantWithMinMaxVarsPerChannel":
+    if node.op not in FAKE_QUANT_OPS or node.op == FAKE_QUANT_PER_CHANNEL:
         return None
     lo, hi = (float(graph.producer(t).attrs["value"]) if graph.producer(t).op == "Const" else None
               for t in node.inputs[1:3])
@@ -203,7 +203,7 @@ def _quantized_value(graph: Graph, node) -> str | None:
     start = node
     while True:
         readers = graph.consumers(node.output(0))
-        fq = next((c for c in readers if c.op == "FakeQuantWithMinMaxVars"), None)
+        fq = next((c for c in readers if c.op == FAKE_QUANT), None)
         if fq is not None:
             return fq.output(0)
         if len(readers) != 1 or readers[0].op not in TFLITE_FUSED_CHAIN:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from types import MappingProxyType
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import TypeVar
 
@@ -60,8 +61,9 @@ class Graph:
         versions, library: serialized ``VersionDef`` / ``FunctionDefLibrary``
             carried through the GraphDef round trip untouched.
         source: where the graph came from (a file path or a model name), as the
-            loader saw it; rewrites keep it. A label only: nothing qviz
-            computes depends on it.
+            loader saw it; rewrites keep it. The passes and the report never
+            read it; the app and the CLI do, to find a bundled sample's own
+            data (:func:`qviz.samples.data_for`) and the Keras file QAT rebuilds.
 
     Raises:
         GraphError: duplicate names, or an input, output or control input that
@@ -237,7 +239,8 @@ class Graph:
         return self.node(parse_tensor_name(tensor)[0])
 
     def producer_index(self) -> Mapping[str, Node]:
-        """``{tensor name: producer}`` for every tensor some node consumes (cached)."""
+        """``{tensor name: producer}`` for every tensor some node consumes (memoized;
+        the matcher's hot path reads it directly: do not modify it)."""
         # Straight from the inputs (canonical "node:index" names), not via the
         # consumer lists: no container per tensor, so building it on a large
         # graph does not set off the garbage collector.
@@ -248,7 +251,7 @@ class Graph:
     def consumer_index(self) -> Mapping[str, tuple[Node, ...]]:
         """``{tensor name: the nodes that read it}`` for every tensor some node reads
         (memoized; readers once each, in graph order; control inputs do not count)."""
-        return self.memo("ir.consumers", lambda: consumer_indices(self._order))[0]
+        return MappingProxyType(self.memo("ir.consumers", lambda: consumer_indices(self._order))[0])
 
     def consumers(self, tensor_or_node: str | Node) -> tuple[Node, ...]:
         """The nodes that read a tensor (``"x:0"``) or any output of a node (``"x"`` or a Node).

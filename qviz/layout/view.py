@@ -52,6 +52,18 @@ class ViewKey(str):
         return super().__new__(cls, text)
 
     @classmethod
+    def parse(cls, text) -> "ViewKey | None":
+        """The key ``text`` spells, or None (what a page sends is not trusted).
+
+        >>> ViewKey.parse("layer:conv1").name, ViewKey.parse("conv1"), ViewKey.parse(None)
+        ('conv1', None, None)
+        """
+        try:
+            return cls(text) if isinstance(text, str) else None
+        except ValueError:
+            return None
+
+    @classmethod
     def layer(cls, name: str) -> "ViewKey":
         return cls(f"layer:{name}")
 
@@ -89,9 +101,9 @@ def diff_status(changes, original: Graph) -> tuple[dict[str, str], list[Node]]:
 
 def key_showing(vg: nx.DiGraph, graph: Graph, name: str) -> ViewKey | None:
     """The view key that shows node ``name`` of ``graph``: its op, else its layer."""
-    if f"op:{name}" in vg:
+    if ViewKey.op(name) in vg:
         return ViewKey.op(name)
-    if name in graph and f"layer:{graph.node(name).layer}" in vg:
+    if name in graph and ViewKey.layer(graph.node(name).layer) in vg:
         return ViewKey.layer(graph.node(name).layer)
     return None
 

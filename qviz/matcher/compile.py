@@ -175,14 +175,14 @@ def _shared(root: Pattern, order: list[Pattern]) -> set[Pattern]:
     """
     refs: dict[Pattern, int] = {root: 1}
     for p in order:
-        for c in p._children():
+        for c in p.children():
             refs[c] = refs.get(c, 0) + 1
     shared = {p for p in order if refs[p] > 1}
     stack = list(shared)
     while stack:
         q = stack.pop()
         if _unbound(q) or getattr(q, "optional", False):
-            for c in q._children():
+            for c in q.children():
                 if c not in shared:
                     shared.add(c)
                     stack.append(c)
@@ -204,7 +204,7 @@ class _Generator:
         log what they fill on the trail)."""
         if p not in self.own:
             slots = [] if _unbound(p) else [self.slots[p]]
-            for c in p._children():
+            for c in p.children():
                 slots += self.owned(c)
             self.own[p] = tuple(dict.fromkeys(slots))
         return self.own[p]
@@ -222,7 +222,7 @@ class _Generator:
                 return True
             if q not in seen:
                 seen.add(q)
-                stack.extend(q._children())
+                stack.extend(q.children())
         return False
 
     def const(self, name: str, value) -> str:

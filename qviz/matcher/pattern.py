@@ -54,7 +54,8 @@ class Pattern:
 
     name: str | None = None
 
-    def _children(self) -> Sequence["Pattern"]:
+    def children(self) -> Sequence["Pattern"]:
+        """The sub-patterns this one matches its inputs (or alternatives) with."""
         raise NotImplementedError
 
     def root_types(self) -> frozenset[str] | None:
@@ -114,7 +115,7 @@ class OpTypePattern(Pattern):
         inner = self.inputs[0].root_types(seen)
         return None if inner is None else types | inner
 
-    def _children(self):
+    def children(self):
         return self.inputs
 
     def __repr__(self) -> str:
@@ -146,7 +147,7 @@ class OneofPattern(Pattern):
             types |= t
         return frozenset(types)
 
-    def _children(self):
+    def children(self):
         return self.sub_patterns
 
     def __repr__(self) -> str:
@@ -175,7 +176,7 @@ def iter_patterns(root: Pattern) -> Iterator[Pattern]:
             continue
         seen.add(id(p))
         yield p
-        stack.extend(reversed(p._children()))
+        stack.extend(reversed(p.children()))
 
 
 def check_pattern(root: Pattern) -> None:

@@ -115,7 +115,7 @@ class Report:
 def layer_outputs(graph: Graph) -> dict[str, str]:
     """``{layer: tensor}``: for each layer, the last tensor it hands to another layer
     (or to the graph's outputs)."""
-    return graph.memo("verify.layer_outputs", lambda: _layer_outputs(graph))
+    return graph.memo("metrics.layer_outputs", lambda: _layer_outputs(graph))
 
 
 def _layer_outputs(graph: Graph) -> dict[str, str]:

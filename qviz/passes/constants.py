@@ -51,11 +51,16 @@ _BINARY = {
 }
 
 
-def constant_value(graph: Graph, tensor: str) -> np.ndarray:
+def constant_value(graph: Graph, tensor: str, *, tensorflow: bool = True) -> np.ndarray:
     """The value of a constant tensor, as a numpy array (a copy the caller may keep).
 
+    Weights and their reads, reshapes and arithmetic are evaluated in numpy; any
+    other op in the constant subgraph is run in TensorFlow, unless ``tensorflow``
+    is False (a web request must not): then NotConstantError says so.
+
     Raises:
-        NotConstantError: the tensor is computed from graph inputs.
+        NotConstantError: the tensor is computed from graph inputs, or needs
+            TensorFlow when ``tensorflow`` is False.
     """
     if not graph.is_constant(tensor):
         node = graph.producer(tensor)
@@ -64,11 +69,11 @@ def constant_value(graph: Graph, tensor: str) -> np.ndarray:
     memo = graph.memo("constants.values", dict)  # grows as tensors are asked for
     key = canonical_tensor_name(tensor)
     if key not in memo:
-        memo[key] = _evaluate(graph, key, memo)
+        memo[key] = _evaluate(graph, key, memo, tensorflow)
     return np.array(memo[key])
 
 
-def _evaluate(graph: Graph, tensor: str, memo: dict) -> np.ndarray:
+def _evaluate(graph: Graph, tensor: str, memo: dict, tensorflow: bool = True) -> np.ndarray:
     node_name, index = parse_tensor_name(tensor)
     node = graph.node(node_name)
     if node.op == "Const":
@@ -80,7 +85,7 @@ def _evaluate(graph: Graph, tensor: str, memo: dict) -> np.ndarray:
         for t in node.inputs:
             t = canonical_tensor_name(t)
             if t not in memo:
-                memo[t] = _evaluate(graph, t, memo)
+                memo[t] = _evaluate(graph, t, memo, tensorflow)
             args.append(memo[t])
         if node.op in _UNARY and len(args) == 1:
             return np.asarray(_UNARY[node.op](args[0]))
@@ -90,6 +95,8 @@ def _evaluate(graph: Graph, tensor: str, memo: dict) -> np.ndarray:
             return _squeeze(args[0], node)
         if node.op == "Cast" and len(args) == 1:
             return args[0].astype(node.attrs["DstT"].numpy)
+    if not tensorflow:
+        raise NotConstantError(f"{tensor} ({node.op}) is evaluated by TensorFlow, which this caller does not run")
     return _evaluate_in_tf(graph, tensor)
 
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir import Graph, GraphError, Node
-from ..ir.ops import ADD_OPS, BATCH_NORM_OPS, channel_scale_shape, output_channels
+from ..ir.ops import ADD_OPS, BATCH_NORM_OPS, MATMUL, channel_scale_shape, output_channels
 from ..matcher import GraphMatcher, explain_layer
 from ..patterns import BUILTIN
 from .constants import constant_value
@@ -231,7 +231,7 @@ def _fold_candidates(graph: Graph) -> tuple[FoldCandidate, ...]:
 def _channels(graph: Graph, m: BatchNormMatch, w: np.ndarray) -> tuple[int, int]:
     """(output channel count, channel axis of the layer's output)."""
     op = m.layer_op
-    if op.op == "MatMul":
+    if op.op == MATMUL:
         if w.ndim != 2:
             raise ValueError(f"{op.name}: MatMul weights of rank {w.ndim}, expected 2")
         return output_channels(op.op, w.shape, bool(op.attrs.get("transpose_b"))), -1
@@ -263,8 +263,8 @@ def fold_values(graph: Graph, m: BatchNormMatch) -> FoldValues:
     """
     w = constant_value(graph, m.weights)
     count, axis = _channels(graph, m, w)
-    rank = 2 if m.layer_op.op == "MatMul" else 4
-    if m.layer_op.op != "MatMul" and m.bn.op in BATCH_NORM_OPS:
+    rank = 2 if m.layer_op.op == MATMUL else 4
+    if m.layer_op.op != MATMUL and m.bn.op in BATCH_NORM_OPS:
         if m.bn.attrs.get("data_format", "NHWC") != m.layer_op.attrs.get("data_format", "NHWC"):
             raise ValueError(f"{m.bn.name} and {m.layer_op.name} use different data formats")
 
@@ -355,7 +355,7 @@ def _fold_one(graph: Graph, editor: GraphEditor, m: BatchNormMatch, values: Fold
     else:
         last = graph.producer(m.bn_input)
         editor.add(bias, after=last.name)
-        fmt = op.attrs.get("data_format", "NHWC") if op.op != "MatMul" else "NHWC"
+        fmt = op.attrs.get("data_format", "NHWC") if op.op != MATMUL else "NHWC"
         add = Node(editor.unique_name(f"{scope}/BiasAdd"), "BiasAdd", [m.bn_input, bias.output(0)],
                    attrs={"T": values.folded_bias.dtype, "data_format": fmt}, layer=m.layer)
         editor.add(add, after=bias.name)

@@ -54,7 +54,7 @@ import numpy as np
 
 from ..ir import Graph, GraphError, Node
 from ..ir.attrs import Shape
-from ..ir.ops import channel_scale_shape
+from ..ir.ops import MATMUL, channel_scale_shape
 from .fold_batch_norms import BatchNormMatch, FoldValues, fold_candidates
 from .result import PassResult, Skipped
 from .rewrite import GraphEditor, const_node
@@ -127,7 +127,7 @@ def fold_batch_norms_training(graph: Graph, layers: Iterable[str] | None = None,
 
 
 def _unsupported(m: BatchNormMatch) -> str | None:
-    if m.layer_op.op != "MatMul" and m.layer_op.attrs.get("data_format", "NHWC") != "NHWC":
+    if m.layer_op.op != MATMUL and m.layer_op.attrs.get("data_format", "NHWC") != "NHWC":
         return f"{m.layer_op.name} is NCHW; the training-mode fold handles NHWC only"
     if any(n.op == "BatchToSpaceND" for n in m.chain):
         return f"{m.layer_op.name} is atrous (BatchToSpaceND); the training-mode fold does not handle it"
@@ -188,7 +188,7 @@ def _statistics(ctx: _Ctx, m: BatchNormMatch, v: FoldValues) -> _Stats:
     moving_mean = ctx.const("moving_mean", v.mean, at)
     moving_var = ctx.const("moving_variance", v.variance, at)
     bias = ctx.const("layer_bias", v.bias, at)
-    rank = 2 if m.layer_op.op == "MatMul" else 4
+    rank = 2 if m.layer_op.op == MATMUL else 4
     axes = ctx.editor.add(const_node(ctx.editor.unique_name(f"{ctx.scope}/moment_axes"),
                                      np.arange(rank - 1, dtype=np.int32), m.layer), after=at).output(0)
     mean_b = ctx.op("batch_mean", "Mean", [y, axes], at, Tidx=np.dtype("int32"), keep_dims=False)

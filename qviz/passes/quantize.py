@@ -35,7 +35,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from ..ir import Graph, GraphError, Node
-from ..ir.ops import DEPTHWISE, channels_last_shape
+from ..ir.ops import DEPTHWISE, FAKE_QUANT, FAKE_QUANT_PER_CHANNEL, MATMUL, channels_last_shape
 from .calibration import activation_ranges, as_input_list, noise_inputs
 from .constants import constant_value
 from .quant_config import MAX_BITS, MIN_BITS, LayerBits, QuantizeConfig
@@ -90,7 +90,7 @@ def quantize(graph: Graph, config: QuantizeConfig, *, calibration=None,
     used: dict[str, tuple[float, float]] = {}   # tensor → the range its FakeQuant got
     scales: dict[str, np.ndarray] = {}          # tensor → the scale (LSB) of its grid
     for p in points:
-        if p.kind == "weights" and config.per_channel and p.layer_op.op == "MatMul":
+        if p.kind == "weights" and config.per_channel and p.layer_op.op == MATMUL:
             skipped.append(Skipped(p.layer, p.layer_op.name,
                                    "per-channel weights: kept per-tensor, as TFLite's converter refuses "
                                    "per-channel fully-connected weights"))
@@ -111,7 +111,7 @@ def _grid_scale(graph: Graph, tensor: str, scales) -> float | None:
         if tensor in scales:
             return float(scales[tensor])
         node = graph.producer(tensor)
-        if node.op == "FakeQuantWithMinMaxVars":
+        if node.op == FAKE_QUANT:
             lo, hi = fake_quant_range(graph, tensor)
             return float(_scale(lo, hi, int(node.attrs.get("num_bits", 8)), bool(node.attrs.get("narrow_range"))))
         if node.op not in SAME_GRID_OPS or not node.inputs:
@@ -177,7 +177,7 @@ def _insert(graph: Graph, editor: GraphEditor, p: QuantPoint, config: QuantizeCo
         narrow = p.bits == 16 and p.kind != "fixed"
         scales[p.tensor] = _scale(lo, hi, p.bits, narrow)
         mn, mx = const("min", np.float32(lo)), const("max", np.float32(hi))
-        out = editor.add(Node(f"{scope}/FakeQuantWithMinMaxVars", "FakeQuantWithMinMaxVars",
+        out = editor.add(Node(f"{scope}/{FAKE_QUANT}", FAKE_QUANT,
                               [p.tensor, mn.output(0), mx.output(0)],
                               attrs={"num_bits": p.bits, "narrow_range": narrow}, layer=p.owner),
                          after=mx.name).output(0)
@@ -190,11 +190,11 @@ def _quantize_weights(graph, editor, p: QuantPoint, config, scope, const, scales
     w = constant_value(graph, p.tensor)
     op = p.layer_op
     attrs = {"num_bits": p.bits, "narrow_range": config.narrow_range}
-    if not config.per_channel or op.op == "MatMul":
+    if not config.per_channel or op.op == MATMUL:
         lo, hi = weight_range(w, config.weight_symmetric)
         scales[p.tensor] = _scale(lo, hi, p.bits, config.narrow_range)
         mn, mx = const("min", lo), const("max", hi)
-        return editor.add(Node(f"{scope}/FakeQuantWithMinMaxVars", "FakeQuantWithMinMaxVars",
+        return editor.add(Node(f"{scope}/{FAKE_QUANT}", FAKE_QUANT,
                                [p.tensor, mn.output(0), mx.output(0)], attrs=attrs, layer=p.owner),
                           after=mx.name).output(0)
     # Per-channel: conv and depthwise only (TFLite refuses it for fully-connected).
@@ -214,7 +214,7 @@ def _quantize_weights(graph, editor, p: QuantPoint, config, scope, const, scales
     lo, hi = weight_range(view, config.weight_symmetric, axis=-1)
     scales[p.tensor] = _scale(lo, hi, p.bits, config.narrow_range)   # per output channel, as the bias
     mn, mx = const("min", lo), const("max", hi)
-    out = editor.add(Node(f"{scope}/FakeQuantWithMinMaxVarsPerChannel", "FakeQuantWithMinMaxVarsPerChannel",
+    out = editor.add(Node(f"{scope}/{FAKE_QUANT_PER_CHANNEL}", FAKE_QUANT_PER_CHANNEL,
                           [tensor, mn.output(0), mx.output(0)], attrs=attrs, layer=p.owner),
                      after=mx.name).output(0)
     if after is not None:

@@ -13,16 +13,17 @@ A conv/dense layer whose output feeds a fused batch norm.
 
 from __future__ import annotations
 
+from ..ir.ops import BATCH_NORM_OPS, LAYER_OPS
 from ..matcher import Pattern
 from .language import parse
 
 __all__ = ["BUILTIN", "BUILTIN_TEXT", "builtin_doc"]
 
-_LAYER = "Conv2D|DepthwiseConv2dNative|MatMul(* as input, * as weights) as layer"
+_LAYER = f"{'|'.join(LAYER_OPS)}(* as input, * as weights) as layer"      # Conv2D|DepthwiseConv2dNative|MatMul
 # Atrous convs are wrapped in SpaceToBatchND/BatchToSpaceND; the bias comes after.
 _LAYER_OUT = (f"Identity?(BiasAdd?(BatchToSpaceND?({_LAYER}, *, *) as batch_to_space, "
               f"* as bias) as bias_add) as identity")
-_FUSED = (f"FusedBatchNorm|FusedBatchNormV2|FusedBatchNormV3({_LAYER_OUT}, * as gamma, * as beta, "
+_FUSED = (f"{'|'.join(sorted(BATCH_NORM_OPS))}({_LAYER_OUT}, * as gamma, * as beta, "
           f"* as mean, * as variance) as bn")
 # Keras 3 (and tf_keras on rank-2 inputs) freeze BatchNormalization unfused:
 #   scale = Rsqrt(variance + epsilon) * gamma;  y = x * scale + (beta - mean * scale)

@@ -84,6 +84,9 @@ class PatternSyntaxError(QvizError, ValueError):
         self.bare_message = message
         super().__init__(f"line {line}, column {column}: {message}")
 
+    def __reduce__(self):   # so it crosses to and from a worker process whole
+        return type(self), (self.bare_message, self.line, self.column, self.text)
+
 
 @dataclass(frozen=True)
 class _Tok:
@@ -378,7 +381,7 @@ def _too_deep(root: Pattern) -> Pattern | None:
     for start in order:  # Tarjan's algorithm, iteratively
         if id(start) in index:
             continue
-        work = [(start, iter(start._children()))]
+        work = [(start, iter(start.children()))]
         index[id(start)] = low[id(start)] = len(index)
         stack.append(start)
         on_stack.add(id(start))
@@ -390,7 +393,7 @@ def _too_deep(root: Pattern) -> Pattern | None:
                     index[id(k)] = low[id(k)] = len(index)
                     stack.append(k)
                     on_stack.add(id(k))
-                    work.append((k, iter(k._children())))
+                    work.append((k, iter(k.children())))
                 elif id(k) in on_stack:
                     low[id(p)] = min(low[id(p)], index[id(k)])
                 continue
@@ -413,7 +416,7 @@ def _too_deep(root: Pattern) -> Pattern | None:
     for c, group in enumerate(members):
         best, via = 0, None
         for q in group:
-            for k in q._children():
+            for k in q.children():
                 d = component[id(k)]
                 if d != c and length[d] > best:
                     best, via = length[d], k
@@ -433,7 +436,7 @@ def _too_deep(root: Pattern) -> Pattern | None:
 
 def _weight(group: list[Pattern], c: int, component: dict[int, int]) -> int:
     """The most steps a walk spends in one strongly connected component (see :func:`_too_deep`)."""
-    if len(group) == 1 and all(component[id(k)] != c for k in group[0]._children()):
+    if len(group) == 1 and all(component[id(k)] != c for k in group[0].children()):
         return 1  # no cycle: visited once
     in_place = sum(isinstance(q, OneofPattern) or q.optional for q in group)
     present = sum(isinstance(q, OpTypePattern) for q in group)
@@ -444,7 +447,7 @@ class _Ref(Pattern):
     def __init__(self, name: str, pos: int):
         self.name, self.pos = name, pos
 
-    def _children(self):
+    def children(self):
         return ()
 
 
@@ -494,7 +497,7 @@ def _count_uses(p: Pattern, uses: dict, expanded: set) -> None:
     if id(p) in expanded:
         return
     expanded.add(id(p))
-    for k in p._children():
+    for k in p.children():
         _count_uses(k, uses, expanded)
 
 

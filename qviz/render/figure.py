@@ -17,6 +17,8 @@ from collections.abc import Mapping
 import numpy as np
 import plotly.graph_objects as go
 
+from ..layout.view import ViewKey
+
 __all__ = ["graph_figure", "histogram_figure", "layer_error_figure", "COLORS", "STATUS_COLORS"]
 
 COLORS = {"conv": "#1f77b4", "batchnorm": "#ff7f0e", "quant": "#9467bd", "activation": "#2ca02c",
@@ -28,6 +30,12 @@ HALO_COLORS = ["#e6194b", "#3cb44b", "#4363d8", "#f58231", "#911eb4", "#46f0f0",
 MAX_LABELS = 300
 #: Above this many edges, arrow heads are dropped (ranks already read left to right).
 MAX_ARROWS = 2000
+
+
+def _is_layer(key) -> bool:
+    """Whether a node drawn is a whole layer (any other key draws as one op)."""
+    parsed = ViewKey.parse(key)
+    return parsed is not None and parsed.is_layer
 
 
 def _edges(g, pos, routes=None):
@@ -85,7 +93,7 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
         if d.get("ghost_of"):
             state += f" (drawn behind {d['ghost_of'].split(':', 1)[1]}, which now does its work)"
         constants = f" + {d['constants']} constants" if d.get("constants") else ""
-        what = (f"layer {d['label']} ({d['ops']} ops{constants}, main op {d['op']})" if k.startswith("layer:")
+        what = (f"layer {d['label']} ({d['ops']} ops{constants}, main op {d['op']})" if _is_layer(k)
                 else f"{d['label']} ({d['op']})<br>layer {d['layer']}")
         texts.append(f"{what}{state}{extra}")
     outline = []
@@ -106,7 +114,7 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
         text=[d["label"] for d in data] if len(keys) <= MAX_LABELS else None,
         textposition=["top right" if d.get("ghost_of") else "bottom center" for d in data], textfont=dict(size=10),
         hovertext=texts, hoverinfo="text", name="nodes", showlegend=False,
-        marker=dict(size=[16 if k.startswith("layer:") else 11 for k in keys],
+        marker=dict(size=[16 if _is_layer(k) else 11 for k in keys],
                     color=[COLORS[d["kind"]] for d in data],
                     opacity=[0.35 if d.get("status") == "removed" else 1.0 for d in data],
                     line=dict(color=outline, width=widths)))
@@ -234,7 +242,7 @@ def layer_error_figure(layers, sqnr, *, quantized=(), limit: int | None = WORST_
               for v, name in rows]
     text = ["∞ (exact)" if math.isinf(v) else f"{v:.1f} dB" for v, _ in rows]
     fig = go.Figure(go.Bar(x=x, y=names, orientation="h", marker_color=colors, text=text,
-                           textposition="auto", customdata=[f"layer:{name}" for _, name in rows],
+                           textposition="auto", customdata=[ViewKey.layer(name) for _, name in rows],
                            hovertemplate="%{y}: %{text}<extra></extra>"))
     shown = "" if len(rows) == total else f", the worst {len(rows)} of {total}"
     fig.update_layout(title=f"per-layer SQNR (dB, higher is better; ◆ quantized{shown})",

@@ -34,44 +34,56 @@ def _suggestion_view(sweep, target):
                      f"≥ {sweep.need_db(target):.1f} dB: " + ", ".join(parts), id=ids.SWEEP_SUGGESTED)]
 
 
+_HIDDEN, _SHOWN = {"display": "none"}, {"display": "block"}
+
+
+def _sweep_props(*, polling=False, done=0, total=1, bar=_HIDDEN, status="", heatmap=no_update, heatmap_style=None,
+                 suggestion="", can_apply=False) -> dict:
+    """The sweep panel's properties (idle by default)."""
+    return dict(stop_polling=not polling, done=str(done), total=str(total), bar=bar, status=status,
+                heatmap=heatmap, heatmap_style=_HIDDEN if heatmap_style is None else heatmap_style,
+                suggestion=suggestion, cannot_apply=not can_apply)
+
+
 def register(app, store) -> None:
     @app.callback(
-        Output(ids.SWEEP_POLL, "disabled"), Output(ids.SWEEP_PROGRESS, "value"),
-        Output(ids.SWEEP_PROGRESS, "max"), Output(ids.SWEEP_PROGRESS, "style"),
-        Output(ids.SWEEP_STATUS, "children"), Output(ids.SWEEP_HEATMAP, "figure"),
-        Output(ids.SWEEP_HEATMAP, "style"), Output(ids.SWEEP_SUGGESTION, "children"),
-        Output(ids.SWEEP_APPLY, "disabled"),
-        Input(ids.SWEEP_RUN, "n_clicks"), Input(ids.SWEEP_POLL, "n_intervals"), Input(ids.SWEEP_TARGET, "value"),
-        Input(ids.MODEL_VERSION, "data"),
-        State(ids.SWEEP_BITS, "value"), State(ids.SESSION, "data"), prevent_initial_call=True,
+        output=dict(stop_polling=Output(ids.SWEEP_POLL, "disabled"), done=Output(ids.SWEEP_PROGRESS, "value"),
+                    total=Output(ids.SWEEP_PROGRESS, "max"), bar=Output(ids.SWEEP_PROGRESS, "style"),
+                    status=Output(ids.SWEEP_STATUS, "children"), heatmap=Output(ids.SWEEP_HEATMAP, "figure"),
+                    heatmap_style=Output(ids.SWEEP_HEATMAP, "style"),
+                    suggestion=Output(ids.SWEEP_SUGGESTION, "children"),
+                    cannot_apply=Output(ids.SWEEP_APPLY, "disabled")),
+        inputs=dict(_run=Input(ids.SWEEP_RUN, "n_clicks"), _tick=Input(ids.SWEEP_POLL, "n_intervals"),
+                    target=Input(ids.SWEEP_TARGET, "value"), _model=Input(ids.MODEL_VERSION, "data")),
+        state=dict(bits=State(ids.SWEEP_BITS, "value"), session=State(ids.SESSION, "data")),
+        prevent_initial_call=True,
     )
     def sweep(_run, _tick, target, _model, bits, session):
-        hidden, shown = {"display": "none"}, {"display": "block"}
         s = store.require(session)
-        idle = (True, "0", "1", hidden, "", no_update, hidden, "", True)
         if s is None or ctx.triggered_id == ids.MODEL_VERSION:
-            return idle
+            return _sweep_props()
         if ctx.triggered_id == ids.SWEEP_RUN:
             if not bits:
-                return (True, "0", "1", hidden, "choose at least one bit width", no_update, hidden, "", True)
+                return _sweep_props(status="choose at least one bit width")
             s.start_sweep(sorted(bits, reverse=True))
         job = s.jobs.get("sweep")
         if job is None or job.state is JobState.CANCELLED:
-            return idle
+            return _sweep_props()
         if job.state in (JobState.QUEUED, JobState.RUNNING):
             done, total = job.progress() or (0, 1)
-            return (False, str(done), str(total), shown, f"{done} of {total} measurements…", no_update,
-                    no_update, no_update, True)
+            return _sweep_props(polling=True, done=done, total=total, bar=_SHOWN,
+                                status=f"{done} of {total} measurements…", heatmap_style=no_update,
+                                suggestion=no_update)
         if job.state is JobState.FAILED:  # the sweep failed in TF: say why, keep the app
-            return (True, "0", "1", hidden, f"sweep failed: {job.handle.exception()}", no_update, hidden, "", True)
+            return _sweep_props(status=f"sweep failed: {job.handle.exception()}")
         result = job.handle.result()
         target = 30.0 if target is None else float(target)
         fig = sensitivity_figure(result.layers, result.bits, result.weight_sqnr, result.activation_sqnr,
                                  need_db=result.need_db(target), weight_accuracy=result.weight_accuracy,
                                  activation_accuracy=result.activation_accuracy)
         n = 2 * len(result.layers) * len(result.bits)
-        return (True, str(n), str(n), hidden, f"done: {n} measurements", fig, shown,
-                _suggestion_view(result, target), False)
+        return _sweep_props(done=n, total=n, status=f"done: {n} measurements", heatmap=fig, heatmap_style=_SHOWN,
+                            suggestion=_suggestion_view(result, target), can_apply=True)
 
     @app.callback(Output(ids.RECIPE, "data", allow_duplicate=True), Input(ids.SWEEP_APPLY, "n_clicks"),
                   State(ids.SWEEP_TARGET, "value"), State(ids.RECIPE, "data"), State(ids.SESSION, "data"),
@@ -87,24 +99,27 @@ def register(app, store) -> None:
         return push(data, suggested)
 
     @app.callback(
-        Output(ids.QAT_DOWNLOAD, "data"), Output(ids.QAT_POLL, "disabled"), Output(ids.QAT_STATUS, "children"),
-        Input(ids.QAT_BUTTON, "n_clicks"), Input(ids.QAT_POLL, "n_intervals"),
-        State(ids.QAT_MODE, "value"), State(ids.RECIPE, "data"), State(ids.SESSION, "data"),
+        output=dict(file=Output(ids.QAT_DOWNLOAD, "data"), stop_polling=Output(ids.QAT_POLL, "disabled"),
+                    status=Output(ids.QAT_STATUS, "children")),
+        inputs=dict(_n=Input(ids.QAT_BUTTON, "n_clicks"), _tick=Input(ids.QAT_POLL, "n_intervals")),
+        state=dict(mode=State(ids.QAT_MODE, "value"), history=State(ids.RECIPE, "data"),
+                   session=State(ids.SESSION, "data")),
         prevent_initial_call=True,
     )
-    def export_qat(_n, _tick, mode, data, session):
+    def export_qat(_n, _tick, mode, history, session):
         s = store.require(session)
-        if s is None or not data:
-            return no_update, True, ""
+        idle = dict(file=no_update, stop_polling=True, status="")
+        if s is None or not history:
+            return idle
         if ctx.triggered_id == ids.QAT_BUTTON:
-            source = s.graph.source or ""
-            if not is_keras_file(source):
-                return (no_update, True, f"{s.name} was not opened from a .keras/.h5 file: a frozen graph "
+            if not is_keras_file(s.graph.source or ""):
+                return dict(idle, status=f"{s.name} was not opened from a .keras/.h5 file: a frozen graph "
                                          "has no trainable layers to rebuild")
-            s.start_qat(current(data), mode)
+            s.start_qat(current(history), mode)
         name = f"{Path(s.name).stem}_qat.keras"
         answer = poll(
-            s.jobs.get("qat"), running=(no_update, False, "building the QAT model…"),
-            done=lambda blob: (dcc.send_bytes(blob, name), True, f"downloaded {name} ({len(blob) / 1024:.0f} KB)"),
-            failed=lambda exc: (no_update, True, f"QAT export failed: {exc}"))
-        return (no_update, True, "") if answer is None else answer
+            s.jobs.get("qat"), running=dict(file=no_update, stop_polling=False, status="building the QAT model…"),
+            done=lambda blob: dict(file=dcc.send_bytes(blob, name), stop_polling=True,
+                                   status=f"downloaded {name} ({len(blob) / 1024:.0f} KB)"),
+            failed=lambda exc: dict(file=no_update, stop_polling=True, status=f"QAT export failed: {exc}"))
+        return idle if answer is None else answer

@@ -64,25 +64,28 @@ def register(app, store) -> None:
         return [], ""
 
     @app.callback(
-        Output(ids.TFLITE_DOWNLOAD, "data"), Output(ids.TFLITE_POLL, "disabled"),
-        Output(ids.TFLITE_STATUS, "children"), Output(ids.TFLITE_FIGURES, "children"),
-        Input(ids.TFLITE_BUTTON, "n_clicks"), Input(ids.TFLITE_POLL, "n_intervals"),
-        State(ids.TFLITE_INT8_IO, "value"), State(ids.RECIPE, "data"), State(ids.SESSION, "data"),
+        output=dict(file=Output(ids.TFLITE_DOWNLOAD, "data"), stop_polling=Output(ids.TFLITE_POLL, "disabled"),
+                    status=Output(ids.TFLITE_STATUS, "children"), figures=Output(ids.TFLITE_FIGURES, "children")),
+        inputs=dict(_n=Input(ids.TFLITE_BUTTON, "n_clicks"), _tick=Input(ids.TFLITE_POLL, "n_intervals")),
+        state=dict(int8_io=State(ids.TFLITE_INT8_IO, "value"), history=State(ids.RECIPE, "data"),
+                   session=State(ids.SESSION, "data")),
         prevent_initial_call=True,
     )
-    def export_tflite(_n, _tick, int8_io, data, session):
+    def export_tflite(_n, _tick, int8_io, history, session):
         s = store.require(session)
-        if s is None or not data:
-            return no_update, True, "", no_update
+        idle = dict(file=no_update, stop_polling=True, status="", figures=no_update)
+        if s is None or not history:
+            return idle
         if ctx.triggered_id == ids.TFLITE_BUTTON:
-            s.start_tflite(current(data), bool(int8_io))
+            s.start_tflite(current(history), bool(int8_io))
         name = f"{Path(s.name).stem}.tflite"
 
         def done(answer):
             blob, check, device = answer
-            return dcc.send_bytes(blob, name), True, f"downloaded {name}", device_view(check, device)
+            return dict(file=dcc.send_bytes(blob, name), stop_polling=True, status=f"downloaded {name}",
+                        figures=device_view(check, device))
 
-        running = (no_update, False, "converting with TFLite and running it…", no_update)
-        answer = poll(s.jobs.get("tflite"), running=running, done=done,
-                          failed=lambda exc: (no_update, True, f"TFLite export failed: {exc}", []))
-        return (no_update, True, "", no_update) if answer is None else answer
+        answer = poll(s.jobs.get("tflite"), done=done,
+                      running=dict(idle, stop_polling=False, status="converting with TFLite and running it…"),
+                      failed=lambda exc: dict(idle, status=f"TFLite export failed: {exc}", figures=[]))
+        return idle if answer is None else answer

@@ -15,7 +15,8 @@ PHASES = {"before": "before the freeze (batch statistics)", "after": "after the 
 
 
 def _layer_of(s, selected):
-    return ViewKey(selected["key"]).layer_in(s.graph)
+    key = ViewKey.parse(selected.get("key"))
+    return key.layer_in(s.graph) if key is not None else None
 
 
 #: Opens the explainer panel (and brings it into view) on *explain this fold*,

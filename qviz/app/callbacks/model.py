@@ -79,14 +79,17 @@ def register(app, store, options) -> None:
     # "loading…"; an interval polls it and, when the graph is ready, makes the
     # session. No request blocks on a big model.
     @app.callback(
-        Output(ids.MODEL_STATUS, "children"), Output(ids.MODEL_VERSION, "data"),
-        Output(ids.RECIPE, "data", allow_duplicate=True), Output(ids.VIEW, "data", allow_duplicate=True),
-        Output(ids.MODEL_POLL, "disabled"),
-        Input(ids.MODEL_PICKER, "value"), Input(ids.UPLOAD, "contents"), Input(ids.MODEL_POLL, "n_intervals"),
-        State(ids.UPLOAD, "filename"), State(ids.SESSION, "data"), State(ids.VIEW, "data"),
+        output=dict(status=Output(ids.MODEL_STATUS, "children"), version=Output(ids.MODEL_VERSION, "data"),
+                    history=Output(ids.RECIPE, "data", allow_duplicate=True),
+                    view_state=Output(ids.VIEW, "data", allow_duplicate=True),
+                    stop_polling=Output(ids.MODEL_POLL, "disabled")),
+        inputs=dict(sample=Input(ids.MODEL_PICKER, "value"), contents=Input(ids.UPLOAD, "contents"),
+                    _tick=Input(ids.MODEL_POLL, "n_intervals")),
+        state=dict(filename=State(ids.UPLOAD, "filename"), session=State(ids.SESSION, "data"),
+                   view_state=State(ids.VIEW, "data")),
         prevent_initial_call="initial_duplicate",
     )
-    def open_model(sample, contents, _tick, filename, session, view):
+    def open_model(sample, contents, _tick, filename, session, view_state):
         sid = session["sid"] if isinstance(session, dict) and isinstance(session.get("sid"), str) else None
         if sid is None:
             raise LoadError("page", "the page's session id is missing; reload the page")
@@ -94,11 +97,10 @@ def register(app, store, options) -> None:
 
         def failed(exc):
             keep = store.get(sid)
-            msg = f"error: {exc}" + (f" — still showing {keep.name}" if keep else "")
-            return msg, no_update, no_update, no_update, True
+            return _status(f"error: {exc}" + (f" — still showing {keep.name}" if keep else ""))
 
         if trig == ids.MODEL_POLL:
-            return _poll(sid, view, failed)
+            return _poll(sid, view_state, failed)
         pending = store.loading.get(sid)
         if pending is not None and pending.answer is not None:
             # The last open is answered: a late poll tick must not replay it over what the user does now.
@@ -106,21 +108,21 @@ def register(app, store, options) -> None:
         try:
             if trig == ids.UPLOAD and contents:
                 upload = save_upload(contents, filename, options["max_upload_bytes"])
-                return (start_open(store, sid, Origin("upload", upload.name), options, upload=upload),
-                        no_update, no_update, no_update, False)
+                return _status(start_open(store, sid, Origin("upload", upload.name), options, upload=upload),
+                               polling=True)
             if options.get("model") is not None and (trig != ids.MODEL_PICKER or sample == SERVED_MODEL):
-                return _opened(options["model"], Origin("served", options["model_name"]), sid, view, None)
+                return _opened(options["model"], Origin("served", options["model_name"]), sid, view_state, None)
             name = sample or options["default_sample"]
             if not isinstance(name, str) or name not in SAMPLES:
                 raise LoadError(str(name)[:80], "no such sample; choose one from the list")
         except LoadError as exc:
             return failed(exc)
-        return start_open(store, sid, Origin("sample", name), options), no_update, no_update, no_update, False
+        return _status(start_open(store, sid, Origin("sample", name), options), polling=True)
 
-    def _poll(sid, view, failed):
+    def _poll(sid, view_state, failed):
         pending = store.loading.get(sid)
         if pending is None:
-            return no_update, no_update, no_update, no_update, True
+            return _status(no_update)
         if pending.answer is not None:
             # A tick sent while the one that finished was in flight: the page
             # drops that older answer, so this one must carry it again.
@@ -129,26 +131,30 @@ def register(app, store, options) -> None:
         if not pending.future.done():
             ahead = store.loads.position(pending.future)
             if ahead:
-                return (f"waiting to open {name}: {ahead} in line before it", no_update, no_update, no_update, False)
-            return (f"loading {name}… {time.monotonic() - pending.started:.0f} s", no_update, no_update, no_update,
-                    False)
+                return _status(f"waiting to open {name}: {ahead} in line before it", polling=True)
+            return _status(f"loading {name}… {time.monotonic() - pending.started:.0f} s", polling=True)
         try:
-            answer = _opened(pending.future.result(), pending.origin, sid, view, upload, pending.keep_recipe)
+            answer = _opened(pending.future.result(), pending.origin, sid, view_state, upload, pending.keep_recipe)
         except LoadError as exc:
             answer = failed(exc)
         except Exception as exc:  # a loader bug: logged with its traceback, one line on the page
             log.error("opening %s failed", name, exc_info=exc)
             answer = failed(LoadError(name, f"could not be opened ({type(exc).__name__}); see the server log"))
-        if not isinstance(answer[1], dict) and upload is not None:
+        if not isinstance(answer["version"], dict) and upload is not None:
             upload.discard()   # the load failed: nothing of it stays on disk
         pending.answer = answer
         return answer
 
-    def _opened(graph, origin, sid, view, upload, keep_recipe=False):
+    def _opened(graph, origin, sid, view_state, upload, keep_recipe=False):
         store.put(sid, Session(graph, origin.name, runner=options["runner"], origin=origin,
                                upload_dir=upload.directory if upload is not None else None))
-        status = f"{origin.name}: {len(graph)} ops, {len(graph.layers)} layers"
-        recipe = no_update if keep_recipe else services.new_history(START_RECIPE)
-        view = view if isinstance(view, dict) else {"mode": "layer", "direction": "LR"}
-        return (status, {"name": origin.name, "sid": sid, "n": len(graph), "t": time.monotonic()}, recipe,
-                {**view, "expanded": []}, True)
+        view_state = view_state if isinstance(view_state, dict) else {"mode": "layer", "direction": "LR"}
+        return dict(status=f"{origin.name}: {len(graph)} ops, {len(graph.layers)} layers",
+                    version={"name": origin.name, "sid": sid, "n": len(graph), "t": time.monotonic()},
+                    history=no_update if keep_recipe else services.new_history(START_RECIPE),
+                    view_state={**view_state, "expanded": []}, stop_polling=True)
+
+
+def _status(status, *, polling: bool = False) -> dict:
+    """The open callback's answer that only says where the open is (the model is unchanged)."""
+    return dict(status=status, version=no_update, history=no_update, view_state=no_update, stop_polling=not polling)

@@ -43,8 +43,11 @@ def register(app, store) -> None:
         # A tick re-renders: the page keeps the newest render and its poll flag, and
         # stops polling when that render has everything (state kept here could lag
         # behind it when two renders finish out of order).
+        key = ViewKey.parse(selected.get("key"))
+        if key is None:
+            return dict(body=html.Div("click a node to see it here"), why="", stop_polling=True)
         started = time.monotonic()
-        body, why, waiting = _node_panel(s, ViewKey(selected["key"]), current(history), builtin, text, show)
+        body, why, waiting = _node_panel(s, key, current(history), builtin, text, show)
         log.debug("session %s: node panel of %s in %.2f s", session["sid"][:8], selected["key"],
                   time.monotonic() - started)
         return dict(body=body, why=why, stop_polling=not waiting)
@@ -121,10 +124,11 @@ def _node_panel(s, key: ViewKey, recipe: Recipe, builtin, text, show):
 
 
 def _constant_histogram(graph, tensor):
-    """The histogram of a float constant input (weights, a bias), or None."""
+    """The histogram of a float constant input (weights, a bias), or None (numpy
+    only: a constant TensorFlow would have to evaluate gets none on a request)."""
     try:
-        v = constant_value(graph, tensor)
-    except Exception:  # a constant TF cannot evaluate: just skip its histogram
+        v = constant_value(graph, tensor, tensorflow=False)
+    except Exception:  # not evaluable without TensorFlow, or at all: no histogram
         return None
     if v.size > 1 and np.issubdtype(v.dtype, np.floating):
         return dcc.Graph(figure=histogram_figure(v, f"{tensor} {list(v.shape)}"), config={"displayModeBar": False})

@@ -113,9 +113,40 @@ def test_search_finds_exact_names_first_then_substrings(session):
     hits, status = services.search(vg, "CONV")
     assert hits == ["layer:conv1", "layer:conv2"] and status == "2 found"
     assert services.search(vg, "nothing-here") == ([], "no node or layer matches 'nothing-here'")
+    assert services.search(vg, "   ") == ([], "")                      # blanks search for nothing
+    assert services.layer_of_key(session.graph, "not a key") is None               # what a page sends is not trusted
 
 
 def test_expanding_needs_a_selected_layer():
     assert services.with_expanded({"expanded": ["a"]}, "layer:b") == {"expanded": ["a", "b"]}
     assert services.with_expanded({"expanded": []}, "op:a/conv") is None
     assert services.with_expanded({}, None) is None
+
+
+def test_a_model_with_an_input_of_unknown_size_draws_and_folds():
+    """No noise can be made for an input of unknown height and width: nothing that
+    does not calibrate may ask for it (drawing, folding); quantizing says why."""
+    import numpy as np
+    import tensorflow as tf
+
+    from qviz.passes.calibration import CalibrationError
+    from qviz.samples import data_for
+
+    rng = np.random.default_rng(0)
+    with tf.Graph().as_default() as tfg:   # a frozen graph whose input is any size (a .pb can be)
+        x = tf.compat.v1.placeholder(tf.float32, (None, None, None, 3), name="image")
+        with tf.name_scope("conv"):
+            y = tf.nn.conv2d(x, tf.constant(rng.normal(size=(3, 3, 3, 4)).astype("float32")), 1, "VALID")
+        with tf.name_scope("bn"):
+            c = [tf.constant(v.astype("float32")) for v in (rng.uniform(0.5, 1.5, 4), rng.normal(size=4),
+                                                              rng.normal(size=4), rng.uniform(0.5, 2, 4))]
+            y = tf.compat.v1.nn.fused_batch_norm(y, c[0], c[1], mean=c[2], variance=c[3], is_training=False)[0]
+        tf.nn.relu(y, name="relu")
+    g = qviz.load(tfg.as_graph_def())
+    assert data_for(g).calibration is None and data_for(g).origin == "fixed-seed noise"
+    s = Session(g, "any-size")
+    folded = Recipe(fold_default=True, quantize_default=None)
+    view = services.draw_view(s, folded, ViewChoice())
+    assert view.graph.nodes[ViewKey.layer("bn")]["ghost_of"] == ViewKey.layer("conv")
+    with pytest.raises(CalibrationError, match="unknown dimensions"):
+        s.result(Recipe(quantize_default=LayerBits(8, 8)))
