@@ -50,6 +50,8 @@ log = logging.getLogger(__name__)
 
 #: Every kind of job, and what it is for.
 KINDS = {
+    "open": "a model file loaded (and a Keras model frozen) into a Graph, with its tensor shapes; run "
+            "by the session store's own bounded ThreadRunner, as the graph is drawn in the web process",
     "calibrate": "activation ranges of a fold selection (a redraw with quantized layers waits for it)",
     "samples": "what each activation quantizer sees, for the quantization grids",
     "report": "the verification report: both graphs run on the model's data",
@@ -153,7 +155,7 @@ class ThreadRunner:
     def __init__(self, threads: int = 2, functions: Mapping[str, Callable] | None = None):
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="qviz-job")
         self._functions = functions
-        self._waiting: set[JobFuture] = set()   # not started yet: cancelled by close()
+        self._waiting: list[JobFuture] = []   # not started yet, in order: cancelled by close()
         self._lock = threading.Lock()
 
     def start(self) -> "ThreadRunner":
@@ -165,7 +167,8 @@ class ThreadRunner:
 
         def run():
             with self._lock:
-                self._waiting.discard(fut)
+                if fut in self._waiting:
+                    self._waiting.remove(fut)
             if not fut.set_running_or_notify_cancel():
                 return
             try:
@@ -174,14 +177,21 @@ class ThreadRunner:
                 fut.set_exception(exc)
 
         with self._lock:
-            self._waiting.add(fut)
+            self._waiting.append(fut)
         self._pool.submit(run)
         return fut
+
+    def position(self, fut: Future) -> int:
+        """0 when ``fut`` is running or done; else how many jobs start before it, plus one
+        (what a page waiting to open a model is told)."""
+        with self._lock:
+            self._waiting = [f for f in self._waiting if not f.done()]
+            return self._waiting.index(fut) + 1 if fut in self._waiting else 0
 
     def close(self) -> None:
         """Cancel what has not started (running jobs finish: threads cannot be stopped)."""
         with self._lock:
-            waiting, self._waiting = list(self._waiting), set()
+            waiting, self._waiting = list(self._waiting), []
         for fut in waiting:
             fut.cancel()
         self._pool.shutdown(wait=False, cancel_futures=True)

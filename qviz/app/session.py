@@ -21,7 +21,7 @@ from cachetools import LRUCache
 
 from ..ir import Graph
 from ..passes import Recipe
-from .jobs import Job, shared_thread_runner
+from .jobs import Job, ThreadRunner, shared_thread_runner
 
 
 log = logging.getLogger(__name__)
@@ -246,34 +246,6 @@ def _cached(cache: LRUCache, key, compute):
         return cache.setdefault(key, value)
 
 
-class LoadQueue:
-    """Opening models, at most ``workers`` at a time (each open holds a model's
-    weights and a TensorFlow trace: unbounded, 16 users opening at once starve
-    each other). :meth:`position` tells a waiting page its place in line."""
-
-    def __init__(self, workers: int = 2):
-        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="qviz-open")
-        self._waiting: list[Future] = []
-        self._lock = threading.Lock()
-
-    def submit(self, fn, *args) -> Future:
-        with self._lock:
-            fut = self._pool.submit(fn, *args)
-            self._waiting.append(fut)
-            return fut
-
-    def position(self, fut: Future) -> int:
-        """0 when ``fut`` is running or done; else how many opens start before it, plus one."""
-        with self._lock:
-            self._waiting = [f for f in self._waiting if not (f.running() or f.done())]
-            if fut not in self._waiting:
-                return 0
-            return self._waiting.index(fut) + 1
-
-    def shutdown(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
-
-
 class SessionStore:
     """Sessions by id, at most ``capacity`` (least recently used dropped).
 
@@ -286,7 +258,9 @@ class SessionStore:
         self._lock = threading.Lock()
         self.capacity = capacity
         self.loading: dict[str, PendingOpen] = {}   # session id → its model being opened
-        self.loads = LoadQueue(load_workers)
+        # Opening models: at most ``load_workers`` at a time (each open holds a model's
+        # weights and a TensorFlow trace; 16 users opening at once would starve each other).
+        self.loads = ThreadRunner(load_workers)
         self.samples: dict[str, Future] = {}   # sample name → Future[Graph], shared by every session
         self.lock = threading.Lock()            # guards ``samples``
         self._issued: OrderedDict[str, None] = OrderedDict()   # ids handed to pages by this process
@@ -354,4 +328,4 @@ class SessionStore:
         for pending in list(self.loading.values()):
             if pending.upload is not None and pending.answer is None:
                 pending.upload.discard()
-        self.loads.shutdown()
+        self.loads.close()

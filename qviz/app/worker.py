@@ -28,7 +28,7 @@ from cachetools import LRUCache
 
 from .. import runtime
 
-__all__ = ["JOBS", "init_worker", "calibrate", "activation_samples", "report", "sweep", "qat_export",
+__all__ = ["JOBS", "init_worker", "open_model", "calibrate", "activation_samples", "report", "sweep", "qat_export",
            "tflite_export", "explain_fold", "explain_training"]
 
 _GRAPHS: LRUCache = LRUCache(maxsize=8)   # in the worker process: key → Graph
@@ -43,6 +43,25 @@ def init_worker():
     spare = max(1, (os.cpu_count() or 2) - 1)
     tf.config.threading.set_intra_op_parallelism_threads(spare)
     tf.config.threading.set_inter_op_parallelism_threads(1)
+
+
+def open_model(path, name, directory=None, queued=None, progress=None):
+    """Load a model file as the page names it (``name``; no server path in an
+    error), with its tensor shapes inferred now, not in the first draw's request."""
+    import logging
+    import time
+
+    from ..runtime import tensor_shapes
+    from .uploads import open_file
+
+    started = time.monotonic()
+    try:
+        graph = open_file(path, name, directory)
+        tensor_shapes(graph)
+        return graph
+    finally:
+        logging.getLogger(__name__).info("opened %s in %.2f s after %.2f s in line", name,
+                                         time.monotonic() - started, started - (queued or started))
 
 
 def _graph(key, graph):
@@ -171,6 +190,7 @@ def explain_training(key, graph, layer, mode, frozen, progress=None):
 #: Job kind (:data:`qviz.app.jobs.KINDS`) → the function that does it. Each takes
 #: its arguments and ``progress``, a ``(done, total)`` callback.
 JOBS: dict[str, Callable] = {
+    "open": open_model,
     "calibrate": calibrate,
     "samples": activation_samples,
     "report": report,

@@ -5,7 +5,28 @@ without ``chromium`` and ``chromedriver`` they are skipped with a one-line
 reason, and the rest of ``tests/app`` still runs.
 """
 
+import pytest
+
+from qviz.app.jobs import ProcessRunner
+
 from .browser.helpers import CHROMIUM
+
+
+@pytest.fixture(autouse=True)
+def _worker_processes_end_with_their_test(monkeypatch):
+    """Each app a test makes starts two worker processes; they would live until the
+    test run ends (a served app keeps them for its lifetime), so close them after each test."""
+    started = []
+    start = ProcessRunner.start
+
+    def tracked(self):
+        started.append(self)
+        return start(self)
+
+    monkeypatch.setattr(ProcessRunner, "start", tracked)
+    yield
+    for runner in started:
+        runner.close()
 
 
 def pytest_setup_options():

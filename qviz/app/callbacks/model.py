@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from concurrent.futures import Future
 
 from dash import Input, Output, State, ctx, no_update
 
@@ -13,7 +14,7 @@ from ...samples import SAMPLES, sample_path
 from .. import ids, services
 from ..layout import SERVED_MODEL
 from ..session import Origin, PendingOpen, Session
-from ..uploads import Upload, load_upload, open_file, save_upload  # noqa: F401  (load_upload: tests)
+from ..uploads import Upload, load_upload, save_upload  # noqa: F401  (load_upload: tests)
 
 log = logging.getLogger(__name__)
 
@@ -27,23 +28,11 @@ def start_open(store, sid: str, origin: Origin, options, *, upload: Upload | Non
     request waits for a model, and no burst of opens starves the server).
     Returns the status line to show."""
     queued = time.monotonic()
-
-    def timed(fn, *args):
-        from ...runtime import tensor_shapes
-
-        started = time.monotonic()
-        try:
-            graph = fn(*args)
-            tensor_shapes(graph)   # the hover's shapes (TensorFlow): here, not in the first draw's request
-            return graph
-        finally:
-            log.info("session %s: opened %s in %.2f s after %.2f s in line", sid[:8], origin.name,
-                     time.monotonic() - started, started - queued)
-
     if upload is not None:
-        fut = store.loads.submit(timed, open_file, upload.path, upload.name, upload.directory)
+        fut = store.loads.submit("open", upload.path, upload.name, upload.directory, queued)
     elif origin.kind == "served":
-        fut = store.loads.submit(lambda: options["model"])
+        fut = Future()    # opened before the server started
+        fut.set_result(options["model"])
     else:
         # Graphs are immutable: a sample is frozen once and shared by every page that shows it
         # (each new page opens the default sample; freezing it again per page cost a second each).
@@ -51,7 +40,7 @@ def start_open(store, sid: str, origin: Origin, options, *, upload: Upload | Non
             fut = store.samples.get(origin.name)
             if fut is None or (fut.done() and fut.exception() is not None):
                 fut = store.samples[origin.name] = store.loads.submit(
-                    timed, open_file, sample_path(origin.name), origin.name)
+                    "open", sample_path(origin.name), origin.name, None, queued)
     previous = store.loading.get(sid)
     if previous is not None and previous.upload is not None and previous.future.cancel():
         previous.upload.discard()   # a newer choice replaced a queued upload: its file goes too

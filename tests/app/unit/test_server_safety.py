@@ -16,7 +16,8 @@ import pytest
 
 import qviz
 from qviz.app import create_app
-from qviz.app.session import LoadQueue, Origin, Session, SessionGone, SessionStore
+from qviz.app.jobs import ThreadRunner
+from qviz.app.session import Origin, Session, SessionGone, SessionStore
 from qviz.app.uploads import load_upload, save_upload
 from qviz.importers import LoadError
 from qviz.samples import sample_path
@@ -257,18 +258,19 @@ def test_an_evicted_upload_asks_for_the_file_again(app, lenet):
 
 
 def test_opens_wait_in_a_bounded_queue_that_tells_their_place():
-    queue = LoadQueue(workers=1)
-    gate = threading.Event()
-    running = queue.submit(gate.wait)
-    waiting = [queue.submit(lambda: None) for _ in range(3)]
-    time.sleep(0.1)
+    started, gate = threading.Event(), threading.Event()
+    queue = ThreadRunner(threads=1, functions={"open": lambda *args, progress: (started.set(), gate.wait(10)),
+                                               "noop": lambda progress: None})
+    running = queue.submit("open", "big.keras")
+    waiting = [queue.submit("noop") for _ in range(3)]
+    assert started.wait(10)
     assert queue.position(running) == 0
     assert [queue.position(f) for f in waiting] == [1, 2, 3]
     gate.set()
     for f in waiting:
         f.result(timeout=10)
     assert queue.position(waiting[-1]) == 0
-    queue.shutdown()
+    queue.close()
 
 
 def test_a_sample_is_frozen_once_for_every_page(app):
