@@ -194,8 +194,7 @@ def _cmd_apply(args) -> int:
     graph = _load(args)
     data = data_for(graph)
     try:
-        result = apply(graph, recipe, calibration=data.calibration, verification=data.verification,
-                       labels=data.labels)
+        result = apply(graph, recipe, **data.apply_kwargs())
     except RecipeError as exc:
         raise RecipeError(f"--recipe {args.recipe}: {exc}") from None
     if args.output:
@@ -287,8 +286,8 @@ def _cmd_sensitivity(args) -> int:
     print(f"qviz: measurements are saved to {checkpoint} as they are made; run the same command again to "
           "resume a stopped sweep", file=sys.stderr)
     data = data_for(graph)
-    result = sensitivity(graph, bits=args.bits, inputs=data.verification, labels=data.labels,
-                         calibration=data.calibration, progress=_ProgressBar("measuring"), checkpoint=checkpoint)
+    result = sensitivity(graph, bits=args.bits, **data.sweep_kwargs(), progress=_ProgressBar("measuring"),
+                         checkpoint=checkpoint)
     print("output SQNR (dB) with one layer quantized: weights (w) or activations (a)")
     print(result.format())
     recipe = result.suggest(args.target_sqnr)

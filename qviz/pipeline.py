@@ -12,8 +12,7 @@ the sample's own digits (with no data given, fixed-seed noise is used).
 >>> g = qviz.load(sample_path("lenet_digits"))
 >>> recipe = qviz.Recipe(quantize_layers={"conv1": qviz.LayerBits(4, 8)})
 >>> data = data_for(g)
->>> result = qviz.apply(g, recipe, calibration=data.calibration,
-...                     verification=data.verification, labels=data.labels)
+>>> result = qviz.apply(g, recipe, **data.apply_kwargs())
 >>> sorted({n.op for n in result.graph.nodes} - {n.op for n in g.nodes})
 ['FakeQuantWithMinMaxVars']
 >>> result.report.accuracy >= 0.97

@@ -101,6 +101,14 @@ class ModelData:
     def verification(self) -> tuple[np.ndarray, ...] | None:
         return self._verification() if callable(self._verification) else self._verification
 
+    def apply_kwargs(self) -> dict:
+        """As keywords of :func:`qviz.apply`: ``qviz.apply(g, recipe, **data.apply_kwargs())``."""
+        return {"calibration": self.calibration, "verification": self.verification, "labels": self.labels}
+
+    def sweep_kwargs(self) -> dict:
+        """As keywords of :func:`qviz.analysis.sensitivity`."""
+        return {"calibration": self.calibration, "inputs": self.verification, "labels": self.labels}
+
     def __repr__(self) -> str:
         return f"<ModelData: {self.origin}>"
 

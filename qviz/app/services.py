@@ -13,8 +13,8 @@ calibration ranges, so a recipe's rewrite is only graph surgery.
 >>> s = Session(qviz.load(sample_path("lenet_digits")), "lenet")
 >>> page = new_history(qviz.Recipe.default(s.graph))
 >>> page = edit_layer(page, "conv2", "weight_bits", "4")
->>> current(page).bits("conv2").weight_bits, can_undo(page)
-(4, True)
+>>> current(page).bits("conv2").weight_bits, page["pos"]
+(4, 1)
 >>> current(undo(page)).bits("conv2").weight_bits
 8
 >>> search(draw_view(s, current(page), ViewChoice()).graph, "relu")
@@ -34,7 +34,7 @@ from ..layout import ViewKey, diff_status, key_showing, layered_routes, view_gra
 from ..matcher import explain, explain_layer
 from ..passes import LayerBits, Recipe, RecipeError, fold_candidates, quantizable_layers, quantizable_units
 
-__all__ = ["HISTORY_LIMIT", "new_history", "current", "push", "undo", "redo", "can_undo", "edit_layer",
+__all__ = ["HISTORY_LIMIT", "new_history", "current", "push", "undo", "redo", "edit_layer",
            "shows", "set_layer", "recipe_from_upload", "layer_rows", "on_tflite", "ViewChoice", "DrawnView",
            "shown", "draw_view", "match_marks", "MatchItem", "why", "search", "hover_lines", "device_flags",
            "layer_of_key", "with_expanded"]
@@ -66,10 +66,6 @@ def undo(history: dict) -> dict:
 
 def redo(history: dict) -> dict:
     return {**history, "pos": min(len(history["history"]) - 1, history["pos"] + 1)}
-
-
-def can_undo(history: dict) -> bool:
-    return history["pos"] > 0
 
 
 def edit_layer(history: dict, layer: str, field_name: str, value) -> dict:

@@ -138,8 +138,7 @@ def sweep(key, graph, bits, progress=None):
 
     graph = _graph(key, graph)
     data = data_for(graph)
-    return sensitivity(graph, bits=tuple(bits), inputs=data.verification, labels=data.labels,
-                       calibration=data.calibration, progress=progress)
+    return sensitivity(graph, bits=tuple(bits), **data.sweep_kwargs(), progress=progress)
 
 
 def qat_export(source, recipe_json, folding_mode, freeze_bn_delay, progress=None):

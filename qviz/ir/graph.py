@@ -20,7 +20,6 @@ build new graphs (:meth:`Graph.with_nodes`).
 
 from __future__ import annotations
 
-import threading
 import weakref
 from types import MappingProxyType
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
@@ -108,7 +107,6 @@ class Graph:
         self._library = library
         self._source = source
         self._memo: dict = {}
-        self._memo_lock = threading.Lock()
         _LIVE.add(self)
 
     # -- construction ---------------------------------------------------
@@ -204,9 +202,7 @@ class Graph:
             return self._memo[key]
         except KeyError:
             pass
-        value = compute()
-        with self._memo_lock:
-            return self._memo.setdefault(key, value)
+        return self._memo.setdefault(key, compute())   # atomic: the first value stored wins
 
     # -- lookup -----------------------------------------------------------
 

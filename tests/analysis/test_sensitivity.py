@@ -5,16 +5,17 @@ import json
 import pytest
 
 import qviz
+from qviz.samples import data_for
 from qviz.analysis.sensitivity import sensitivity
 from qviz.cli import main
-from tests.own_data import own_data, own_sweep_data
 
 
 @pytest.fixture(scope="module")
 def sweep(samples):
     graph = qviz.load(samples["lenet_digits"])
     calls = []
-    result = sensitivity(graph, bits=(8, 4, 2), **own_sweep_data(graph), progress=lambda done, total: calls.append((done, total)))
+    result = sensitivity(graph, bits=(8, 4, 2), **data_for(graph).sweep_kwargs(),
+                         progress=lambda done, total: calls.append((done, total)))
     return graph, result, calls
 
 
@@ -30,7 +31,7 @@ def test_fewer_bits_hurt_every_layer(sweep):
 def test_suggested_recipe_meets_its_target(sweep):
     graph, s, _ = sweep
     strict, loose = s.suggest(30.0), s.suggest(10.0)
-    assert qviz.apply(graph, strict, **own_data(graph)).report.sqnr_db >= 30.0
+    assert qviz.apply(graph, strict, **data_for(graph).apply_kwargs()).report.sqnr_db >= 30.0
     total = lambda r: sum(b.weight_bits + b.activation_bits for b in r.quantize_layers.values())  # noqa: E731
     assert total(loose) < total(strict)
     assert all(b.weight_bits in (8, 4, 2) for b in strict.quantize_layers.values())

@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 
 import qviz
+from qviz.samples import data_for
 from qviz import LayerBits, Recipe, RecipeError
 from qviz.cli import main
 from qviz.ir.ops import FAKE_QUANT_OPS
 from tests.models import zoo_model
 from qviz import runtime
-from tests.own_data import own_data
 
 ISSUE_EXAMPLE = {
     "fold": {"default": True, "layers": {"conv2": False}},
@@ -72,7 +72,8 @@ def test_default_recipe_lists_every_layer(lenet):
 def test_apply_is_pure_and_reports(lenet):
     before = lenet.to_graph_def().SerializeToString()
     recipe = Recipe.from_dict(ISSUE_EXAMPLE)
-    a, b = qviz.apply(lenet, recipe, **own_data(lenet)), qviz.apply(lenet, recipe, **own_data(lenet))
+    own = data_for(lenet).apply_kwargs()
+    a, b = qviz.apply(lenet, recipe, **own), qviz.apply(lenet, recipe, **own)
     assert lenet.to_graph_def().SerializeToString() == before
     assert a.graph.to_graph_def().SerializeToString() == b.graph.to_graph_def().SerializeToString()
     layers = {n.layer for n in a.graph.nodes}
@@ -95,7 +96,7 @@ def test_apply_is_pure_and_reports(lenet):
 
 
 def test_float_recipe_with_folding_only_is_exact(lenet):
-    res = qviz.apply(lenet, Recipe(quantize_default=None), **own_data(lenet))
+    res = qviz.apply(lenet, Recipe(quantize_default=None), **data_for(lenet).apply_kwargs())
     assert res.report.rel_err < 1e-5 and res.report.accuracy == res.report.accuracy_before
     assert not any(n.op in FAKE_QUANT_OPS for n in res.graph.nodes)
 
@@ -103,7 +104,8 @@ def test_float_recipe_with_folding_only_is_exact(lenet):
 def test_accuracy_falls_with_bits(lenet):
     acc = {}
     for w, a in ((8, 8), (4, 4), (2, 2)):
-        acc[w, a] = qviz.apply(lenet, Recipe(quantize_default=LayerBits(w, a)), **own_data(lenet)).report.accuracy
+        recipe = Recipe(quantize_default=LayerBits(w, a))
+        acc[w, a] = qviz.apply(lenet, recipe, **data_for(lenet).apply_kwargs()).report.accuracy
     assert acc[8, 8] > 0.99 and acc[8, 8] >= acc[4, 4] > acc[2, 2]
     assert acc[2, 2] < 0.5
 

@@ -59,7 +59,6 @@ def test_jobs_run_in_celery_and_match_in_process(redis_url):
     from qviz.app.celery_worker import CeleryRunner
     from qviz.pipeline import apply, report_for
     from qviz.samples import data_for
-    from tests.own_data import own_sweep_data
 
     g = qviz.load(sample_path("lenet_digits"))
     recipe = Recipe.default(g, LayerBits(4, 4))
@@ -78,7 +77,7 @@ def test_jobs_run_in_celery_and_match_in_process(redis_url):
         time.sleep(0.05)
     swept = fut.result()
     assert any(p is not None and 0 < p[0] < p[1] == 16 for p in seen), seen   # 4 layers × 2 × 2 bits
-    np.testing.assert_allclose(swept.weight_sqnr, sensitivity(g, bits=(8, 4), **own_sweep_data(g)).weight_sqnr,
+    np.testing.assert_allclose(swept.weight_sqnr, sensitivity(g, bits=(8, 4), **data_for(g).sweep_kwargs()).weight_sqnr,
                                rtol=1e-6)
 
     blob = runner.submit("qat", str(sample_path("lenet_digits")), recipe.to_json(indent=None), "ema_stats_folding",
