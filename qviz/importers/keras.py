@@ -21,7 +21,8 @@ from ..ir import Graph
 from ..ir.layers import layers_from_scopes
 from .errors import LoadError, first_line
 from .graphdef import graph_from_graph_def
-from .safety import DEFAULT_LIMITS, Limits, check_zip, code_in_keras_config, h5_data_outside
+from .keras_config import read_keras_config
+from .safety import DEFAULT_LIMITS, Limits, code_in_keras_config, h5_data_outside
 
 __all__ = ["freeze_keras_model", "load_keras_file", "load_h5_file", "is_keras_model"]
 
@@ -206,23 +207,17 @@ def load_keras_file(path: Path, *, input_shape=None, safe_mode: bool = True,
     paths) and its ``config.json`` read and checked for code before Keras opens it.
     """
     _check_file(path)
-    if not zipfile.is_zipfile(path):
-        raise LoadError(str(path), "not a Keras archive: it is not a valid zip file (truncated or corrupt?)")
-    infos = {i.filename: i for i in check_zip(path, str(path), limits)}
-    if "config.json" not in infos:
-        raise LoadError(str(path), "a zip archive, but not a Keras model: it has no config.json")
-    if infos["config.json"].file_size > limits.max_config_bytes:
-        raise LoadError(str(path), f"its config.json is over {limits.max_config_bytes // 2**20} MB")
+    raw = read_keras_config(path, limits)
     try:
         with zipfile.ZipFile(path) as zf:
             bad = zf.testzip()
-            raw = zf.read("config.json")
+            members = set(zf.namelist())
     except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError, RuntimeError) as exc:
         raise LoadError(str(path), f"not a Keras archive: the zip is damaged ({first_line(exc)})") from None
     if bad is not None:
         raise LoadError(str(path), f"not a Keras archive: member {bad!r} is damaged (truncated file?)")
     _check_config(raw, path, safe_mode, limits, "config.json")
-    if safe_mode and "model.weights.h5" in infos:
+    if safe_mode and "model.weights.h5" in members:
         _check_weights_member(path)
     import keras
 

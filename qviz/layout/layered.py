@@ -1,5 +1,7 @@
 """A layered (Sugiyama-style) layout on networkx.
 
+0. Order: nodes and edges are taken in a canonical order (topological, ties
+   by name), so the layout depends only on the graph's structure and names.
 1. Ranks: ``networkx.topological_generations`` (each node one past its latest
    input), then nodes with slack pulled towards their consumers.
 2. Long edges get virtual nodes on every rank they cross, so crossing reduction
@@ -121,6 +123,20 @@ def _transpose(layers, down, up, order, max_rounds: int = 8) -> None:
             return
 
 
+def _canonical(g: nx.DiGraph) -> nx.DiGraph:
+    """``g``'s structure with its nodes and edges in an order that depends on the
+    structure and names alone (a topological order, ties broken by name), not on
+    the order they were added in: the layout is then a function of what is drawn,
+    so a layer view drawn from a Keras file's config and the same view of the
+    frozen graph land in the same places (and a cached layout stays valid)."""
+    order = list(nx.lexicographical_topological_sort(g, key=str))
+    index = {n: i for i, n in enumerate(order)}
+    out = nx.DiGraph()
+    out.add_nodes_from(order)
+    out.add_edges_from(sorted(g.edges, key=lambda e: (index[e[1]], index[e[0]])))
+    return out
+
+
 #: How far behind (up and right of) the node that replaced it a removed node is drawn.
 GHOST_OFFSET = 0.22
 
@@ -166,6 +182,7 @@ def layered_routes(g: nx.DiGraph, direction: str = "LR", sweeps: int = 16) -> tu
         return pos, routes
     if g.number_of_nodes() == 0:
         return {}, {}
+    g = _canonical(g)
     rank = _ranks(g)
     layers, down, up = _with_virtual_nodes(g, rank)
     # Initial order: depth-first discovery from the sources (as dot does), which

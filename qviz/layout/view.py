@@ -25,7 +25,8 @@ import networkx as nx
 from ..ir import Graph, Node, parse_tensor_name
 from ..ir.ops import ACTIVATION_OPS, ADD_OPS, BATCH_NORM_OPS, CONV_LIKE_OPS, FAKE_QUANT_OPS
 
-__all__ = ["view_graph", "kind_of_op", "layer_kind", "KINDS", "ViewKey", "diff_status", "key_showing"]
+__all__ = ["view_graph", "sketch_view", "kind_of_op", "kind_of_keras_class", "layer_kind", "KINDS", "ViewKey",
+           "diff_status", "key_showing"]
 
 
 class ViewKey(str):
@@ -136,6 +137,54 @@ def layer_kind(ops: Iterable[str]) -> tuple[str, str]:
     return "other", (ops[0] if ops else "")
 
 
+#: Keras layer classes by the colour group of the op their frozen graph is named after, so
+#: a layer view drawn from the file (:func:`sketch_view`) has the colours it keeps once frozen.
+KERAS_KINDS = {
+    "conv": {"Conv1D", "Conv2D", "Conv3D", "DepthwiseConv2D", "SeparableConv2D", "Conv2DTranspose", "Dense",
+             "QConv2DBatchnorm", "QDepthwiseConv2DBatchnorm", "QDenseBatchnorm"},
+    "batchnorm": {"BatchNormalization", "LayerNormalization", "Normalization"},
+    "activation": {"ReLU", "Activation", "Softmax", "LeakyReLU", "PReLU", "ELU"},
+    "add": {"Add", "Concatenate", "Multiply", "Subtract", "Average", "Rescaling"},
+    "pool": {"MaxPooling2D", "AveragePooling2D", "GlobalAveragePooling2D", "GlobalMaxPooling2D", "MaxPooling1D",
+             "AveragePooling1D"},
+    "io": {"InputLayer", "Dropout", "SpatialDropout2D", "GaussianNoise"},
+}
+
+
+def kind_of_keras_class(class_name: str) -> str:
+    """The colour group of a Keras layer class (``"other"`` for one qviz does not know)."""
+    for kind, classes in KERAS_KINDS.items():
+        if class_name in classes:
+            return kind
+    return "other"
+
+
+def sketch_view(sketch) -> nx.DiGraph:
+    """The layer view of a Keras model file's layer graph
+    (:class:`qviz.importers.keras_config.ModelSketch`), drawn before TensorFlow
+    has frozen the model: the nodes and edges the frozen graph's layer view will
+    have, so the layout does not move when it arrives. Node data as
+    :func:`view_graph`'s, plus ``sketch=True``, ``params`` and ``input_shapes``.
+
+    >>> from qviz.importers.keras_config import LayerSketch, ModelSketch
+    >>> s = ModelSketch("m.keras", "m", (LayerSketch("x", "InputLayer", (), (), 0, {}),
+    ...                                  LayerSketch("c", "Conv2D", ("x",), (), None, {})))
+    >>> vg = sketch_view(s)
+    >>> sorted(vg.edges), vg.nodes["layer:c"]["kind"]
+    ([('layer:x', 'layer:c')], 'conv')
+    """
+    out = nx.DiGraph()
+    for layer in sketch.layers:
+        out.add_node(ViewKey.layer(layer.name), kind=kind_of_keras_class(layer.class_name), op=layer.class_name,
+                     label=layer.name, layer=layer.name, ops=0, constants=0, status=None, members=[],
+                     sketch=True, params=layer.params, input_shapes=layer.input_shapes)
+    for layer in sketch.layers:
+        for src in layer.inputs:
+            if ViewKey.layer(src) in out and src != layer.name:
+                out.add_edge(ViewKey.layer(src), ViewKey.layer(layer.name))
+    return out
+
+
 def view_graph(graph: Graph, mode: str = "layer", expanded: Iterable[str] = (),
                removed: Iterable[Node] = (), status: dict | None = None) -> nx.DiGraph:
     """The drawable graph.
@@ -170,10 +219,11 @@ def view_graph(graph: Graph, mode: str = "layer", expanded: Iterable[str] = (),
     removed = list(removed)
     for n in removed:
         status[n.name] = "removed"
-    nodes, constants = [], {}
+    nodes, constants, constant_ops = [], {}, {}
     for n in graph.nodes:
         if graph.is_constant(n):
             constants[n.layer] = constants.get(n.layer, 0) + 1
+            constant_ops.setdefault(n.layer, []).append(n.op)
         else:
             nodes.append(n)
     nodes += removed
@@ -194,7 +244,8 @@ def view_graph(graph: Graph, mode: str = "layer", expanded: Iterable[str] = (),
             n = ns[0]
             kind, op, label = kind_of_op(n.op), n.op, n.name.rsplit("/", 1)[-1]
         else:
-            kind, op = layer_kind(n.op for n in ns)
+            # with its constant ops: an unfused batch norm's Rsqrt reads only constants
+            kind, op = layer_kind([n.op for n in ns] + constant_ops.get(ns[0].layer, []))
             label = ns[0].layer
         if states == {"removed"}:
             st = "removed"
