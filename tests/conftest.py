@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+# the layout cache of the app under test: never the user's own ~/.cache
+os.environ["QVIZ_CACHE_DIR"] = tempfile.mkdtemp(prefix="qviz-test-layouts-")
+atexit.register(shutil.rmtree, os.environ["QVIZ_CACHE_DIR"], True)
 
+# Imported now, in the main thread: apps under test open models in threads, and TensorFlow's
+# package import breaks when a thread runs it while another one does ("Registering two gradient…").
+import tensorflow  # noqa: F401,E402
 import numpy as np
 import pytest
 from hypothesis import settings

@@ -1,6 +1,8 @@
 """Graph layouts for drawing (networkx only; no Dash, no TensorFlow)."""
 
 from .layered import count_crossings, layered_layout, layered_routes
-from .view import ViewKey, diff_status, key_showing, view_graph
+from .cache import LayoutCache, default_cache
+from .view import ViewKey, diff_status, key_showing, sketch_view, view_graph
 
-__all__ = ["layered_layout", "layered_routes", "count_crossings", "view_graph", "ViewKey", "diff_status", "key_showing"]
+__all__ = ["layered_layout", "layered_routes", "count_crossings", "view_graph", "sketch_view", "ViewKey", "diff_status",
+           "key_showing", "LayoutCache", "default_cache"]

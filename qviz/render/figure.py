@@ -6,7 +6,7 @@
 >>> for n in g: g.nodes[n].update(kind="conv", op="Conv2D", label=n[6:], layer=n[6:], ops=1, status=None)
 >>> fig = graph_figure(g, layered_layout(g))
 >>> [t.type for t in fig.data][:2], list(fig.data[1].customdata)
-(['scattergl', 'scattergl'], ['layer:a', 'layer:b'])
+(['scatter', 'scatter'], ['layer:a', 'layer:b'])
 """
 
 from __future__ import annotations
@@ -19,17 +19,31 @@ import plotly.graph_objects as go
 
 from ..layout.view import ViewKey
 
-__all__ = ["graph_figure", "histogram_figure", "layer_error_figure", "COLORS", "STATUS_COLORS"]
+__all__ = ["graph_figure", "first_view_range", "histogram_figure", "layer_error_figure", "COLORS", "STATUS_COLORS"]
 
 COLORS = {"conv": "#1f77b4", "batchnorm": "#ff7f0e", "quant": "#9467bd", "activation": "#2ca02c",
           "add": "#8c564b", "pool": "#17becf", "io": "#7f7f7f", "other": "#bcbd22"}
 STATUS_COLORS = {"added": "#00a651", "modified": "#f5a623", "removed": "#d0021b"}
 HALO_COLORS = ["#e6194b", "#3cb44b", "#4363d8", "#f58231", "#911eb4", "#46f0f0", "#f032e6",
                "#bcf60c", "#fabebe", "#008080", "#e6beff", "#9a6324"]
-#: Above this many nodes, labels are left to hover (text on every node is slow and unreadable).
-MAX_LABELS = 300
+#: Above this many nodes, labels are left to hover (text on that many nodes is slow to draw).
+#: Below it every node carries its label, and the page (assets/graph_view.js) shows the
+#: labels only while at most :data:`LABELS_IN_VIEW` nodes are in view: zoom in to read them.
+MAX_LABELS = 8000
+LABELS_IN_VIEW = 250
+#: How many ranks the first view shows of a longer graph: its start, at a zoom where the
+#: nodes' names can be read (about 100 px a rank on a laptop); the minimap shows the rest.
+FIRST_VIEW_RANKS = 10
 #: Above this many edges, arrow heads are dropped (ranks already read left to right).
 MAX_ARROWS = 2000
+#: Up to this many nodes the graph is SVG; above, WebGL. SVG is on screen sooner (a WebGL
+#: context costs ~0.6 s in a browser without a GPU) and its text is crisper; WebGL pans
+#: tens of thousands of points smoothly.
+MAX_SVG_NODES = 2000
+
+
+def _scatter(n_nodes: int):
+    return go.Scatter if n_nodes <= MAX_SVG_NODES else go.Scattergl
 
 
 def _is_layer(key) -> bool:
@@ -52,8 +66,8 @@ def _edges(g, pos, routes=None):
         hx.append(x0 + 0.8 * (x1 - x0))
         hy.append(y0 + 0.8 * (y1 - y0))
         angles.append(90 - math.degrees(math.atan2(y1 - y0, x1 - x0)))
-    lines = go.Scattergl(x=xs, y=ys, mode="lines", line=dict(width=1, color="#9aa"), hoverinfo="skip",
-                       name="edges", showlegend=False)
+    lines = _scatter(g.number_of_nodes())(x=xs, y=ys, mode="lines", line=dict(width=1, color="#9aa"),
+                                          hoverinfo="skip", name="edges", showlegend=False)
     heads = go.Scatter(x=hx, y=hy, mode="markers", hoverinfo="skip", showlegend=False, name="arrows",
                        marker=dict(symbol="triangle-up", size=7, angle=angles, color="#9aa"))
     return lines, heads
@@ -62,7 +76,8 @@ def _edges(g, pos, routes=None):
 def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None,
                  selected: str | None = None, show_status: bool = True, title: str = "",
                  hover: Mapping[str, str] | None = None, routes: Mapping | None = None,
-                 flags: Mapping[str, str] | None = None) -> go.Figure:
+                 flags: Mapping[str, str] | None = None, first_view: bool = False,
+                 direction: str = "LR") -> go.Figure:
     """The graph view.
 
     Args:
@@ -76,6 +91,8 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
             (:func:`qviz.layout.layered_routes`); other edges are straight.
         flags: node key → a mark drawn beside the node (``⚠``/``✗``: TFLite will not
             run that layer as simulated; the hover says why).
+        first_view: open on the start of a long graph, legibly (:func:`first_view_range`),
+            rather than fitting the whole graph into the plot. ``direction``: the layout's.
 
     The node trace's ``customdata`` is the node key, which click callbacks read.
     """
@@ -93,8 +110,12 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
         if d.get("ghost_of"):
             state += f" (drawn behind {d['ghost_of'].split(':', 1)[1]}, which now does its work)"
         constants = f" + {d['constants']} constants" if d.get("constants") else ""
-        what = (f"layer {d['label']} ({d['ops']} ops{constants}, main op {d['op']})" if _is_layer(k)
-                else f"{d['label']} ({d['op']})<br>layer {d['layer']}")
+        if d.get("sketch"):   # drawn from the Keras file, before TensorFlow has frozen it
+            what = f"layer {d['label']} ({d['op']})"
+        elif _is_layer(k):
+            what = f"layer {d['label']} ({d['ops']} ops{constants}, main op {d['op']})"
+        else:
+            what = f"{d['label']} ({d['op']})<br>layer {d['layer']}"
         texts.append(f"{what}{state}{extra}")
     outline = []
     widths = []
@@ -108,11 +129,12 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
         else:
             outline.append("#fff")
             widths.append(1)
-    nodes = go.Scattergl(
+    scatter = _scatter(len(keys))
+    nodes = scatter(
         x=[pos[k][0] for k in keys], y=[pos[k][1] for k in keys], customdata=keys,
         mode="markers+text" if len(keys) <= MAX_LABELS else "markers",
         text=[d["label"] for d in data] if len(keys) <= MAX_LABELS else None,
-        textposition=["top right" if d.get("ghost_of") else "bottom center" for d in data], textfont=dict(size=10),
+        textposition=[label_position(pos[k], d, direction) for k, d in zip(keys, data)], textfont=dict(size=10),
         hovertext=texts, hoverinfo="text", name="nodes", showlegend=False,
         marker=dict(size=[16 if _is_layer(k) else 11 for k in keys],
                     color=[COLORS[d["kind"]] for d in data],
@@ -121,7 +143,7 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
     traces = [t for t in (lines, nodes, heads) if t is not None]
     if highlights:
         hk = [k for k in keys if k in highlights]
-        traces.insert(1, go.Scattergl(
+        traces.insert(1, scatter(
             x=[pos[k][0] for k in hk], y=[pos[k][1] for k in hk], mode="markers", hoverinfo="skip",
             name="matches", showlegend=False, customdata=hk,
             marker=dict(size=30, opacity=0.45,
@@ -133,11 +155,59 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
             textposition="top right", textfont=dict(size=14, color="#c05000"), hoverinfo="skip",
             name="device flags", showlegend=False, customdata=fk))
     fig = go.Figure(traces)
+    xaxis, yaxis = dict(visible=False), dict(visible=False, scaleanchor="x")
+    if first_view:
+        window = first_view_range(pos, direction)
+        if window:
+            xaxis["range"], yaxis["range"] = window
     fig.update_layout(
         title=title or None, margin=dict(l=10, r=10, t=30 if title else 10, b=10), plot_bgcolor="#fff",
-        xaxis=dict(visible=False), yaxis=dict(visible=False, scaleanchor="x"),
-        dragmode="pan", uirevision="graph", hovermode="closest")
+        xaxis=xaxis, yaxis=yaxis, dragmode="pan", uirevision="graph", hovermode="closest",
+        meta={"labels_in_view": LABELS_IN_VIEW})
     return fig
+
+
+def label_position(xy, d, direction: str = "LR") -> str:
+    """Where a node's label goes: in a left-to-right layout, below the nodes of even
+    ranks and above those of odd ones, so neighbours' long names do not run into
+    each other (a rank is ~100 px wide at the first view's zoom); a ghost's label
+    beside it.
+
+    >>> label_position((0.0, 0.0), {}), label_position((1.0, 0.0), {}), label_position((1.0, 0.0), {}, "TB")
+    ('bottom center', 'top center', 'middle right')
+    """
+    if d.get("ghost_of"):
+        return "top right"
+    if direction == "TB":
+        return "middle right"
+    return "bottom center" if round(xy[0]) % 2 == 0 else "top center"
+
+
+def first_view_range(pos: Mapping, direction: str = "LR", ranks: int = FIRST_VIEW_RANKS):
+    """``(x range, y range)`` showing the first ``ranks`` ranks of a layered layout,
+    centred across on the nodes there; None when the whole graph is that short.
+
+    >>> pos = {f"n{i}": (float(i), 0.0) for i in range(30)}
+    >>> first_view_range(pos)
+    ([-0.6, 9.4], [-2.0, 2.0])
+    >>> first_view_range({"a": (0.0, 0.0), "b": (1.0, 0.0)}) is None
+    True
+    """
+    if not pos:
+        return None
+    along, across = (0, 1) if direction == "LR" else (1, 0)
+    values = [p[along] for p in pos.values()]
+    # TB layouts grow downwards (rank r at y = -r): the start is the top
+    start = min(values) if direction == "LR" else max(values)
+    if max(values) - min(values) < ranks + 2:
+        return None
+    step = 1 if direction == "LR" else -1
+    near = sorted(p[across] for p in pos.values() if 0 <= (p[along] - start) * step < ranks)
+    centre = near[len(near) // 2] if near else 0.0
+    lo, hi = sorted((start - 0.6 * step, start + (ranks - 0.6) * step))
+    half = 0.2 * ranks
+    span_along, span_across = [round(lo, 6), round(hi, 6)], [round(centre - half, 6), round(centre + half, 6)]
+    return (span_along, span_across) if direction == "LR" else (span_across, span_along)
 
 
 #: Above this many levels the lines are denser than the plot's pixels: the grid

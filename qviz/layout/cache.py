@@ -1,0 +1,143 @@
+"""Layouts kept on disk, so a model opened again is drawn without laying it out again.
+
+The layered layout is a function of the view graph's structure and names
+(:func:`qviz.layout.layered_routes` orders nodes canonically), so the key is a
+hash of exactly that: nodes, edges, ghosts and direction. A layer view drawn
+from a Keras file's config and the frozen graph's layer view share their entry.
+
+The directory is ``$QVIZ_CACHE_DIR``, else ``$XDG_CACHE_HOME/qviz/layouts``,
+else ``~/.cache/qviz/layouts``. It never holds more than :data:`MAX_FILES`
+entries or :data:`MAX_BYTES` (the oldest go first); an entry that cannot be
+read is recomputed, and a directory that cannot be written only costs the
+saving (logged). Nothing read from it is executed: entries are JSON numbers.
+
+>>> import networkx as nx, tempfile
+>>> g = nx.DiGraph([("a", "b"), ("a", "c"), ("b", "d"), ("c", "d")])
+>>> cache = LayoutCache(tempfile.mkdtemp())
+>>> first = cache.routes(g)            # laid out, then saved
+>>> cache.routes(g) == first, cache.hits
+(True, 1)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import tempfile
+from pathlib import Path
+
+import networkx as nx
+
+from .layered import layered_routes
+
+__all__ = ["LayoutCache", "default_cache", "MAX_FILES", "MAX_BYTES"]
+
+log = logging.getLogger(__name__)
+
+#: Entries kept at most (NASNetMobile's op view is ~1 MB; a layer view tens of kB).
+MAX_FILES = 200
+#: Bytes kept at most.
+MAX_BYTES = 256 * 2**20
+#: Below this many nodes laying out is faster than reading a file.
+MIN_NODES = 300
+#: Bumped whenever the layout algorithm changes what it returns.
+VERSION = 1
+
+
+def _key(g: nx.DiGraph, direction: str) -> str:
+    h = hashlib.sha256(f"qviz-layout {VERSION} {direction}\n".encode())
+    for n in sorted(map(str, g.nodes)):
+        ghost = g.nodes[n].get("ghost_of")
+        h.update(f"n {n}\t{ghost or ''}\n".encode())
+    for u, v in sorted((str(u), str(v)) for u, v in g.edges):
+        h.update(f"e {u}\t{v}\n".encode())
+    return h.hexdigest()
+
+
+class LayoutCache:
+    """:func:`~qviz.layout.layered_routes`, remembered on disk under ``directory``."""
+
+    def __init__(self, directory, min_nodes: int = 0):
+        self.directory = Path(directory)
+        self.min_nodes = min_nodes
+        self.hits = 0
+
+    def routes(self, g: nx.DiGraph, direction: str = "LR") -> tuple[dict, dict]:
+        """``(positions, routes)`` of ``g`` as :func:`layered_routes` gives them."""
+        if g.number_of_nodes() < self.min_nodes:
+            return layered_routes(g, direction)
+        key = _key(g, direction)
+        path = self.directory / f"{key}.json"
+        found = self._read(path, g)
+        if found is not None:
+            self.hits += 1
+            return found
+        pos, routes = layered_routes(g, direction)
+        self._write(path, pos, routes)
+        return pos, routes
+
+    def _read(self, path: Path, g: nx.DiGraph):
+        try:
+            with open(path, encoding="utf-8") as f:
+                data = json.load(f)
+            names = {str(n): n for n in g.nodes}
+            pos = {names[k]: (float(x), float(y)) for k, (x, y) in data["pos"].items()}
+            routes = {(names[u], names[v]): [(float(x), float(y)) for x, y in pts]
+                      for u, v, pts in data["routes"]}
+            if len(pos) != g.number_of_nodes():
+                raise ValueError("node count")
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:   # whatever the file holds
+            log.info("layout cache entry %s unreadable (%s): laid out again", path.name, exc)
+            return None
+        try:
+            os.utime(path)     # recently used: kept longest
+        except OSError:
+            pass
+        return pos, routes
+
+    def _write(self, path: Path, pos: dict, routes: dict) -> None:
+        data = {"pos": {str(k): v for k, v in pos.items()},
+                "routes": [[str(u), str(v), pts] for (u, v), pts in routes.items()]}
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.directory, suffix=".tmp")
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(data, f, separators=(",", ":"))
+            os.replace(tmp, path)
+            self._prune()
+        except OSError as exc:
+            log.info("layout not cached in %s: %s", self.directory, exc)
+
+    def _prune(self) -> None:
+        entries = []
+        for p in self.directory.glob("*.json"):
+            try:
+                st = p.stat()
+            except OSError:
+                continue
+            entries.append((st.st_mtime, st.st_size, p))
+        entries.sort(reverse=True)   # newest first
+        total = 0
+        for i, (_, size, p) in enumerate(entries):
+            total += size
+            if i >= MAX_FILES or total > MAX_BYTES:
+                try:
+                    p.unlink()
+                except OSError:
+                    pass
+
+
+def _directory() -> Path:
+    if os.environ.get("QVIZ_CACHE_DIR"):
+        return Path(os.environ["QVIZ_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "qviz" / "layouts"
+
+
+def default_cache() -> LayoutCache:
+    """The cache the app uses (graphs under :data:`MIN_NODES` nodes are laid out every time)."""
+    return LayoutCache(_directory(), min_nodes=MIN_NODES)

@@ -1,0 +1,94 @@
+"""The graph view as plain SVG: what the browser paints before any script has run.
+
+The app's graph is a plotly figure, and plotly.js is megabytes of script to
+fetch and evaluate before it draws anything. The page's first view is this
+SVG instead, in the HTML itself, the same nodes in the same places and
+colours (:mod:`qviz.render.figure`'s), until the plotly graph replaces it.
+
+Every name drawn is the file's: it is escaped, never markup.
+
+>>> import networkx as nx
+>>> g = nx.DiGraph([("layer:a", "layer:b")])
+>>> for n in g: g.nodes[n].update(kind="conv", label=n[6:] + "<&>")
+>>> svg = graph_svg(g, {"layer:a": (0.0, 0.0), "layer:b": (1.0, 0.0)})
+>>> svg.startswith("<svg"), svg.count("<circle"), "b&lt;&amp;&gt;" in svg
+(True, 2, True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from html import escape
+
+from .figure import COLORS, label_position
+
+__all__ = ["graph_svg"]
+
+#: Sizes in pixels at the scale of a 10-rank window in a ~900 px wide plot (as plotly draws them).
+_PX = 90.0
+
+
+def _fmt(v: float) -> str:
+    return f"{v:.3f}".rstrip("0").rstrip(".")
+
+
+def graph_svg(g, pos: Mapping, routes: Mapping | None = None, *, window=None, css_class: str = "",
+              direction: str = "LR") -> str:
+    """An SVG of view graph ``g`` laid out at ``pos`` (layout units, y up).
+
+    Args:
+        routes: edge bends (:func:`qviz.layout.layered_routes`).
+        window: ``(x range, y range)`` to show (as plotly's axis ranges; what lies
+            outside is not drawn at all, so a big graph's first view stays small);
+            default: the whole graph.
+        css_class: the ``class`` of the ``<svg>`` element.
+        direction: the layout's (where labels go, as in the plotly graph).
+
+    The drawing scales with its box (``viewBox`` in layout units), centred, like
+    plotly's graph with its axes locked to one scale.
+    """
+    routes = routes or {}
+    if window is None:
+        xs = [p[0] for p in pos.values()] or [0.0]
+        ys = [p[1] for p in pos.values()] or [0.0]
+        window = ([min(xs) - 0.6, max(xs) + 0.6], [min(ys) - 0.6, max(ys) + 0.6])
+    (x0, x1), (y0, y1) = window
+    margin = 1.0
+
+    def inside(p) -> bool:
+        return x0 - margin <= p[0] <= x1 + margin and y0 - margin <= p[1] <= y1 + margin
+
+    def xy(p) -> str:
+        return f"{_fmt(p[0])},{_fmt(-p[1])}"    # SVG's y grows downwards
+
+    unit = 1.0 / _PX
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="{_fmt(x0)} {_fmt(-y1)} {_fmt(x1 - x0)} '
+             f'{_fmt(y1 - y0)}" preserveAspectRatio="xMidYMid meet" class="{escape(css_class)}" '
+             f'role="img" aria-label="the model\'s graph">']
+    parts.append(f'<g fill="none" stroke="#9aa" stroke-width="{_fmt(unit)}">')
+    for u, v in g.edges:
+        points = [pos[u], *routes.get((u, v), ()), pos[v]]
+        if any(inside(p) for p in points):
+            parts.append(f'<polyline points="{" ".join(xy(p) for p in points)}"/>')
+    parts.append("</g>")
+    shown = [k for k in g.nodes if k in pos and inside(pos[k])]
+    parts.append(f'<g stroke="#fff" stroke-width="{_fmt(unit)}">')
+    for k in shown:
+        d = g.nodes[k]
+        r = (8 if str(k).startswith("layer:") else 5.5) * unit
+        x, y = pos[k]
+        parts.append(f'<circle cx="{_fmt(x)}" cy="{_fmt(-y)}" r="{_fmt(r)}" '
+                     f'fill="{COLORS.get(d.get("kind"), COLORS["other"])}"><title>{escape(str(d.get("label", k)))}'
+                     f'</title></circle>')
+    parts.append("</g>")
+    parts.append(f'<g font-family="sans-serif" font-size="{_fmt(10 * unit)}" fill="#444" text-anchor="middle">')
+    for k in shown:
+        x, y = pos[k]
+        where = label_position(pos[k], g.nodes[k], direction)
+        dx, dy, anchor = {"bottom center": (0, 20, ""), "top center": (0, -12, ""),
+                          "middle right": (11, 3.5, ' text-anchor="start"'),
+                          "top right": (8, -8, ' text-anchor="start"')}[where]
+        parts.append(f'<text x="{_fmt(x + dx * unit)}" y="{_fmt(-y + dy * unit)}"{anchor}>'
+                     f'{escape(str(g.nodes[k].get("label", k)))}</text>')
+    parts.append("</g></svg>")
+    return "".join(parts)
