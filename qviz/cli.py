@@ -81,28 +81,10 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
 
 
 def _quiet_tensorflow() -> None:
-    """Import TensorFlow with the process's stderr silenced.
+    """Import TensorFlow without its start-up notices (:func:`qviz.runtime.import_quietly`)."""
+    from .runtime import import_quietly
 
-    TF's C++ runtime logs start-up notices (oneDNN, missing CUDA drivers) straight
-    to file descriptor 2 before any Python logging setting applies; a CLI whose
-    errors are one line must not drown them in that.
-    """
-    import sys as _sys
-
-    if "tensorflow" in _sys.modules:
-        return
-    _sys.stderr.flush()
-    saved = os.dup(2)
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, 2)
-        import tensorflow as tf
-
-        tf.config.list_physical_devices("GPU")  # device probing logs too: do it now
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(devnull)
+    import_quietly()
 
 
 def _load(args):
@@ -319,15 +301,18 @@ def _cmd_serve(args) -> int:
 
     from .app import create_app
     from .app.guard import LOOPBACK_HOSTS
-    from .runtime import limit_threads
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("werkzeug").setLevel(logging.WARNING)   # not a line per request
-    _quiet_tensorflow()
-    limit_threads((os.cpu_count() or 2) - 1)  # keep a core free for the web server
-    model = None
+    # The model is opened by the app in the background (TensorFlow is imported there, quietly,
+    # leaving a core to the web server): the page answers at once.
+    load_options = None
     if args.model:
-        model = _load(args)
+        shape = args.input_shape[0] if args.input_shape is not None and len(args.input_shape) == 1 \
+            else args.input_shape
+        limit = getattr(args, "max_model_mb", None)
+        load_options = {"input_shape": shape, "safe_mode": not args.unsafe,
+                        "max_bytes": None if limit is None else int(limit * 2**20)}
     token = args.token or os.environ.get("QVIZ_TOKEN")
     public = args.host not in LOOPBACK_HOSTS
     if public and not token:
@@ -335,8 +320,8 @@ def _cmd_serve(args) -> int:
     hosts = set(args.allowed_host or ())
     if public and args.host not in ("0.0.0.0", "::"):
         hosts.add(args.host)
-    app = create_app(model, model_name=args.model, max_upload_mb=args.max_upload_mb,
-                     allowed_hosts=hosts, token=token)
+    app = create_app(args.model or None, model_name=args.model, max_upload_mb=args.max_upload_mb,
+                     allowed_hosts=hosts, token=token, load_options=load_options)
     # SIGTERM (kill, process managers, docker stop) ends the server the way Ctrl-C does, so the
     # exit handlers run: the worker process is stopped and upload directories are removed.
     import signal

@@ -17,7 +17,8 @@ from .errors import QvizError
 from ._text import first_line
 from .ir import Graph, Shape, canonical_tensor_name
 
-__all__ = ["RunError", "run", "run_from", "compiled", "evaluate", "tensor_shapes", "rewritten_shapes"]
+__all__ = ["RunError", "run", "run_from", "compiled", "evaluate", "tensor_shapes", "rewritten_shapes", "import_quietly",
+           "limit_threads"]
 
 _lock = threading.Lock()
 
@@ -29,10 +30,10 @@ class RunError(QvizError, RuntimeError):
 def _tf():
     import os
 
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    import tensorflow as tf
+    from .ir.proto import tensorflow
 
-    return tf
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    return tensorflow()
 
 
 def _import_error(graph: Graph, exc: Exception) -> RunError:
@@ -44,6 +45,37 @@ def _import_error(graph: Graph, exc: Exception) -> RunError:
         where = f" (node {names[0]!r})" if names else ""
         return RunError(f"cannot run the graph: op type {op!r}{where} is not known to TensorFlow")
     return RunError(f"cannot run the graph: TensorFlow rejected it: {first_line(exc)}")
+
+
+def import_quietly() -> None:
+    """Import TensorFlow with the process's stderr silenced.
+
+    TF's C++ runtime logs start-up notices (oneDNN, missing CUDA drivers) straight
+    to file descriptor 2 before any Python logging setting applies; a CLI whose
+    errors are one line, and a server log, must not drown in that. (While the
+    import runs, anything else this process writes to stderr is lost too.)
+    """
+    import os
+    import sys
+
+    with _quiet_lock:    # one thread redirects (and restores) file descriptor 2 at a time
+        if "tensorflow" in sys.modules:
+            _tf()        # done, or being imported by a thread that did not come this way: wait for it
+            return
+        sys.stderr.flush()
+        saved = os.dup(2)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, 2)
+            tf = _tf()
+            tf.config.list_physical_devices("GPU")  # device probing logs too: do it now
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            os.close(devnull)
+
+
+_quiet_lock = threading.Lock()
 
 
 def limit_threads(intra_op: int) -> bool:

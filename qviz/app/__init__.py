@@ -19,12 +19,18 @@ ASSETS = Path(__file__).resolve().parent.parent.parent / "assets"
 
 def create_app(model=None, *, model_name: str | None = None, default_sample: str = "lenet_digits",
                max_upload_mb: float = 200, sessions: int = 32, worker: bool = True,
-               allowed_hosts: Iterable[str] = (), token: str | None = None, load_workers: int = 2):
+               allowed_hosts: Iterable[str] = (), token: str | None = None, load_workers: int = 2,
+               load_options: dict | None = None):
     """Build the app.
 
     Args:
-        model: a :class:`qviz.Graph` to open in every new session (``qviz serve FILE``);
-            default: the ``default_sample``.
+        model: the model every new session opens (``qviz serve FILE``): a
+            :class:`qviz.Graph`, or a model file's path — opened in the
+            background, so the app answers at once (a Keras file's layer view
+            is in the first page, drawn from its config); default: the
+            ``default_sample``.
+        load_options: :func:`qviz.load`'s options for a ``model`` path
+            (``input_shape``, ``safe_mode``, ``max_bytes``).
         max_upload_mb: uploads larger than this are refused with a message.
         sessions: how many browser sessions are kept on the server (LRU).
         worker: run TensorFlow work (calibration, verification, sweeps,
@@ -52,19 +58,39 @@ def create_app(model=None, *, model_name: str | None = None, default_sample: str
     from .session import SessionStore
     from .uploads import size_text
 
-    if model is not None:
-        from ..runtime import tensor_shapes
+    from .first_view import ServedModel, index_with, sketch_of
+    import time
 
-        tensor_shapes(model)   # the hover's shapes (TensorFlow): now, not in the first draw's request
+    from ..samples import SAMPLES, sample_path
+
     store = SessionStore(sessions, load_workers=load_workers)
     max_upload_bytes = int(max_upload_mb * 2**20)
-    options = {"model": model, "model_name": model_name or getattr(model, "source", "") or "model",
+    name = model_name or (str(model) if isinstance(model, (str, Path)) else getattr(model, "source", "")) or "model"
+    served = ServedModel(model, name, store.loads, load_options) if model is not None else None
+    options = {"served": served, "model_name": name,
                "max_upload_bytes": max_upload_bytes, "default_sample": default_sample,
                "runner": _runner() if worker else ThreadRunner()}
+    # What the page shows before any callback: the first model's layer view.
+    first = None
+    if served is not None:
+        first = served.first
+    elif default_sample in SAMPLES:
+        first = sketch_of(sample_path(default_sample))
+        # every new page opens it: start now, not when the first page asks
+        store.samples[default_sample] = store.loads.submit("open", sample_path(default_sample), default_sample,
+                                                           None, time.monotonic())
+    # The worker processes start once the first model is open: until then the CPU draws the page.
+    first_open = served.future() if served is not None else store.samples.get(default_sample)
+    if first_open is not None:
+        first_open.add_done_callback(lambda _: _start_quietly(options["runner"]))
     app = dash.Dash(__name__, title="qviz", assets_folder=str(ASSETS), suppress_callback_exceptions=True,
                     on_error=make_error_handler(store, options))
+    first_name = name if served is not None else default_sample
+    app.index_string = index_with(app.index_string, first, first.status(first_name) if first else "")
     app.layout = lambda: page(default_sample, store.new_id(), max_upload_bytes,
-                              served_name=options["model_name"] if model is not None else None)
+                              served_name=name if served is not None else None,
+                              figure=first.figure if first else None,
+                              status=first.status(first_name) if first else "")
     app.server.config["MAX_CONTENT_LENGTH"] = int(max_upload_bytes * 1.4) + 2**20  # base64 overhead
     hosts = set(LOOPBACK_HOSTS) | set(allowed_hosts)
     hosts |= {h.strip() for h in os.environ.get("QVIZ_ALLOWED_HOSTS", "").split(",") if h.strip()}
@@ -77,6 +103,13 @@ def create_app(model=None, *, model_name: str | None = None, default_sample: str
     return app
 
 
+def _start_quietly(runner) -> None:
+    try:
+        runner.start()
+    except RuntimeError:   # closed meanwhile (the app is stopping)
+        pass
+
+
 def _runner():
     import os
 
@@ -85,4 +118,6 @@ def _runner():
         from .celery_worker import CeleryRunner
 
         return CeleryRunner(url)
-    return ProcessRunner().start()
+    # Started when the first model is open (create_app, qviz.app.callbacks.model): until then
+    # the CPU goes to drawing the first page, not to two processes importing TensorFlow.
+    return ProcessRunner()

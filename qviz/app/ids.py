@@ -20,6 +20,7 @@ ALERT = "alert"
 
 # graph
 GRAPH = "graph"
+MINIMAP = "graph-minimap"          # drawn by assets/graph_view.js
 VIEW_MODE = "view-mode"
 DIRECTION = "direction"
 SHOW = "show-graph"

@@ -33,6 +33,7 @@ import contextlib
 import enum
 import logging
 import multiprocessing
+import os
 import sys
 import threading
 import time
@@ -152,8 +153,11 @@ def _functions() -> Mapping[str, Callable]:
 class ThreadRunner:
     """Jobs in a bounded thread pool of this process."""
 
-    def __init__(self, threads: int = 2, functions: Mapping[str, Callable] | None = None):
-        self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="qviz-job")
+    def __init__(self, threads: int = 2, functions: Mapping[str, Callable] | None = None, nice: int = 0):
+        """``nice``: how much lower than the process its threads are scheduled (Linux;
+        elsewhere ignored): opening a model must not take the CPU a page is drawn with."""
+        self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="qviz-job",
+                                        initializer=_lower_priority, initargs=(nice,))
         self._functions = functions
         self._waiting: list[JobFuture] = []   # not started yet, in order: cancelled by close()
         self._lock = threading.Lock()
@@ -195,6 +199,16 @@ class ThreadRunner:
         for fut in waiting:
             fut.cancel()
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _lower_priority(nice: int) -> None:
+    """Lower the calling thread's (or process's) scheduling priority by ``nice``."""
+    if nice <= 0:
+        return
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), min(19, os.getpriority(os.PRIO_PROCESS, 0) + nice))
+    except (AttributeError, OSError):   # not Linux, or not allowed: the same priority
+        pass
 
 
 _SHARED: list = []
@@ -264,7 +278,7 @@ class _Lane:
                 ctx = multiprocessing.get_context("spawn")
                 parent, child = ctx.Pipe()
                 with _plain_main():
-                    process = ctx.Process(target=_serve, args=(child,), name=f"qviz-worker-{self.name}",
+                    process = ctx.Process(target=_serve, args=(child, self.name), name=f"qviz-worker-{self.name}",
                                           daemon=True)   # terminated by multiprocessing at exit
                     process.start()
                 child.close()
@@ -318,10 +332,12 @@ class _Lane:
             process.join(5)
 
 
-def _serve(conn) -> None:
-    """The worker process: run jobs as they come, answer each."""
+def _serve(conn, name: str = "") -> None:
+    """The worker process (lane ``name``): run jobs as they come, answer each."""
     from .worker import JOBS, init_worker
 
+    if name == "background":   # sweeps, exports, reports: after the web server and the interactive lane
+        _lower_priority(10)    # first: the threads TensorFlow starts inherit it
     init_worker()
     while True:
         try:

@@ -27,9 +27,10 @@ SERVED_MODEL = "served:"
 
 
 def page(default_sample: str | None, session_id: str, max_upload_bytes: int = 200 * 2**20,
-         served_name: str | None = None):
+         served_name: str | None = None, figure=None, status: str = ""):
     """The page; ``served_name``: the served model's name, listed first and picked
-    (``default_sample`` is then ignored)."""
+    (``default_sample`` is then ignored). ``figure``: the graph drawn in the page
+    itself (the first model's layer view, before any callback), with ``status``."""
     samples = [{"label": name, "value": name} for name in list_samples()]
     if served_name is not None:
         samples.insert(0, {"label": f"{Path(served_name).name} (served)", "value": SERVED_MODEL})
@@ -50,7 +51,7 @@ def page(default_sample: str | None, session_id: str, max_upload_bytes: int = 20
             dcc.Upload(id=ids.UPLOAD, children=html.Div(["drop or ", html.A("choose a model"),
                                                          " (.keras .h5 .pb .pbtxt, zipped SavedModel)"]),
                        className="upload"),
-            html.Span(id=ids.MODEL_STATUS, className="status"),
+            html.Span(status, id=ids.MODEL_STATUS, className="status"),
             dcc.Interval(id=ids.MODEL_POLL, interval=250, disabled=True),
             # read by assets/upload_limit.js: a file over the limit is refused before it is sent
             html.Div(id=ids.UPLOAD_LIMIT, hidden=True, **{"data-bytes": str(max_upload_bytes)}),
@@ -74,8 +75,11 @@ def page(default_sample: str | None, session_id: str, max_upload_bytes: int = 20
                     html.Button("collapse all", id=ids.COLLAPSE_ALL),
                     html.Span(id=ids.NODE_COUNT, className="status"),
                 ], className="toolbar"),
-                dcc.Loading(dcc.Graph(id=ids.GRAPH, config={"scrollZoom": True, "displaylogo": False},
-                                      style={"height": "62vh"})),
+                html.Div([
+                    dcc.Loading(dcc.Graph(id=ids.GRAPH, config={"scrollZoom": True, "displaylogo": False},
+                                          style={"height": "62vh"}, **({"figure": figure} if figure else {}))),
+                    html.Div(id=ids.MINIMAP, className="minimap", title="the whole graph: click to look there"),
+                ], className="graph-wrap"),
                 html.Div(id=ids.DIFF_SUMMARY, className="diff"),
             ], className="main"),
             html.Div([

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 import networkx as nx
 
 from ..choices import bits_label, parse_bits_label
-from ..layout import ViewKey, diff_status, key_showing, layered_routes, view_graph
+from ..layout import ViewKey, default_cache, diff_status, key_showing, view_graph
 from ..matcher import explain, explain_layer
 from ..passes import LayerBits, Recipe, RecipeError, fold_candidates, quantizable_layers, quantizable_units
 
@@ -196,7 +196,7 @@ def draw_view(session, recipe: Recipe, choice: ViewChoice) -> DrawnView:
     if cached is None:
         status, removed = diff_status(result.changes, session.graph) if not choice.original else ({}, [])
         vg = view_graph(graph, choice.mode, choice.expanded, removed=removed, status=status)
-        cached = DrawnView(vg, *layered_routes(vg, choice.direction))
+        cached = DrawnView(vg, *default_cache().routes(vg, choice.direction))
         if len(session.layouts) > 16:
             session.layouts.clear()
         session.layouts[key] = cached

@@ -64,6 +64,7 @@ class PendingOpen:
     upload: object = None           # the Upload being opened, if any (its directory goes on failure)
     keep_recipe: bool = False       # a reopened session keeps the page's recipe
     answer: tuple | None = None     # the open callback's outputs, once done
+    first: object = None            # the FirstView shown meanwhile (a Keras file's layers), if any
 
 
 @dataclass
@@ -260,7 +261,7 @@ class SessionStore:
         self.loading: dict[str, PendingOpen] = {}   # session id → its model being opened
         # Opening models: at most ``load_workers`` at a time (each open holds a model's
         # weights and a TensorFlow trace; 16 users opening at once would starve each other).
-        self.loads = ThreadRunner(load_workers)
+        self.loads = ThreadRunner(load_workers, nice=10)
         self.samples: dict[str, Future] = {}   # sample name → Future[Graph], shared by every session
         self.lock = threading.Lock()            # guards ``samples``
         self._issued: OrderedDict[str, None] = OrderedDict()   # ids handed to pages by this process

@@ -110,11 +110,11 @@ def _hide_paths(text: str, directory: Path | None) -> str:
     return hide_temp_paths(text)
 
 
-def open_file(path, name: str, directory: Path | None = None):
-    """Load ``path``; a LoadError names the file as the user knows it (``name``),
-    with no server path in its cause."""
+def open_file(path, name: str, directory: Path | None = None, **load_options):
+    """Load ``path`` (``load_options``: :func:`qviz.load`'s); a LoadError names the
+    file as the user knows it (``name``), with no server path in its cause."""
     try:
-        return load(path)
+        return load(path, **load_options)
     except LoadError as exc:
         raise LoadError(name, _hide_paths(exc.cause, directory)) from None
 

@@ -45,18 +45,23 @@ def init_worker():
     tf.config.threading.set_inter_op_parallelism_threads(1)
 
 
-def open_model(path, name, directory=None, queued=None, progress=None):
+def open_model(path, name, directory=None, queued=None, load_options=None, progress=None):
     """Load a model file as the page names it (``name``; no server path in an
-    error), with its tensor shapes inferred now, not in the first draw's request."""
+    error), with its tensor shapes inferred now, not in the first draw's request.
+    ``load_options``: :func:`qviz.load`'s (``qviz serve``'s --input-shape and the like)."""
     import logging
     import time
 
-    from ..runtime import tensor_shapes
+    from ..runtime import import_quietly, limit_threads, tensor_shapes
     from .uploads import open_file
 
     started = time.monotonic()
     try:
-        graph = open_file(path, name, directory)
+        # The first open in the web process imports TensorFlow here, not before the server
+        # answered; leave a core to the requests (only possible before TF has run anything).
+        import_quietly()
+        limit_threads(max(1, (os.cpu_count() or 2) - 1))
+        graph = open_file(path, name, directory, **(load_options or {}))
         tensor_shapes(graph)
         return graph
     finally:

@@ -9,9 +9,24 @@ import time. Nothing here runs TensorFlow.
 from __future__ import annotations
 
 import functools
+import threading
 from types import SimpleNamespace
 
-__all__ = ["pb"]
+__all__ = ["pb", "tensorflow"]
+
+_IMPORTING = threading.Lock()
+
+
+def tensorflow():
+    """The ``tensorflow`` module, imported by one thread at a time.
+
+    TensorFlow's package import is not safe in two threads at once (each
+    registers the same gradients and ops: "Registering two gradient with name
+    …"), and a server opens models in threads while requests may need it too.
+    """
+    with _IMPORTING:
+        import tensorflow as tf
+    return tf
 
 
 @functools.cache
@@ -21,6 +36,7 @@ def pb() -> SimpleNamespace:
     >>> pb().GraphDef().__class__.__name__
     'GraphDef'
     """
+    tensorflow()   # the whole package first, under the lock
     from tensorflow.core.framework import (
         attr_value_pb2,
         graph_pb2,

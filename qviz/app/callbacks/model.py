@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import time
-from concurrent.futures import Future
 
 from dash import Input, Output, State, ctx, no_update
 
@@ -13,6 +12,7 @@ from ...passes import Recipe
 from ...samples import SAMPLES, sample_path
 from .. import ids, services
 from ..layout import SERVED_MODEL
+from ..first_view import sketch_of
 from ..session import Origin, PendingOpen, Session
 from ..uploads import Upload, load_upload, save_upload  # noqa: F401  (load_upload: tests)
 
@@ -26,14 +26,18 @@ def start_open(store, sid: str, origin: Origin, options, *, upload: Upload | Non
                keep_recipe: bool = False) -> str:
     """Queue the opening of ``origin`` for session ``sid`` (a bounded pool: no
     request waits for a model, and no burst of opens starves the server).
-    Returns the status line to show."""
+    Returns the status line to show; the layer view drawn from the file, if
+    any, is ``store.loading[sid].first``."""
     queued = time.monotonic()
+    first = None
     if upload is not None:
         fut = store.loads.submit("open", upload.path, upload.name, upload.directory, queued)
+        first = sketch_of(upload.path)
     elif origin.kind == "served":
-        fut = Future()    # opened before the server started
-        fut.set_result(options["model"])
+        fut = options["served"].future()   # opening since the server started (or open)
+        first = options["served"].first
     else:
+        first = sketch_of(sample_path(origin.name))
         # Graphs are immutable: a sample is frozen once and shared by every page that shows it
         # (each new page opens the default sample; freezing it again per page cost a second each).
         with store.lock:
@@ -44,8 +48,8 @@ def start_open(store, sid: str, origin: Origin, options, *, upload: Upload | Non
     previous = store.loading.get(sid)
     if previous is not None and previous.upload is not None and previous.future.cancel():
         previous.upload.discard()   # a newer choice replaced a queued upload: its file goes too
-    store.loading[sid] = PendingOpen(fut, origin, queued, upload, keep_recipe)
-    return f"loading {origin.name}…"
+    store.loading[sid] = PendingOpen(fut, origin, queued, upload, keep_recipe, first=first)
+    return first.status(origin.name) if first else f"loading {origin.name}…"
 
 
 def reopen_message(store, gone, options) -> tuple[str, bool]:
@@ -69,6 +73,7 @@ def register(app, store, options) -> None:
     # session. No request blocks on a big model.
     @app.callback(
         output=dict(status=Output(ids.MODEL_STATUS, "children"), version=Output(ids.MODEL_VERSION, "data"),
+                    figure=Output(ids.GRAPH, "figure", allow_duplicate=True),
                     history=Output(ids.RECIPE, "data", allow_duplicate=True),
                     view_state=Output(ids.VIEW, "data", allow_duplicate=True),
                     stop_polling=Output(ids.MODEL_POLL, "disabled")),
@@ -94,19 +99,28 @@ def register(app, store, options) -> None:
         if pending is not None and pending.answer is not None:
             # The last open is answered: a late poll tick must not replay it over what the user does now.
             store.loading.pop(sid, None)
+        served = options.get("served")
         try:
             if trig == ids.UPLOAD and contents:
                 upload = save_upload(contents, filename, options["max_upload_bytes"])
-                return _status(start_open(store, sid, Origin("upload", upload.name), options, upload=upload),
-                               polling=True)
-            if options.get("model") is not None and (trig != ids.MODEL_PICKER or sample == SERVED_MODEL):
-                return _opened(options["model"], Origin("served", options["model_name"]), sid, view_state, None)
-            name = sample or options["default_sample"]
-            if not isinstance(name, str) or name not in SAMPLES:
-                raise LoadError(str(name)[:80], "no such sample; choose one from the list")
+                origin = Origin("upload", upload.name)
+            elif served is not None and (trig != ids.MODEL_PICKER or sample == SERVED_MODEL):
+                origin, upload = Origin("served", options["model_name"]), None
+                fut = served.future()
+                if fut.done() and not fut.cancelled() and fut.exception() is None:
+                    return _opened(fut.result(), origin, sid, view_state, None)
+            else:
+                name = sample or options["default_sample"]
+                if not isinstance(name, str) or name not in SAMPLES:
+                    raise LoadError(str(name)[:80], "no such sample; choose one from the list")
+                origin, upload = Origin("sample", name), None
         except LoadError as exc:
             return failed(exc)
-        return _status(start_open(store, sid, Origin("sample", name), options), polling=True)
+        status = start_open(store, sid, origin, options, upload=upload)
+        first = store.loading[sid].first
+        # The page's first load already has this figure in it; a model picked later gets it now.
+        figure = first.figure if first is not None and trig is not None else no_update
+        return {**_status(status, polling=True), "figure": figure}
 
     def _poll(sid, view_state, failed):
         pending = store.loading.get(sid)
@@ -121,7 +135,10 @@ def register(app, store, options) -> None:
             ahead = store.loads.position(pending.future)
             if ahead:
                 return _status(f"waiting to open {name}: {ahead} in line before it", polling=True)
-            return _status(f"loading {name}… {time.monotonic() - pending.started:.0f} s", polling=True)
+            took = time.monotonic() - pending.started
+            if pending.first is not None:
+                return _status(pending.first.status(name, took), polling=True)
+            return _status(f"loading {name}… {took:.0f} s", polling=True)
         try:
             answer = _opened(pending.future.result(), pending.origin, sid, view_state, upload, pending.keep_recipe)
         except LoadError as exc:
@@ -129,21 +146,35 @@ def register(app, store, options) -> None:
         except Exception as exc:  # a loader bug: logged with its traceback, one line on the page
             log.error("opening %s failed", name, exc_info=exc)
             answer = failed(LoadError(name, f"could not be opened ({type(exc).__name__}); see the server log"))
-        if not isinstance(answer["version"], dict) and upload is not None:
-            upload.discard()   # the load failed: nothing of it stays on disk
+        if not isinstance(answer["version"], dict):
+            if upload is not None:
+                upload.discard()   # the load failed: nothing of it stays on disk
+            if pending.first is not None:   # the layer view drawn from the file must not stay up as if it opened
+                if store.get(sid) is not None:
+                    answer["view_state"] = view_state    # redraws what the page still has open
+                else:
+                    answer["figure"] = NO_GRAPH
         pending.answer = answer
         return answer
 
     def _opened(graph, origin, sid, view_state, upload, keep_recipe=False):
+        options["runner"].start()   # the worker processes, from the first open on (no-op after)
         store.put(sid, Session(graph, origin.name, runner=options["runner"], origin=origin,
                                upload_dir=upload.directory if upload is not None else None))
         view_state = view_state if isinstance(view_state, dict) else {"mode": "layer", "direction": "LR"}
-        return dict(status=f"{origin.name}: {len(graph)} ops, {len(graph.layers)} layers",
+        return dict(status=f"{origin.name}: {len(graph)} ops, {len(graph.layers)} layers", figure=no_update,
                     version={"name": origin.name, "sid": sid, "n": len(graph), "t": time.monotonic()},
                     history=no_update if keep_recipe else services.new_history(START_RECIPE),
                     view_state={**view_state, "expanded": []}, stop_polling=True)
 
 
+#: The graph area when a model drawn from its file then failed to open, and nothing else is open.
+NO_GRAPH = {"data": [], "layout": {"xaxis": {"visible": False}, "yaxis": {"visible": False},
+                                   "annotations": [{"text": "the model could not be opened (see above)",
+                                                    "showarrow": False, "font": {"color": "#888"}}]}}
+
+
 def _status(status, *, polling: bool = False) -> dict:
     """The open callback's answer that only says where the open is (the model is unchanged)."""
-    return dict(status=status, version=no_update, history=no_update, view_state=no_update, stop_polling=not polling)
+    return dict(status=status, version=no_update, history=no_update, view_state=no_update, stop_polling=not polling,
+                figure=no_update)

@@ -32,8 +32,10 @@ def test_sigterm_stops_the_server_and_its_worker(tmp_path):
                 assert server.poll() is None, server.stdout.read().decode()[-2000:]
                 assert time.monotonic() < end, "qviz serve did not answer"
                 time.sleep(0.5)
-        children = psutil.Process(server.pid).children(recursive=True)
-        assert children, "the worker process should be running"
+        # the worker processes start once the first model (here the default sample) is open
+        while not (children := psutil.Process(server.pid).children(recursive=True)):
+            assert time.monotonic() < end, "the worker processes never started"
+            time.sleep(0.5)
         server.send_signal(signal.SIGTERM)
         assert server.wait(30) == 0
         gone, alive = psutil.wait_procs(children, timeout=30)

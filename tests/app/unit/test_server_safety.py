@@ -39,9 +39,13 @@ def _payload(data: bytes) -> str:
 
 def _body(app, output_fragment, values, changed):
     """The request the page would send for the callback whose outputs include ``output_fragment``."""
-    key = next(k for k in app.callback_map if output_fragment in k)
+    def outputs_of(key):
+        return key.strip(".").split("...") if key.startswith("..") else [key]
+
+    # an output as named (one written by several callbacks is spelled "id.prop@hash" in the others)
+    key = next(k for k in app.callback_map if output_fragment in outputs_of(k))
     cb = app.callback_map[key]
-    outs = key.strip(".").split("...") if key.startswith("..") else [key]
+    outs = outputs_of(key)
     outputs = [{"id": o.rsplit(".", 1)[0], "property": o.rsplit(".", 1)[1]} for o in outs]
     pick = lambda specs: [{**x, "value": values.get(f'{x["id"]}.{x["property"]}')} for x in specs]  # noqa: E731
     return {"output": key, "outputs": outputs if len(outputs) > 1 else outputs[0],

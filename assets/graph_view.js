@@ -1,0 +1,127 @@
+// The graph view's reading aids, done in the browser (no server round trip on a zoom):
+// * labels: node names are shown only while few enough nodes are in view to read
+//   them (the figure's meta.labels_in_view); zoom in and they appear;
+// * minimap: while the view shows part of the graph, a small overview of the whole
+//   graph with the visible part boxed; click it to look there.
+// Element ids are the ones in qviz/app/ids.py (GRAPH, MINIMAP).
+(function () {
+    var GRAPH = "graph", MINIMAP = "graph-minimap";
+
+    function trace(gd, name) {
+        if (!gd.data) { return -1; }
+        for (var i = 0; i < gd.data.length; i++) {
+            if (gd.data[i].name === name) { return i; }
+        }
+        return -1;
+    }
+    function bounds(xs, ys) {
+        var b = {x0: Infinity, x1: -Infinity, y0: Infinity, y1: -Infinity};
+        for (var i = 0; i < xs.length; i++) {
+            if (xs[i] === null || ys[i] === null) { continue; }
+            if (xs[i] < b.x0) { b.x0 = xs[i]; }
+            if (xs[i] > b.x1) { b.x1 = xs[i]; }
+            if (ys[i] < b.y0) { b.y0 = ys[i]; }
+            if (ys[i] > b.y1) { b.y1 = ys[i]; }
+        }
+        return b;
+    }
+    function view(gd) {
+        var xa = gd._fullLayout && gd._fullLayout.xaxis, ya = gd._fullLayout && gd._fullLayout.yaxis;
+        if (!xa || !ya || !xa.range || !ya.range) { return null; }
+        return {x0: Math.min(xa.range[0], xa.range[1]), x1: Math.max(xa.range[0], xa.range[1]),
+                y0: Math.min(ya.range[0], ya.range[1]), y1: Math.max(ya.range[0], ya.range[1])};
+    }
+
+    function updateLabels(gd, v) {
+        var i = trace(gd, "nodes");
+        if (i < 0 || !gd.data[i].text || !v) { return; }
+        var t = gd.data[i], n = 0;
+        var limit = (gd.layout.meta && gd.layout.meta.labels_in_view) || 250;
+        for (var k = 0; k < t.x.length && n <= limit; k++) {
+            if (t.x[k] >= v.x0 && t.x[k] <= v.x1 && t.y[k] >= v.y0 && t.y[k] <= v.y1) { n++; }
+        }
+        var want = n <= limit ? "markers+text" : "markers";
+        if (t.mode !== want) { window.Plotly.restyle(gd, {mode: want}, [i]); }
+    }
+
+    function updateMinimap(gd, v) {
+        var box = document.getElementById(MINIMAP);
+        var i = trace(gd, "nodes");
+        if (!box) { return; }
+        if (i < 0 || !v) { box.style.display = "none"; return; }
+        var t = gd.data[i], all = bounds(t.x, t.y);
+        var whole = v.x0 <= all.x0 && v.x1 >= all.x1 && v.y0 <= all.y0 && v.y1 >= all.y1;
+        box.style.display = whole ? "none" : "block";
+        if (whole) { return; }
+        var frame = {type: "rect", xref: "x", yref: "y", x0: v.x0, x1: v.x1, y0: v.y0, y1: v.y1,
+                     line: {color: "#d0021b", width: 1.5}, fillcolor: "rgba(208,2,27,0.08)"};
+        var signature = t.x.length + "|" + (t.customdata || [])[0] + "|" + [all.x0, all.x1, all.y0, all.y1].join(",");
+        if (box.__signature === signature) {
+            window.Plotly.relayout(box, {shapes: [frame]});
+            return;
+        }
+        box.__signature = signature;
+        var e = gd.data[trace(gd, "edges")] || {x: [], y: []};
+        var padX = 0.5 + 0.02 * (all.x1 - all.x0), padY = 0.5 + 0.02 * (all.y1 - all.y0);
+        window.Plotly.react(box, [
+            {type: t.type || "scatter", x: e.x, y: e.y, mode: "lines", line: {width: 1, color: "#c8cfd6"}, hoverinfo: "skip"},
+            {type: t.type || "scatter", x: t.x, y: t.y, mode: "markers", hoverinfo: "skip",
+             marker: {size: 3, color: t.marker && t.marker.color}}
+        ], {
+            margin: {l: 2, r: 2, t: 2, b: 2}, showlegend: false, plot_bgcolor: "#fff", paper_bgcolor: "#fff",
+            xaxis: {visible: false, range: [all.x0 - padX, all.x1 + padX], fixedrange: true},
+            yaxis: {visible: false, range: [all.y0 - padY, all.y1 + padY], fixedrange: true},
+            shapes: [frame]
+        }, {staticPlot: true, responsive: true});
+    }
+
+    // The first view: an SVG in the page's HTML (qviz/app/first_view.py), on screen before any
+    // script. Once the page is built it sits over the graph's place; once plotly has drawn, it goes.
+    function placeFirstView() {
+        var first = document.getElementById("first-view"), wrap = document.querySelector(".graph-wrap");
+        if (first && wrap && first.parentNode !== wrap) { wrap.appendChild(first); }
+    }
+    if (window.MutationObserver) {
+        var watcher = new MutationObserver(function () {
+            placeFirstView();
+            if (!document.getElementById("first-view")) { watcher.disconnect(); }
+        });
+        document.addEventListener("DOMContentLoaded", function () {
+            watcher.observe(document.body, {childList: true, subtree: true});
+        });
+    }
+    function dropFirstView(gd) {
+        var first = document.getElementById("first-view");
+        if (first && trace(gd, "nodes") >= 0) { first.parentNode.removeChild(first); }
+    }
+
+    function update(gd) {
+        dropFirstView(gd);
+        var v = view(gd);
+        updateLabels(gd, v);
+        updateMinimap(gd, v);
+    }
+
+    // A click on the minimap centres the graph there, keeping its zoom.
+    document.addEventListener("click", function (event) {
+        var box = event.target.closest && event.target.closest("#" + MINIMAP);
+        var gd = document.querySelector("#" + GRAPH + " .js-plotly-plot");
+        if (!box || !gd || !box._fullLayout) { return; }
+        var xa = box._fullLayout.xaxis, ya = box._fullLayout.yaxis, r = box.getBoundingClientRect();
+        var x = xa.p2l(event.clientX - r.left - xa._offset), y = ya.p2l(event.clientY - r.top - ya._offset);
+        var v = view(gd);
+        if (!v) { return; }
+        var hw = (v.x1 - v.x0) / 2, hh = (v.y1 - v.y0) / 2;
+        window.Plotly.relayout(gd, {"xaxis.range": [x - hw, x + hw], "yaxis.range": [y - hh, y + hh]});
+    });
+
+    // The plot's div is made (and remade) by Dash: bind to each one once.
+    setInterval(function () {
+        var gd = document.querySelector("#" + GRAPH + " .js-plotly-plot");
+        if (!gd || gd.__qvizBound || !gd.on || !window.Plotly) { return; }
+        gd.__qvizBound = true;
+        gd.on("plotly_afterplot", function () { update(gd); });
+        gd.on("plotly_relayout", function () { update(gd); });
+        update(gd);
+    }, 200);
+})();

@@ -1,0 +1,172 @@
+"""The first graph on screen, before TensorFlow has done anything (no Dash here).
+
+Opening a Keras model takes seconds of TensorFlow (load, trace, freeze); its
+layer graph is in the file and reads in milliseconds
+(:mod:`qviz.importers.keras_config`). So the page is served with that layer
+view already in it, and a model picked or uploaded later shows it at once too;
+the frozen graph's view replaces it in the same places when it is ready.
+
+:class:`ServedModel` is the model given to ``qviz serve``: the server answers
+at once and opens the file in the background.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import OrderedDict
+from concurrent.futures import Future
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..importers import LoadError
+from ..importers.keras_config import read_sketch
+from ..layout import default_cache, sketch_view, view_graph
+from ..render import graph_figure
+from ..render.figure import first_view_range
+from ..render.svg import graph_svg
+
+__all__ = ["FirstView", "sketch_of", "graph_first_view", "ServedModel", "index_with"]
+
+log = logging.getLogger(__name__)
+
+#: Files whose layer graph can be read from the file itself.
+SKETCHED_SUFFIXES = (".keras", ".h5", ".hdf5")
+
+
+@dataclass(frozen=True)
+class FirstView:
+    """A layer view to show before the model is open: the figure (a plotly dict)
+    and how many layers it draws."""
+
+    figure: dict
+    layers: int
+    svg: str = ""             # the same view as SVG, for the page's HTML (qviz.render.svg)
+    from_file: bool = True    # drawn from the file's config (else: from the opened graph)
+
+    def status(self, name: str, seconds: float | None = None) -> str:
+        if not self.from_file:
+            return f"{name}: {self.layers} layers"
+        took = f" {seconds:.0f} s" if seconds is not None else ""
+        return (f"{name}: {self.layers} layers drawn from the file; TensorFlow is opening it for the ops, "
+                f"patterns and edits…{took}")
+
+
+_SKETCHES: OrderedDict = OrderedDict()    # (path, size, mtime) → FirstView | None
+_SKETCHES_LOCK = threading.Lock()
+
+
+def sketch_of(path) -> FirstView | None:
+    """The layer view of a Keras file drawn from its config (cached per file
+    version), or None: not a Keras file, or its config has no layer graph (the
+    open that follows says what is wrong with it)."""
+    path = Path(path)
+    if path.suffix.lower() not in SKETCHED_SUFFIXES:
+        return None
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    key = (str(path), st.st_size, st.st_mtime_ns)
+    with _SKETCHES_LOCK:
+        if key in _SKETCHES:
+            _SKETCHES.move_to_end(key)
+            return _SKETCHES[key]
+    try:
+        view = _sketch_view(read_sketch(path))
+    except LoadError as exc:
+        log.info("no layer view from %s before it opens: %s", path.name, exc)
+        view = None
+    except Exception:   # a config shape qviz did not foresee: the open still goes on
+        log.exception("drawing %s from its config failed", path.name)
+        view = None
+    with _SKETCHES_LOCK:
+        _SKETCHES[key] = view
+        while len(_SKETCHES) > 16:
+            _SKETCHES.popitem(last=False)
+    return view
+
+
+def _sketch_view(sketch) -> FirstView:
+    vg = sketch_view(sketch)
+    pos, routes = default_cache().routes(vg)
+    hover = {}
+    for key, d in vg.nodes(data=True):
+        lines = []
+        if d["input_shapes"]:
+            lines.append("input " + ", ".join(str(tuple(s)).replace("None", "?") for s in d["input_shapes"]))
+        if d["params"] is not None:
+            lines.append(f"{d['params']:,} parameters")
+        lines.append("ops, patterns, edits: once TensorFlow has opened the model")
+        hover[key] = "<br>" + "<br>".join(lines)
+    fig = graph_figure(vg, pos, routes=routes, hover=hover, show_status=False, first_view=True)
+    return FirstView(fig.to_plotly_json(), vg.number_of_nodes(), _svg(vg, pos, routes))
+
+
+def _svg(vg, pos, routes) -> str:
+    return graph_svg(vg, pos, routes, window=first_view_range(pos), css_class="first-view-graph")
+
+
+def graph_first_view(graph) -> FirstView:
+    """The layer view of an opened graph, as the page's first figure."""
+    vg = view_graph(graph, "layer")
+    pos, routes = default_cache().routes(vg)
+    fig = graph_figure(vg, pos, routes=routes, show_status=False, first_view=True)
+    return FirstView(fig.to_plotly_json(), vg.number_of_nodes(), _svg(vg, pos, routes), from_file=False)
+
+
+class ServedModel:
+    """The model ``qviz serve`` was given: a :class:`qviz.Graph`, or a file opened
+    in the background by ``loads`` (a :class:`qviz.app.jobs.ThreadRunner`), so the
+    server answers before TensorFlow has even been imported.
+
+    :meth:`future` is the open (shared by every page); one that failed is tried
+    again by the next page that asks (the file may have been fixed).
+    """
+
+    def __init__(self, model, name: str, loads=None, load_options: dict | None = None):
+        self.name = name
+        self._loads, self._options = loads, dict(load_options or {})
+        self._lock = threading.Lock()
+        if isinstance(model, (str, Path)):
+            self.path: Path | None = Path(model)
+            self.first = sketch_of(self.path)
+            self._future = self._submit()
+        else:
+            self.path = None
+            self._future = Future()
+            self._future.set_result(model)
+            self.first = graph_first_view(model)
+
+    def _submit(self) -> Future:
+        fut = self._loads.submit("open", self.path, self.name, None, time.monotonic(), self._options)
+        fut.add_done_callback(self._report)
+        return fut
+
+    def _report(self, fut: Future) -> None:
+        if fut.cancelled():
+            return
+        exc = fut.exception()
+        if exc is not None:   # the terminal says it too: the page is not the only place to look
+            log.error("%s", exc if isinstance(exc, LoadError) else f"opening {self.name} failed: {exc!r}")
+
+    def future(self) -> Future:
+        with self._lock:
+            if self.path is not None and self._future.done() and (
+                    self._future.cancelled() or self._future.exception() is not None):
+                self._future = self._submit()
+            return self._future
+
+
+def index_with(index_string: str, first: FirstView | None, status: str) -> str:
+    """Dash's page template with the first view's SVG in the HTML itself: on screen as
+    soon as the HTML is, before any script (assets/graph_view.js moves it over the
+    graph's place when the page is built, and removes it when plotly has drawn)."""
+    if first is None or not first.svg:
+        return index_string
+    from html import escape
+
+    block = (f'<div id="first-view" class="first-view">{first.svg}'
+             f'<div class="first-view-status">{escape(status)}</div></div>')
+    return index_string.replace("{%app_entry%}", block + "{%app_entry%}", 1)
