@@ -2,6 +2,11 @@
 
     python benchmarks/bench_app.py [--nets MobileNetV2 ResNet50 DenseNet121 NASNetMobile]
                                    [--synthetic 50000] [--no-dot] [--no-browser]
+    python benchmarks/bench_app.py --vs-netron [--nets …] [--repeats 3]
+
+``--vs-netron``: from ``qviz serve FILE`` to the graph on screen, side by side
+with ``netron FILE`` (``pip install netron``), for each net as ``.keras`` and as
+a frozen ``.pb`` (see ``first_view.py``).
 
 Per graph and view: time to build the view and lay it out (the layered layout
 on networkx), time to build the plotly figure, the figure's JSON size, and
@@ -140,14 +145,39 @@ def browser_timings(graph, toggles=10, name="MobileNetV2", port=8765):
         server.shutdown()
 
 
+def model_files(nets, directory: Path) -> list[str]:
+    """Each net saved as ``.keras`` and as a frozen ``.pb`` (by qviz), in ``directory``."""
+    import keras
+
+    import qviz
+
+    files = []
+    for net in nets:
+        model = getattr(keras.applications, net)(weights=None, input_shape=(224, 224, 3))
+        model.save(directory / f"{net}.keras")
+        (directory / f"{net}.pb").write_bytes(qviz.load(model).to_graph_def().SerializeToString())
+        files += [str(directory / f"{net}.keras"), str(directory / f"{net}.pb")]
+    return files
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--nets", nargs="*", default=["MobileNetV2", "ResNet50", "DenseNet121", "NASNetMobile"])
     ap.add_argument("--synthetic", type=int, default=50_000)
     ap.add_argument("--no-dot", action="store_true")
     ap.add_argument("--no-browser", action="store_true")
+    ap.add_argument("--vs-netron", action="store_true",
+                    help="only: from `qviz serve FILE` to the graph on screen, side by side with `netron FILE` "
+                         "(.keras and frozen .pb of each net)")
+    ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args(argv)
     import keras
+
+    if args.vs_netron:
+        from first_view import compare
+
+        compare(model_files(args.nets, Path(tempfile.mkdtemp(prefix="qviz-bench-"))), args.repeats)
+        return
 
     import qviz
     from qviz.runtime import limit_threads

@@ -2,6 +2,7 @@
 helpers the browser tests share (start the app, wait, read the figure, edit a cell)."""
 
 import os
+import re
 import shutil
 import time
 from pathlib import Path
@@ -50,12 +51,23 @@ def wait_for(cond, timeout=30, what="condition"):
     raise AssertionError(f"timed out waiting for {what() if callable(what) else what}")
 
 
+def is_open(dash_duo, name) -> bool:
+    """Whether the status line says model ``name`` is open ("name: N ops, M layers"),
+    not only drawn from its file."""
+    return re.search(rf"{re.escape(str(name))}: \d+ ops, \d+ layers", dash_duo.find_element("#model-status").text)
+
+
+def wait_open(dash_duo, name, timeout=60):
+    wait_for(lambda: is_open(dash_duo, name), timeout=timeout,
+             what=lambda: f"{name} open; the status reads {dash_duo.find_element('#model-status').text!r}")
+
+
 def start_app(dash_duo):
     from qviz.app import create_app
 
     app = create_app()
     dash_duo.start_server(app)
-    dash_duo.wait_for_contains_text("#model-status", "lenet_digits:", timeout=60)
+    wait_open(dash_duo, "lenet_digits")
     wait_for(lambda: figure_nodes(dash_duo) > 0, what="graph drawn")
     return app
 

@@ -4,7 +4,7 @@ import time
 from pathlib import Path
 
 
-from .helpers import figure_nodes, halos, set_cell, shot, start_app, wait_for, needs_browser
+from .helpers import figure_nodes, halos, needs_browser, set_cell, shot, start_app, wait_for, wait_open
 
 pytestmark = needs_browser
 
@@ -164,12 +164,11 @@ def test_two_sessions_do_not_share_state(dash_duo):
     wait_for(lambda: "removed" in dash_duo.find_element("#diff-summary").text, what="first session folded")
     dash_duo.driver.switch_to.new_window("window")
     dash_duo.driver.get(dash_duo.server_url)
-    wait_for(lambda: "resnet" not in dash_duo.find_element("#model-status").text
-          and "lenet_digits:" in dash_duo.find_element("#model-status").text, what="second page")
+    wait_open(dash_duo, "lenet_digits")   # the second page
     # the second session picks another model; the first keeps its own
     dash_duo.driver.execute_script("window.scrollTo(0, 0)")
     dash_duo.select_dcc_dropdown("#model-picker", value="resnet_block")
-    wait_for(lambda: "resnet_block:" in dash_duo.find_element("#model-status").text, what="second model")
+    wait_open(dash_duo, "resnet_block")
     wait_for(lambda: figure_nodes(dash_duo) > 0 and "changes nothing" in dash_duo.find_element("#diff-summary").text,
           what="second model drawn")
     assert "changes nothing" in dash_duo.find_element("#diff-summary").text
@@ -418,9 +417,9 @@ def test_a_served_file_is_named_in_the_model_picker_and_can_be_picked_again(dash
 
     path = sample_path("resnet_block")
     dash_duo.start_server(create_app(qviz.load(path), model_name=str(path)))
-    dash_duo.wait_for_contains_text("#model-status", "ops", timeout=60)
+    wait_open(dash_duo, path)
     assert dash_duo.find_element("#model-picker").text == f"{path.name} (served)"
     dash_duo.select_dcc_dropdown("#model-picker", "lenet_digits")
-    dash_duo.wait_for_contains_text("#model-status", "lenet_digits:", timeout=60)
+    wait_open(dash_duo, "lenet_digits")
     dash_duo.select_dcc_dropdown("#model-picker", f"{path.name} (served)")
-    dash_duo.wait_for_contains_text("#model-status", f"{path}:", timeout=60)
+    wait_open(dash_duo, path)

@@ -6,7 +6,7 @@ from qviz.app import create_app
 from qviz.app.session import Origin, Session
 from qviz.samples import sample_path
 
-from .helpers import figure_nodes, needs_browser, wait_for
+from .helpers import figure_nodes, needs_browser, wait_for, wait_open
 
 pytestmark = needs_browser
 
@@ -14,7 +14,7 @@ pytestmark = needs_browser
 def _start(dash_duo, **kwargs):
     app = create_app(worker=False, **kwargs)
     dash_duo.start_server(app)
-    dash_duo.wait_for_contains_text("#model-status", "lenet_digits:", timeout=60)
+    wait_open(dash_duo, "lenet_digits")
     wait_for(lambda: figure_nodes(dash_duo) > 0, what="graph drawn")
     return app
 
@@ -31,7 +31,7 @@ def test_evicted_session_is_told_and_reopened_with_its_recipe(dash_duo):
     dash_duo.find_element("#bulk-all-8").click()
     wait_for(lambda: "dropped this page's session" in _alert(dash_duo), what="the eviction message")
     assert "reopening lenet_digits with your recipe" in _alert(dash_duo)
-    dash_duo.wait_for_contains_text("#model-status", "lenet_digits:", timeout=60)
+    wait_open(dash_duo, "lenet_digits")
     wait_for(lambda: figure_nodes(dash_duo) > 0, what="graph redrawn")
     dash_duo.find_element("#bulk-all-8").click()               # the controls work again
     wait_for(lambda: "ops added" in dash_duo.find_element("#diff-summary").text, timeout=60, what="the rewrite")

@@ -1,0 +1,153 @@
+"""From ``qviz serve FILE`` to the graph on screen, side by side with ``netron FILE``.
+
+Used by ``bench_app.py --vs-netron``. Each run starts the server as a user
+would (a fresh process), waits for its first HTTP answer, then opens the page
+in a fresh headless Chromium (no cache) and waits for the graph:
+
+* Netron: its SVG graph has nodes (``g.node``). Netron's cookie-consent prompt
+  (shown on a first visit, after a 2 s lookup of the visitor's country, which
+  fails offline) is answered beforehand with its own cookie, so it is not counted
+  against Netron.
+* qviz: nodes of the graph are painted — the first view's SVG in the HTML, or the
+  plotly graph; then, separately, when the model is open for edits (the status
+  line reads ``…: N ops, M layers``) and when plotly has drawn the graph.
+
+Runs alternate between the tools (qviz, Netron, qviz, …) so load on a shared
+machine falls on both alike.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+
+QVIZ_JS = """
+const status = (document.querySelector('#model-status') || {}).textContent || '';
+const g = document.querySelector('#graph .js-plotly-plot');
+const plotted = !!(g && g.data && g.data.some(d => d.name === 'nodes' && d.x && d.x.length));
+return [document.querySelectorAll('#first-view circle').length > 0 || plotted, plotted, status];
+"""
+NETRON_JS = "return document.querySelectorAll('g.node').length;"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _driver():
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+
+    options = Options()
+    options.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
+    options.page_load_strategy = "none"     # measure paint, not the load event
+    for arg in ("--headless", "--no-sandbox", "--disable-gpu", "--window-size=1280,900"):
+        options.add_argument(arg)
+    return webdriver.Chrome(options=options)
+
+
+def _wait_http(url: str, proc, timeout: float) -> float:
+    t0 = time.perf_counter()
+    while True:
+        try:
+            urllib.request.urlopen(url, timeout=1)
+            return time.perf_counter() - t0
+        except OSError:
+            if proc.poll() is not None or time.perf_counter() - t0 > timeout:
+                raise RuntimeError(f"{url} never answered") from None
+            time.sleep(0.02)
+
+
+def run_qviz(path: str, timeout: float = 180.0) -> dict:
+    """Seconds: launch → HTTP answer, navigation → graph painted, → plotly graph, → open for edits."""
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "qviz", "serve", path, "--port", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    driver = None
+    try:
+        answer = _wait_http(f"http://127.0.0.1:{port}/", proc, timeout)
+        driver = _driver()
+        t0 = time.perf_counter()
+        driver.get(f"http://127.0.0.1:{port}/")
+        out = {"answer": answer, "graph": None, "plotly": None, "open": None}
+        while time.perf_counter() - t0 < timeout and (out["open"] is None or out["plotly"] is None):
+            painted, plotted, status = driver.execute_script(QVIZ_JS)
+            now = time.perf_counter() - t0
+            if painted and out["graph"] is None:
+                out["graph"] = now
+            if plotted and out["plotly"] is None:
+                out["plotly"] = now
+            if re.search(r": \d+ ops, \d+ layers", status):
+                out["open"] = now
+            time.sleep(0.01)
+        # the browser's own start-up is neither tool's time
+        out["launch_to_graph"] = answer + (out["graph"] if out["graph"] is not None else float("nan"))
+        return out
+    finally:
+        if driver is not None:
+            driver.quit()
+        proc.terminate()
+        proc.wait(30)
+
+
+def run_netron(path: str, timeout: float = 180.0) -> dict:
+    """Seconds: launch → HTTP answer, navigation → graph drawn."""
+    netron = shutil.which("netron")
+    if netron is None:
+        raise RuntimeError("netron is not installed (pip install netron)")
+    port = _free_port()
+    proc = subprocess.Popen([netron, path, "--port", str(port)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    driver = None
+    try:
+        answer = _wait_http(f"http://localhost:{port}/", proc, timeout)
+        driver = _driver()
+        driver.get(f"http://localhost:{port}/favicon.ico")     # the origin, to set its cookie on
+        driver.add_cookie({"name": "consent", "value": str(int(time.time() * 1000))})
+        t0 = time.perf_counter()
+        driver.get(f"http://localhost:{port}/")
+        graph = None
+        while time.perf_counter() - t0 < timeout:
+            if driver.execute_script(NETRON_JS) > 0:
+                graph = time.perf_counter() - t0
+                break
+            time.sleep(0.01)
+        # as for qviz: the server's answer, then navigation → graph (not the browser's start-up)
+        return {"answer": answer, "graph": graph,
+                "launch_to_graph": answer + (graph if graph is not None else float("nan"))}
+    finally:
+        if driver is not None:
+            driver.quit()
+        proc.terminate()
+        proc.wait(30)
+
+
+def _median(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else float("nan")
+
+
+def compare(files: list[str], repeats: int = 3) -> None:
+    """Print a markdown table: medians over ``repeats`` interleaved runs per file."""
+    print("| file | Netron: answer / graph / launch→graph s | qviz: answer / graph / launch→graph s | "
+          "qviz: plotly graph / open for edits s | launch→graph, Netron ÷ qviz |")
+    print("|---|---|---|---|---|")
+    for path in files:
+        q, n = [], []
+        for _ in range(repeats):
+            q.append(run_qviz(path))
+            n.append(run_netron(path))
+        med = {k: _median([r[k] for r in q]) for k in q[0]}
+        nmed = {k: _median([r[k] for r in n]) for k in n[0]}
+        print(f"| {path.rsplit('/', 1)[-1]} | {nmed['answer']:.2f} / {nmed['graph']:.2f} / "
+              f"{nmed['launch_to_graph']:.2f} | {med['answer']:.2f} / {med['graph']:.2f} / "
+              f"{med['launch_to_graph']:.2f} | {med['plotly']:.2f} / {med['open']:.2f} | "
+              f"{nmed['launch_to_graph'] / med['launch_to_graph']:.1f}× |", flush=True)

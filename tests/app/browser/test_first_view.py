@@ -1,0 +1,115 @@
+"""The first view (issue 16): the graph is on screen before TensorFlow has opened
+the model and before plotly.js has loaded; plotly then draws it in the same places;
+a long graph opens legibly on its start with a minimap of the whole."""
+
+import json
+import re
+import threading
+import urllib.request
+
+import pytest
+
+import qviz
+from qviz.app import create_app
+from qviz.samples import sample_path
+
+from ...models import zoo_model
+from .helpers import figure_nodes, needs_browser, shot, wait_for, wait_open
+
+pytestmark = needs_browser
+
+
+@pytest.fixture(scope="module")
+def mobilenet_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("zoo") / "MobileNetV2.keras"
+    zoo_model("MobileNetV2").save(path)
+    return path
+
+
+def _plotly_nodes(dash_duo):
+    return dash_duo.driver.execute_script(
+        "const g = document.querySelector('#graph .js-plotly-plot');"
+        "const t = g && g.data ? g.data.find(d => d.name === 'nodes') : null;"
+        "return t ? [t.customdata, t.x, t.y, g.layout.xaxis.range] : null;")
+
+
+def test_the_page_holds_the_layer_view_before_tensorflow_has_opened_the_model(dash_duo, mobilenet_file,
+                                                                             monkeypatch):
+    from qviz.app import worker
+
+    # hold the open back until the page has been checked: nothing of it may be needed to draw
+    gate = threading.Event()
+    opened = worker.JOBS["open"]
+    monkeypatch.setitem(worker.JOBS, "open", lambda *a, **k: gate.wait(120) and opened(*a, **k))
+    app = create_app(str(mobilenet_file), worker=False)
+    try:
+        dash_duo.start_server(app)
+        html = urllib.request.urlopen(dash_duo.server_url).read().decode()
+        # the graph is in the HTML itself: an SVG of the start of the graph, names escaped
+        first = re.search(r'<div id="first-view".*?</svg>', html, re.S).group(0)
+        assert 5 <= first.count("<circle") <= 40 and ">Conv1<" in first and ">bn_Conv1<" in first
+        # and the page says what it shows and what it is waiting for
+        status = dash_duo.find_element("#model-status").text
+        assert "156 layers drawn from the file" in status and "TensorFlow is opening it" in status
+        wait_for(lambda: figure_nodes(dash_duo) == 156, what="plotly drawing the file's layer view")
+        assert not dash_duo.driver.find_elements("css selector", "#first-view")   # replaced, not stacked
+        shot(dash_duo, "first_view_from_file.png")
+        drawn = _plotly_nodes(dash_duo)
+    finally:
+        gate.set()
+    wait_open(dash_duo, mobilenet_file, timeout=120)
+    wait_for(lambda: "changes nothing" in dash_duo.find_element("#diff-summary").text, timeout=60, what="redrawn")
+    frozen = _plotly_nodes(dash_duo)
+    # the frozen graph's layer view lands where the file's was: nothing jumps
+    before = dict(zip(drawn[0], zip(drawn[1], drawn[2])))
+    after = dict(zip(frozen[0], zip(frozen[1], frozen[2])))
+    assert before == after
+    # legible: the view opens on the graph's first ranks, not all 150
+    assert drawn[3][1] - drawn[3][0] < 12
+
+
+def test_a_long_graph_has_a_minimap_that_moves_the_view_and_labels_come_with_zoom(dash_duo, mobilenet_file):
+    dash_duo.start_server(create_app(qviz.load(mobilenet_file), model_name="mobilenet", worker=False))
+    wait_open(dash_duo, "mobilenet")
+    wait_for(lambda: dash_duo.find_element("#graph-minimap").is_displayed(), what="the minimap")
+    shot(dash_duo, "minimap.png")
+    x_range = lambda: dash_duo.driver.execute_script(  # noqa: E731
+        "return document.querySelector('#graph .js-plotly-plot').layout.xaxis.range;")
+    start = x_range()
+    mode = lambda: dash_duo.driver.execute_script(  # noqa: E731
+        "const g = document.querySelector('#graph .js-plotly-plot');"
+        "return g.data.find(d => d.name === 'nodes').mode;")
+    assert mode() == "markers+text"          # ten ranks in view: names shown
+    # a click near the right end of the minimap looks at the end of the graph
+    box = dash_duo.find_element("#graph-minimap")
+    dash_duo.driver.execute_script(
+        "const r = arguments[0].getBoundingClientRect();"
+        "arguments[0].dispatchEvent(new MouseEvent('click', {bubbles: true, clientX: r.right - 12,"
+        " clientY: r.top + r.height / 2}));", box)
+    wait_for(lambda: x_range()[0] > start[0] + 100, what="the view moved to the end")
+    # zoomed out to the whole graph: too many names to read, so none are drawn
+    dash_duo.driver.execute_script(
+        "Plotly.relayout(document.querySelector('#graph .js-plotly-plot'),"
+        " {'xaxis.autorange': true, 'yaxis.autorange': true});")
+    wait_for(lambda: mode() == "markers", what="labels hidden when zoomed out")
+    wait_for(lambda: not dash_duo.find_element("#graph-minimap").is_displayed(), what="no minimap for the whole")
+
+
+def test_a_file_that_does_not_open_does_not_stay_on_screen_as_if_it_had(dash_duo, tmp_path):
+    # a Keras archive whose layer graph reads, but whose weights Keras cannot load
+    import zipfile
+
+    src = sample_path("lenet_digits")
+    bad = tmp_path / "no_weights.keras"
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(bad, "w") as zout:
+        zout.writestr("config.json", zin.read("config.json"))
+        zout.writestr("metadata.json", zin.read("metadata.json"))
+        zout.writestr("model.weights.h5", b"not hdf5")
+    dash_duo.start_server(create_app(str(bad), worker=False))
+    wait_for(lambda: "error: " in dash_duo.find_element("#model-status").text, timeout=60, what="the error")
+    assert str(bad) in dash_duo.find_element("#model-status").text
+    wait_for(lambda: figure_nodes(dash_duo) <= 0, what="the file's layer view taken down")
+    # and the app still works: a sample opens
+    dash_duo.select_dcc_dropdown("#model-picker", "resnet_block")
+    wait_open(dash_duo, "resnet_block")
+    assert json.dumps(dash_duo.find_element("#model-status").text)
