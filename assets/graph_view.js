@@ -1,6 +1,7 @@
 // The graph view's reading aids, done in the browser (no server round trip on a zoom):
-// * labels: node names are shown only while few enough nodes are in view to read
-//   them (the figure's meta.labels_in_view); zoom in and they appear;
+// * labels: node names are shown only while they can be read: neighbouring ranks at
+//   least meta.label_px pixels apart, at most meta.labels_in_view nodes in view
+//   (drawing thousands of names is slow); zoom in and they appear;
 // * minimap: while the view shows part of the graph, a small overview of the whole
 //   graph with the visible part boxed; click it to look there.
 // Element ids are the ones in qviz/app/ids.py (GRAPH, MINIMAP).
@@ -36,11 +37,13 @@
         var i = trace(gd, "nodes");
         if (i < 0 || !gd.data[i].text || !v) { return; }
         var t = gd.data[i], n = 0;
-        var limit = (gd.layout.meta && gd.layout.meta.labels_in_view) || 250;
+        var meta = gd.layout.meta || {}, limit = meta.labels_in_view || 250, minPx = meta.label_px || 45;
+        // pixels between neighbouring ranks: below minPx the names would run into each other
+        var px = gd._fullLayout.xaxis._length / Math.max(v.x1 - v.x0, 1e-9);
         for (var k = 0; k < t.x.length && n <= limit; k++) {
             if (t.x[k] >= v.x0 && t.x[k] <= v.x1 && t.y[k] >= v.y0 && t.y[k] <= v.y1) { n++; }
         }
-        var want = n <= limit ? "markers+text" : "markers";
+        var want = n <= limit && px >= minPx ? "markers+text" : "markers";
         if (t.mode !== want) { window.Plotly.restyle(gd, {mode: want}, [i]); }
     }
 

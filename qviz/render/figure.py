@@ -28,9 +28,11 @@ HALO_COLORS = ["#e6194b", "#3cb44b", "#4363d8", "#f58231", "#911eb4", "#46f0f0",
                "#bcf60c", "#fabebe", "#008080", "#e6beff", "#9a6324"]
 #: Above this many nodes, labels are left to hover (text on that many nodes is slow to draw).
 #: Below it every node carries its label, and the page (assets/graph_view.js) shows the
-#: labels only while at most :data:`LABELS_IN_VIEW` nodes are in view: zoom in to read them.
+#: labels only while they can be read: neighbouring ranks at least :data:`LABEL_PX` pixels
+#: apart and at most :data:`LABELS_IN_VIEW` nodes in view. Zoom in to read them.
 MAX_LABELS = 8000
 LABELS_IN_VIEW = 250
+LABEL_PX = 45
 #: How many ranks the first view shows of a longer graph: its start, at a zoom where the
 #: nodes' names can be read (about 100 px a rank on a laptop); the minimap shows the rest.
 FIRST_VIEW_RANKS = 10
@@ -163,7 +165,7 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
     fig.update_layout(
         title=title or None, margin=dict(l=10, r=10, t=30 if title else 10, b=10), plot_bgcolor="#fff",
         xaxis=xaxis, yaxis=yaxis, dragmode="pan", uirevision="graph", hovermode="closest",
-        meta={"labels_in_view": LABELS_IN_VIEW})
+        meta={"labels_in_view": LABELS_IN_VIEW, "label_px": LABEL_PX})
     return fig
 
 
