@@ -69,6 +69,9 @@ def start_app(dash_duo):
     dash_duo.start_server(app)
     wait_open(dash_duo, "lenet_digits")
     wait_for(lambda: figure_nodes(dash_duo) > 0, what="graph drawn")
+    wait_for(lambda: dash_duo.driver.execute_script(
+        "const api = dash_ag_grid.getApi('layer-grid'); return api && api.getDisplayedRowCount() > 0;"),
+        what="the layer table filled")
     return app
 
 
