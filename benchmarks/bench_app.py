@@ -105,6 +105,9 @@ def browser_timings(graph, toggles=10, name="MobileNetV2", port=8765):
     from qviz.app import create_app
 
     app = create_app(graph, model_name=name)
+    import logging
+
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)   # not a line per request
     server = make_server("127.0.0.1", port, app.server, threaded=True)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     options = Options()
@@ -124,9 +127,12 @@ def browser_timings(graph, toggles=10, name="MobileNetV2", port=8765):
         driver.execute_script(
             "const g = document.querySelector('#graph .js-plotly-plot');"
             "window.__plots = 0; g.on('plotly_afterplot', () => { window.__plots += 1; });")
-        rows = driver.execute_script(
-            "const out = []; dash_ag_grid.getApi('layer-grid').forEachNode(n => out.push(n.data.layer));"
-            "return out;")
+        rows_js = ("let api; try { api = dash_ag_grid.getApi('layer-grid'); } catch (e) { return []; } if (!api) return [];"
+                   "const out = []; api.forEachNode(n => { if (n.data.foldable === 'yes') out.push(n.data.layer); });"
+                   "return out;")
+        while not (rows := driver.execute_script(rows_js)):   # the table fills once the model is open
+            time.sleep(0.05)
+        time.sleep(1.0)   # the open's own redraw, not a toggle's
         times = []
         for i in range(toggles):
             layer = rows[i % len(rows)]
@@ -136,6 +142,8 @@ def browser_timings(graph, toggles=10, name="MobileNetV2", port=8765):
                 "const n = dash_ag_grid.getApi('layer-grid').getRowNode(arguments[0]);"
                 "n.setDataValue('fold', !n.data.fold);", layer)
             while driver.execute_script("return window.__plots;") == before:
+                if time.perf_counter() - t > 60:
+                    raise RuntimeError(f"toggling {layer}'s fold never redrew the graph")
                 time.sleep(0.005)
             times.append(time.perf_counter() - t)
             time.sleep(0.3)

@@ -2,7 +2,9 @@
 
 Opening a Keras model takes seconds of TensorFlow (load, trace, freeze); its
 layer graph is in the file and reads in milliseconds
-(:mod:`qviz.importers.keras_config`). So the page is served with that layer
+(:mod:`qviz.importers.keras_config`). A frozen ``.pb`` needs TensorFlow's
+protobuf classes (importing TensorFlow, seconds) to open, but not to read which
+node feeds which (:mod:`qviz.importers.graphdef_sketch`). So the page is served with that layer
 view already in it, and a model picked or uploaded later shows it at once too;
 the frozen graph's view replaces it in the same places when it is ready.
 
@@ -21,6 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..importers import LoadError
+import networkx as nx
+
+from ..importers.graphdef_sketch import sketch_graph_def
 from ..importers.keras_config import read_sketch
 from ..layout import default_cache, sketch_view, view_graph
 from ..render import graph_figure
@@ -31,8 +36,8 @@ __all__ = ["FirstView", "sketch_of", "graph_first_view", "ServedModel", "index_w
 
 log = logging.getLogger(__name__)
 
-#: Files whose layer graph can be read from the file itself.
-SKETCHED_SUFFIXES = (".keras", ".h5", ".hdf5")
+#: Files whose layer graph can be read from the file itself, without TensorFlow.
+SKETCHED_SUFFIXES = (".keras", ".h5", ".hdf5", ".pb")
 
 
 @dataclass(frozen=True)
@@ -74,8 +79,11 @@ def sketch_of(path) -> FirstView | None:
             _SKETCHES.move_to_end(key)
             return _SKETCHES[key]
     try:
-        view = _sketch_view(read_sketch(path))
-    except LoadError as exc:
+        if path.suffix.lower() == ".pb":
+            view = graph_first_view(sketch_graph_def(path), from_file=True)
+        else:
+            view = _sketch_view(read_sketch(path))
+    except (LoadError, nx.NetworkXUnfeasible) as exc:   # a cycle: the open says what is wrong
         log.info("no layer view from %s before it opens: %s", path.name, exc)
         view = None
     except Exception:   # a config shape qviz did not foresee: the open still goes on
@@ -108,12 +116,13 @@ def _svg(vg, pos, routes) -> str:
     return graph_svg(vg, pos, routes, window=first_view_range(pos), css_class="first-view-graph")
 
 
-def graph_first_view(graph) -> FirstView:
-    """The layer view of an opened graph, as the page's first figure."""
+def graph_first_view(graph, from_file: bool = False) -> FirstView:
+    """The layer view of a graph as the page's first figure: an opened graph, or
+    (``from_file``) a GraphDef's structure read without TensorFlow."""
     vg = view_graph(graph, "layer")
     pos, routes = default_cache().routes(vg)
     fig = graph_figure(vg, pos, routes=routes, show_status=False, first_view=True)
-    return FirstView(fig.to_plotly_json(), vg.number_of_nodes(), _svg(vg, pos, routes), from_file=False)
+    return FirstView(fig.to_plotly_json(), vg.number_of_nodes(), _svg(vg, pos, routes), from_file=from_file)
 
 
 class ServedModel:
