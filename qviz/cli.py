@@ -299,6 +299,9 @@ def _cmd_serve(args) -> int:
     if args.model:
         _check_model_path(args)
 
+    # A server process is never a notebook: keep Dash's Jupyter support from importing IPython
+    # (a third of a second before the first answer, where IPython is installed).
+    sys.modules.setdefault("IPython", None)
     from .app import create_app
     from .app.guard import LOOPBACK_HOSTS
 

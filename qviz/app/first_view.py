@@ -15,6 +15,7 @@ at once and opens the file in the background.
 from __future__ import annotations
 
 import logging
+import stat
 import threading
 import time
 from collections import OrderedDict
@@ -72,6 +73,8 @@ def sketch_of(path) -> FirstView | None:
     try:
         st = path.stat()
     except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode):   # a FIFO would block the read: the open refuses it, in one line
         return None
     key = (str(path), st.st_size, st.st_mtime_ns)
     with _SKETCHES_LOCK:

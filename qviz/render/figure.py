@@ -135,7 +135,7 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
     nodes = scatter(
         x=[pos[k][0] for k in keys], y=[pos[k][1] for k in keys], customdata=keys,
         mode="markers+text" if len(keys) <= MAX_LABELS else "markers",
-        text=[d["label"] for d in data] if len(keys) <= MAX_LABELS else None,
+        text=[short_label(str(d["label"])) for d in data] if len(keys) <= MAX_LABELS else None,
         textposition=[label_position(pos[k], d, direction) for k, d in zip(keys, data)], textfont=dict(size=10),
         hovertext=texts, hoverinfo="text", name="nodes", showlegend=False,
         marker=dict(size=[16 if _is_layer(k) else 11 for k in keys],
@@ -167,6 +167,25 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
         xaxis=xaxis, yaxis=yaxis, dragmode="pan", uirevision="graph", hovermode="closest",
         meta={"labels_in_view": LABELS_IN_VIEW, "label_px": LABEL_PX})
     return fig
+
+
+#: Longest label drawn on the graph; longer names are shortened in the middle (hover has them whole).
+MAX_LABEL_CHARS = 26
+
+
+def short_label(name: str, limit: int = MAX_LABEL_CHARS) -> str:
+    """``name``, shortened in the middle if it is longer than ``limit`` (its start and
+    end tell neighbours apart: ``separable_conv_1_reduction_left1_stem_1``).
+
+    >>> short_label("separable_conv_1_pad_reduction_right1_stem_1")
+    'separable_co…right1_stem_1'
+    >>> short_label("Conv1")
+    'Conv1'
+    """
+    if len(name) <= limit:
+        return name
+    head = (limit - 1) // 2
+    return name[:head] + "…" + name[-(limit - 1 - head):]
 
 
 def label_position(xy, d, direction: str = "LR") -> str:

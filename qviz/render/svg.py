@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from html import escape
 
-from .figure import COLORS, label_position
+from .figure import COLORS, label_position, short_label
 
 __all__ = ["graph_svg"]
 
@@ -89,6 +89,6 @@ def graph_svg(g, pos: Mapping, routes: Mapping | None = None, *, window=None, cs
                           "middle right": (11, 3.5, ' text-anchor="start"'),
                           "top right": (8, -8, ' text-anchor="start"')}[where]
         parts.append(f'<text x="{_fmt(x + dx * unit)}" y="{_fmt(-y + dy * unit)}"{anchor}>'
-                     f'{escape(str(g.nodes[k].get("label", k)))}</text>')
+                     f'{escape(short_label(str(g.nodes[k].get("label", k))))}</text>')
     parts.append("</g></svg>")
     return "".join(parts)

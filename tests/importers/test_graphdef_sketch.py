@@ -51,3 +51,12 @@ def test_bad_files_are_one_line_naming_the_file(tmp_path):
     os.mkfifo(fifo)
     with pytest.raises(LoadError, match="FIFO"):    # refused, not read forever
         sketch_graph_def(fifo)
+
+
+def test_the_app_draws_nothing_from_a_fifo_and_does_not_block_on_it(tmp_path):
+    from qviz.app.first_view import sketch_of
+
+    for name in ("model.keras", "model.pb", "model.h5"):
+        fifo = tmp_path / name
+        os.mkfifo(fifo)
+        assert sketch_of(fifo) is None      # returns at once; opening it is refused with the reason
