@@ -334,8 +334,13 @@ class _Lane:
 
 def _serve(conn, name: str = "") -> None:
     """The worker process (lane ``name``): run jobs as they come, answer each."""
+    import signal
+
     from .worker import JOBS, init_worker
 
+    # Ends when told to: a parent stopping on SIGTERM ignores further ones (qviz.cli), and a
+    # worker started meanwhile would inherit that and outlive it (exit waits for its workers).
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     if name == "background":   # sweeps, exports, reports: after the web server and the interactive lane
         _lower_priority(10)    # first: the threads TensorFlow starts inherit it
     init_worker()
