@@ -181,4 +181,6 @@ def index_with(index_string: str, first: FirstView | None, status: str) -> str:
 
     block = (f'<div id="first-view" class="first-view">{first.svg}'
              f'<div class="first-view-status">{escape(status)}</div></div>')
+    # Dash fills the template's {%…%} slots after this: a name from the file must not be one
+    block = block.replace("{", "&#123;").replace("}", "&#125;")
     return index_string.replace("{%app_entry%}", block + "{%app_entry%}", 1)

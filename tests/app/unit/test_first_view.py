@@ -1,0 +1,74 @@
+"""The page's first view, through Flask's test client: in the HTML before the model
+is open, names from the file escaped, and the served file opened in the background."""
+
+import json
+import threading
+import zipfile
+
+import pytest
+
+import qviz
+from qviz.app import create_app, worker
+from qviz.app.first_view import sketch_of
+from qviz.layout import view_graph
+from qviz.samples import sample_path
+
+HOSTILE = '<img src=x onerror="alert(1)">{%app_entry%}'
+
+
+def _keras_file(tmp_path, layer_name):
+    """A .keras archive whose config reads (the layer view draws) but whose weights do not."""
+    config = {"class_name": "Functional", "config": {"name": "m", "layers": [
+        {"class_name": "InputLayer", "name": "x", "config": {"batch_shape": [None, 4]}, "inbound_nodes": []},
+        {"class_name": "Dense", "name": layer_name, "config": {"units": 2},
+         "inbound_nodes": [{"args": [{"class_name": "__keras_tensor__",
+                                      "config": {"shape": [None, 4], "keras_history": ["x", 0, 0]}}]}]}]}}
+    path = tmp_path / "m.keras"
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("config.json", json.dumps(config))
+        zf.writestr("model.weights.h5", b"not hdf5")
+    return path
+
+
+@pytest.fixture
+def gated_open(monkeypatch):
+    """Opens wait until the test lets them go: what the page needs must not wait for them."""
+    gate = threading.Event()
+    opened = worker.JOBS["open"]
+    monkeypatch.setitem(worker.JOBS, "open", lambda *a, **k: gate.wait(60) and opened(*a, **k))
+    yield gate
+    gate.set()
+
+
+def test_the_first_page_draws_the_file_before_it_is_open(tmp_path, gated_open):
+    app = create_app(str(_keras_file(tmp_path, "dense")), worker=False)
+    html = app.server.test_client().get("/").data.decode()
+    assert html.count("<circle") == 2 and ">dense<" in html
+    layout = app.server.test_client().get("/_dash-layout").data.decode()
+    assert "2 layers drawn from the file; TensorFlow is opening it" in layout
+    assert not app.qviz_sessions.loads._waiting or not gated_open.is_set()
+
+
+def test_names_from_the_file_are_text_never_markup(tmp_path, gated_open):
+    app = create_app(str(_keras_file(tmp_path, HOSTILE)), worker=False)
+    html = app.server.test_client().get("/").data.decode()
+    assert "<img" not in html and "&lt;img src=x" in html
+    assert html.count('id="react-entry-point"') == 1     # the name's {%app_entry%} stayed text
+
+
+def test_a_frozen_pb_is_drawn_from_its_nodes(tmp_path):
+    path = tmp_path / "lenet.pb"
+    graph = qviz.load(sample_path("lenet_digits"))
+    path.write_bytes(graph.to_graph_def().SerializeToString())
+    first = sketch_of(path)
+    opened = view_graph(qviz.load(path), "layer")       # as the real open of the .pb draws it
+    assert first is not None and first.layers == opened.number_of_nodes()
+    assert 0 < first.svg.count("<circle") <= first.layers     # the start of the graph, if it is long
+
+
+def test_what_is_not_a_model_gets_no_first_view(tmp_path):
+    junk = tmp_path / "junk.pb"
+    junk.write_bytes(b"\x00\xff" * 50)
+    text = tmp_path / "notes.txt"
+    text.write_text("hello")
+    assert sketch_of(junk) is None and sketch_of(text) is None and sketch_of(tmp_path / "missing.keras") is None
