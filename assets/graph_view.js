@@ -1,6 +1,7 @@
 // The graph view's reading aids, done in the browser (no server round trip on a zoom):
-// * labels: node names are shown only while they can be read: neighbouring ranks at
-//   least meta.label_px pixels apart, at most meta.labels_in_view nodes in view
+// * labels: node names are shown only while they can be read: one layout unit (the
+//   distance between ranks, or between neighbours in a rank) at least meta.label_px
+//   pixels wide, at most meta.labels_in_view nodes in view
 //   (drawing thousands of names is slow); zoom in and they appear;
 // * minimap: while the view shows part of the graph, a small overview of the whole
 //   graph with the visible part boxed; click it to look there.
@@ -38,7 +39,7 @@
         if (i < 0 || !gd.data[i].text || !v) { return; }
         var t = gd.data[i], n = 0;
         var meta = gd.layout.meta || {}, limit = meta.labels_in_view || 250, minPx = meta.label_px || 45;
-        // pixels between neighbouring ranks: below minPx the names would run into each other
+        // pixels per layout unit across the screen: below minPx the names would run into each other
         var px = gd._fullLayout.xaxis._length / Math.max(v.x1 - v.x0, 1e-9);
         for (var k = 0; k < t.x.length && n <= limit; k++) {
             if (t.x[k] >= v.x0 && t.x[k] <= v.x1 && t.y[k] >= v.y0 && t.y[k] <= v.y1) { n++; }
@@ -93,13 +94,14 @@
             watcher.observe(document.body, {childList: true, subtree: true});
         });
     }
-    function dropFirstView(gd) {
+    function dropFirstView() {
+        // whatever plotly drew: the same view, or "could not be opened" (never stay over that)
         var first = document.getElementById("first-view");
-        if (first && trace(gd, "nodes") >= 0) { first.parentNode.removeChild(first); }
+        if (first) { first.parentNode.removeChild(first); }
     }
 
     function update(gd) {
-        dropFirstView(gd);
+        dropFirstView();
         var v = view(gd);
         updateLabels(gd, v);
         updateMinimap(gd, v);

@@ -87,17 +87,22 @@ def _quiet_tensorflow() -> None:
     import_quietly()
 
 
+def _load_options(args) -> dict:
+    """:func:`qviz.load`'s options from the command line (--input-shape, --unsafe, --max-model-mb)."""
+    shape = args.input_shape
+    if shape is not None and len(shape) == 1:
+        shape = shape[0]
+    limit = getattr(args, "max_model_mb", None)
+    return {"input_shape": shape, "safe_mode": not args.unsafe,
+            "max_bytes": None if limit is None else int(limit * 2**20)}
+
+
 def _load(args):
     from .importers import load
 
     _check_model_path(args)
     _quiet_tensorflow()
-    shape = args.input_shape
-    if shape is not None and len(shape) == 1:
-        shape = shape[0]
-    limit = getattr(args, "max_model_mb", None)
-    return load(args.model, input_shape=shape, safe_mode=not args.unsafe,
-                max_bytes=None if limit is None else int(limit * 2**20))
+    return load(args.model, **_load_options(args))
 
 
 def _cmd_info(args) -> int:
@@ -309,13 +314,9 @@ def _cmd_serve(args) -> int:
     logging.getLogger("werkzeug").setLevel(logging.WARNING)   # not a line per request
     # The model is opened by the app in the background (TensorFlow is imported there, quietly,
     # leaving a core to the web server): the page answers at once.
-    load_options = None
-    if args.model:
-        shape = args.input_shape[0] if args.input_shape is not None and len(args.input_shape) == 1 \
-            else args.input_shape
-        limit = getattr(args, "max_model_mb", None)
-        load_options = {"input_shape": shape, "safe_mode": not args.unsafe,
-                        "max_bytes": None if limit is None else int(limit * 2**20)}
+    # A model that then fails to open is one line on the page and in this log; the server stays up
+    # (samples and uploads still work).
+    load_options = _load_options(args) if args.model else None
     token = args.token or os.environ.get("QVIZ_TOKEN")
     public = args.host not in LOOPBACK_HOSTS
     if public and not token:

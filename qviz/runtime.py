@@ -55,6 +55,7 @@ def import_quietly() -> None:
     errors are one line, and a server log, must not drown in that. (While the
     import runs, anything else this process writes to stderr is lost too.)
     """
+    import logging
     import os
     import sys
 
@@ -65,12 +66,24 @@ def import_quietly() -> None:
         sys.stderr.flush()
         saved = os.dup(2)
         devnull = os.open(os.devnull, os.O_WRONLY)
+        # Python's own stderr (tracebacks, log lines of a server's other threads) goes on to
+        # the real stderr meanwhile: only what the C++ runtime writes to fd 2 is dropped.
+        python_stderr, real = sys.stderr, os.fdopen(os.dup(saved), "w", buffering=1)
+        handlers = [h for h in logging.root.handlers
+                    if isinstance(h, logging.StreamHandler) and h.stream is python_stderr]
         try:
+            sys.stderr = real
+            for h in handlers:
+                h.setStream(real)
             os.dup2(devnull, 2)
             tf = _tf()
             tf.config.list_physical_devices("GPU")  # device probing logs too: do it now
         finally:
             os.dup2(saved, 2)
+            for h in handlers:
+                h.setStream(python_stderr)
+            sys.stderr = python_stderr
+            real.close()
             os.close(saved)
             os.close(devnull)
 

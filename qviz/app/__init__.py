@@ -7,7 +7,9 @@ server; the browser holds only that id, the recipe history and view settings.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable
+from concurrent.futures import wait
 from pathlib import Path
 
 from .jobs import ProcessRunner
@@ -82,7 +84,10 @@ def create_app(model=None, *, model_name: str | None = None, default_sample: str
     # The worker processes start once the first model is open: until then the CPU draws the page.
     first_open = served.future() if served is not None else store.samples.get(default_sample)
     if first_open is not None:
-        first_open.add_done_callback(lambda _: _start_quietly(options["runner"]))
+        # a thread of its own, made here: the worker processes take the priority of the thread
+        # that starts them, and the loading threads run below the server's (jobs.ThreadRunner)
+        threading.Thread(target=_start_when_open, args=(first_open, options["runner"]), daemon=True,
+                         name="qviz-start-workers").start()
     app = dash.Dash(__name__, title="qviz", assets_folder=str(ASSETS), suppress_callback_exceptions=True,
                     on_error=make_error_handler(store, options))
     first_name = name if served is not None else default_sample
@@ -103,7 +108,8 @@ def create_app(model=None, *, model_name: str | None = None, default_sample: str
     return app
 
 
-def _start_quietly(runner) -> None:
+def _start_when_open(opening, runner) -> None:
+    wait([opening])
     try:
         runner.start()
     except RuntimeError:   # closed meanwhile (the app is stopping)

@@ -20,20 +20,21 @@ import threading
 import time
 from collections import OrderedDict
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ..importers import LoadError
 import networkx as nx
 
+from ..importers import LoadError
 from ..importers.graphdef_sketch import sketch_graph_def
 from ..importers.keras_config import read_sketch
+from ..importers.safety import Limits
 from ..layout import default_cache, sketch_view, view_graph
 from ..render import graph_figure
 from ..render.figure import first_view_range
 from ..render.svg import graph_svg
 
-__all__ = ["FirstView", "sketch_of", "graph_first_view", "ServedModel", "index_with"]
+__all__ = ["FirstView", "sketch_of", "graph_first_view", "ServedModel", "index_with", "failed_future"]
 
 log = logging.getLogger(__name__)
 
@@ -62,10 +63,17 @@ class FirstView:
 _SKETCHES: OrderedDict = OrderedDict()    # (path, size, mtime) → FirstView | None
 _SKETCHES_LOCK = threading.Lock()
 
+#: What the first view reads at most: it is drawn while a request waits (an upload's
+#: answer), so its cost is bounded; a bigger model is shown once it is open.
+SKETCH_LIMITS = Limits(max_bytes=512 * 2**20, max_config_bytes=8 * 2**20)
+#: Layers drawn from a file at most (laying out more would hold the request up).
+MAX_SKETCH_LAYERS = 5000
 
-def sketch_of(path) -> FirstView | None:
-    """The layer view of a Keras file drawn from its config (cached per file
-    version), or None: not a Keras file, or its config has no layer graph (the
+
+def sketch_of(path, max_bytes: int | None = None) -> FirstView | None:
+    """The layer view a model file gives without TensorFlow — a Keras file's from its
+    config, a ``.pb``'s from its nodes — cached per file version; or None: not such
+    a file, over the limits above (or ``max_bytes``), or not readable as one (the
     open that follows says what is wrong with it)."""
     path = Path(path)
     if path.suffix.lower() not in SKETCHED_SUFFIXES:
@@ -76,21 +84,23 @@ def sketch_of(path) -> FirstView | None:
         return None
     if not stat.S_ISREG(st.st_mode):   # a FIFO would block the read: the open refuses it, in one line
         return None
-    key = (str(path), st.st_size, st.st_mtime_ns)
+    limits = SKETCH_LIMITS if max_bytes is None else replace(SKETCH_LIMITS, max_bytes=min(max_bytes,
+                                                                                          SKETCH_LIMITS.max_bytes))
+    key = (str(path), st.st_size, st.st_mtime_ns, limits.max_bytes)
     with _SKETCHES_LOCK:
         if key in _SKETCHES:
             _SKETCHES.move_to_end(key)
             return _SKETCHES[key]
     try:
         if path.suffix.lower() == ".pb":
-            view = graph_first_view(sketch_graph_def(path), from_file=True)
+            view = _first_view(view_graph(sketch_graph_def(path, limits), "layer"), from_file=True)
         else:
-            view = _sketch_view(read_sketch(path))
-    except (LoadError, nx.NetworkXUnfeasible) as exc:   # a cycle: the open says what is wrong
+            view = _keras_first_view(read_sketch(path, limits))
+    except (LoadError, nx.NetworkXUnfeasible, _TooBig) as exc:   # a cycle: the open says what is wrong
         log.info("no layer view from %s before it opens: %s", path.name, exc)
         view = None
-    except Exception:   # a config shape qviz did not foresee: the open still goes on
-        log.exception("drawing %s from its config failed", path.name)
+    except Exception:   # a file shape qviz did not foresee: the open still goes on
+        log.exception("drawing %s from the file failed", path.name)
         view = None
     with _SKETCHES_LOCK:
         _SKETCHES[key] = view
@@ -99,9 +109,12 @@ def sketch_of(path) -> FirstView | None:
     return view
 
 
-def _sketch_view(sketch) -> FirstView:
+class _TooBig(Exception):
+    pass
+
+
+def _keras_first_view(sketch) -> FirstView:
     vg = sketch_view(sketch)
-    pos, routes = default_cache().routes(vg)
     hover = {}
     for key, d in vg.nodes(data=True):
         lines = []
@@ -111,21 +124,30 @@ def _sketch_view(sketch) -> FirstView:
             lines.append(f"{d['params']:,} parameters")
         lines.append("ops, patterns, edits: once TensorFlow has opened the model")
         hover[key] = "<br>" + "<br>".join(lines)
-    fig = graph_figure(vg, pos, routes=routes, hover=hover, show_status=False, first_view=True)
-    return FirstView(fig.to_plotly_json(), vg.number_of_nodes(), _svg(vg, pos, routes))
+    return _first_view(vg, hover=hover, from_file=True)
 
 
-def _svg(vg, pos, routes) -> str:
-    return graph_svg(vg, pos, routes, window=first_view_range(pos), css_class="first-view-graph")
-
-
-def graph_first_view(graph, from_file: bool = False) -> FirstView:
-    """The layer view of a graph as the page's first figure: an opened graph, or
-    (``from_file``) a GraphDef's structure read without TensorFlow."""
-    vg = view_graph(graph, "layer")
+def _first_view(vg, hover=None, from_file: bool = False) -> FirstView:
+    """Lay out a view graph (cached on disk) and draw it as the first figure and as SVG."""
+    if vg.number_of_nodes() > MAX_SKETCH_LAYERS:
+        raise _TooBig(f"{vg.number_of_nodes()} layers (the first view draws at most {MAX_SKETCH_LAYERS})")
     pos, routes = default_cache().routes(vg)
-    fig = graph_figure(vg, pos, routes=routes, show_status=False, first_view=True)
-    return FirstView(fig.to_plotly_json(), vg.number_of_nodes(), _svg(vg, pos, routes), from_file=from_file)
+    fig = graph_figure(vg, pos, routes=routes, hover=hover, show_status=False, first_view=True)
+    svg = graph_svg(vg, pos, routes, window=first_view_range(pos), css_class="first-view-graph")
+    return FirstView(fig.to_plotly_json(), vg.number_of_nodes(), svg, from_file=from_file)
+
+
+def graph_first_view(graph) -> FirstView | None:
+    """The layer view of an opened graph as the page's first figure (None if too big)."""
+    try:
+        return _first_view(view_graph(graph, "layer"))
+    except _TooBig:
+        return None
+
+
+def failed_future(fut: Future) -> bool:
+    """Whether ``fut`` is done without a result (cancelled, or raised)."""
+    return fut.done() and (fut.cancelled() or fut.exception() is not None)
 
 
 class ServedModel:
@@ -134,7 +156,8 @@ class ServedModel:
     server answers before TensorFlow has even been imported.
 
     :meth:`future` is the open (shared by every page); one that failed is tried
-    again by the next page that asks (the file may have been fixed).
+    again by the next page that asks (the file may have been fixed — the first
+    view drawn from it, made once, is still the old file's until the open succeeds).
     """
 
     def __init__(self, model, name: str, loads=None, load_options: dict | None = None):
@@ -143,8 +166,8 @@ class ServedModel:
         self._lock = threading.Lock()
         if isinstance(model, (str, Path)):
             self.path: Path | None = Path(model)
-            self.first = sketch_of(self.path)
-            self._future = self._submit()
+            self._future = self._submit()     # first: the open need not wait for the drawing
+            self.first = sketch_of(self.path, self._options.get("max_bytes"))
         else:
             self.path = None
             self._future = Future()
@@ -165,8 +188,7 @@ class ServedModel:
 
     def future(self) -> Future:
         with self._lock:
-            if self.path is not None and self._future.done() and (
-                    self._future.cancelled() or self._future.exception() is not None):
+            if self.path is not None and failed_future(self._future):
                 self._future = self._submit()
             return self._future
 

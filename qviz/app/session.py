@@ -12,6 +12,7 @@ import logging
 import shutil
 import threading
 import uuid
+import weakref
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -64,7 +65,7 @@ class PendingOpen:
     upload: object = None           # the Upload being opened, if any (its directory goes on failure)
     keep_recipe: bool = False       # a reopened session keeps the page's recipe
     answer: tuple | None = None     # the open callback's outputs, once done
-    first: object = None            # the FirstView shown meanwhile (a Keras file's layers), if any
+    first: object = None            # the FirstView shown meanwhile (the file's layers), if any
 
 
 @dataclass
@@ -81,7 +82,7 @@ class Session:
     samples: LRUCache = field(default_factory=lambda: LRUCache(4))   # recipe json → Future[{tensor: values}] (MBs)
     layouts: dict = field(default_factory=dict)                 # (graph id, ViewChoice) → DrawnView
     latest: str = ""   # the recipe last drawn: reports for older ones are not worth computing
-    ranges: dict = field(default_factory=dict)                  # fold selection → Future of activation ranges
+    ranges: dict = field(default_factory=dict)   # fold selection → Future of activation ranges (shared per graph)
     key: str = field(default_factory=lambda: uuid.uuid4().hex)  # names this model in the worker
     # Jobs the page started and polls, by name ("sweep", "qat", "tflite", "explain", "training"): one
     # each, replaced by the next start, cancelled when the session goes.
@@ -219,7 +220,8 @@ class Session:
         """Free what the session holds: its jobs still waiting, an upload's directory."""
         for job in self.jobs.values():
             job.cancel()
-        for fut in list(self.reports.values()) + list(self.samples.values()) + list(self.ranges.values()):
+        # (not the calibrations: sessions of one model share them, SessionStore.ranges_for)
+        for fut in list(self.reports.values()) + list(self.samples.values()):
             fut.cancel()
         remove_dir(self.upload_dir)
         self.upload_dir = None
@@ -266,6 +268,13 @@ class SessionStore:
         self.lock = threading.Lock()            # guards ``samples``
         self._issued: OrderedDict[str, None] = OrderedDict()   # ids handed to pages by this process
         self._evicted: OrderedDict[str, Origin | None] = OrderedDict()
+        self._ranges: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # Graph → calibrations
+
+    def ranges_for(self, graph: Graph) -> dict:
+        """The calibrations of ``graph`` (fold selection → Future of ranges), shared by
+        every session showing it: a second page of the served model calibrates nothing again."""
+        with self.lock:
+            return self._ranges.setdefault(graph, {})
 
     def new_id(self) -> str:
         sid = uuid.uuid4().hex

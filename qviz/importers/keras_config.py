@@ -36,10 +36,6 @@ from .safety import DEFAULT_LIMITS, Limits, check_zip
 
 __all__ = ["LayerSketch", "ModelSketch", "read_sketch", "sketch_from_config", "read_keras_config"]
 
-#: Classes whose layer is itself a model (drawn as one node: its layers are inside it).
-_MODEL_CLASSES = {"Functional", "Sequential", "Model"}
-
-
 @dataclass(frozen=True)
 class LayerSketch:
     """One layer as the file describes it.
@@ -172,9 +168,18 @@ def _inbound(nodes) -> tuple[tuple[str, ...], tuple[tuple, ...]]:
     return tuple(names), tuple(shapes)
 
 
+#: Largest count or size believed from a config (a file's numbers are not trusted arithmetic).
+_MAX_DIM = 10**7
+
+
+def _count(value) -> int | None:
+    """``value`` if it is a plausible size (a positive int, not a bool, at most _MAX_DIM)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= _MAX_DIM else None
+
+
 def _channels(shapes) -> int | None:
-    if shapes and shapes[0] and isinstance(shapes[0][-1], int):
-        return shapes[0][-1]
+    if shapes and shapes[0]:
+        return _count(shapes[0][-1])
     return None
 
 
@@ -189,21 +194,21 @@ def _params(cls: str, cfg: dict, shapes) -> int | None:
     cin = _channels(shapes)
     bias = 1 if cfg.get("use_bias", True) else 0
     kernel = cfg.get("kernel_size")
-    area = 1
-    if isinstance(kernel, list) and all(isinstance(k, int) for k in kernel):
-        for k in kernel:
-            area *= k
-    if cls in ("Conv2D", "Conv1D", "Conv3D") and cin and isinstance(cfg.get("filters"), int):
-        groups = cfg.get("groups") or 1
-        return area * (cin // groups) * cfg["filters"] + bias * cfg["filters"]
-    if cls == "DepthwiseConv2D" and cin:
-        mult = cfg.get("depth_multiplier") or 1
+    sizes = [_count(k) for k in kernel] if isinstance(kernel, list) and 1 <= len(kernel) <= 3 else [None]
+    area = None if None in sizes else 1
+    for k in sizes if area else ():
+        area *= k
+    filters, mult = _count(cfg.get("filters")), _count(cfg.get("depth_multiplier", 1))
+    if cls in ("Conv2D", "Conv1D", "Conv3D") and cin and area and filters:
+        groups = _count(cfg.get("groups", 1)) or 1
+        return area * (cin // groups) * filters + bias * filters
+    if cls == "DepthwiseConv2D" and cin and area and mult:
         return area * cin * mult + bias * cin * mult
-    if cls == "SeparableConv2D" and cin and isinstance(cfg.get("filters"), int):
-        mult = cfg.get("depth_multiplier") or 1
-        return area * cin * mult + cin * mult * cfg["filters"] + bias * cfg["filters"]
-    if cls == "Dense" and cin and isinstance(cfg.get("units"), int):
-        return cin * cfg["units"] + bias * cfg["units"]
+    if cls == "SeparableConv2D" and cin and area and mult and filters:
+        return area * cin * mult + cin * mult * filters + bias * filters
+    units = _count(cfg.get("units"))
+    if cls == "Dense" and cin and units:
+        return cin * units + bias * units
     if cls == "BatchNormalization" and cin:
         return cin * (2 + bool(cfg.get("center", True)) + bool(cfg.get("scale", True)))
     return None

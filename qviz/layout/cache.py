@@ -10,6 +10,7 @@ else ``~/.cache/qviz/layouts``. It never holds more than :data:`MAX_FILES`
 entries or :data:`MAX_BYTES` (the oldest go first); an entry that cannot be
 read is recomputed, and a directory that cannot be written only costs the
 saving (logged). Nothing read from it is executed: entries are JSON numbers.
+Graphs under :data:`MIN_NODES` nodes are laid out every time (faster than a file).
 
 >>> import networkx as nx, tempfile
 >>> g = nx.DiGraph([("a", "b"), ("a", "c"), ("b", "d"), ("c", "d")])
@@ -30,7 +31,7 @@ from pathlib import Path
 
 import networkx as nx
 
-from .layered import layered_routes
+from .layered import LAYOUT_VERSION, layered_routes
 
 __all__ = ["LayoutCache", "default_cache", "MAX_FILES", "MAX_BYTES"]
 
@@ -42,12 +43,12 @@ MAX_FILES = 200
 MAX_BYTES = 256 * 2**20
 #: Below this many nodes laying out is faster than reading a file.
 MIN_NODES = 300
-#: Bumped whenever the layout algorithm changes what it returns.
-VERSION = 1
+#: Entries are named ``layout-<hash>.json``: nothing else in the directory is touched.
+PREFIX = "layout-"
 
 
 def _key(g: nx.DiGraph, direction: str) -> str:
-    h = hashlib.sha256(f"qviz-layout {VERSION} {direction}\n".encode())
+    h = hashlib.sha256(f"qviz-layout {LAYOUT_VERSION} {direction}\n".encode())
     for n in sorted(map(str, g.nodes)):
         ghost = g.nodes[n].get("ghost_of")
         h.update(f"n {n}\t{ghost or ''}\n".encode())
@@ -57,7 +58,8 @@ def _key(g: nx.DiGraph, direction: str) -> str:
 
 
 class LayoutCache:
-    """:func:`~qviz.layout.layered_routes`, remembered on disk under ``directory``."""
+    """:func:`~qviz.layout.layered_routes`, remembered on disk under ``directory``
+    (``hits``: how many answers this instance read from disk)."""
 
     def __init__(self, directory, min_nodes: int = 0):
         self.directory = Path(directory)
@@ -69,7 +71,7 @@ class LayoutCache:
         if g.number_of_nodes() < self.min_nodes:
             return layered_routes(g, direction)
         key = _key(g, direction)
-        path = self.directory / f"{key}.json"
+        path = self.directory / f"{PREFIX}{key}.json"
         found = self._read(path, g)
         if found is not None:
             self.hits += 1
@@ -104,17 +106,24 @@ class LayoutCache:
                 "routes": [[str(u), str(v), pts] for (u, v), pts in routes.items()]}
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.directory, suffix=".tmp")
+            fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=PREFIX, suffix=".tmp")
+        except OSError as exc:
+            log.info("layout not cached in %s: %s", self.directory, exc)
+            return
+        try:
             with os.fdopen(fd, "w", encoding="utf-8") as f:
                 json.dump(data, f, separators=(",", ":"))
             os.replace(tmp, path)
             self._prune()
-        except OSError as exc:
+        except OSError as exc:   # a full disk: nothing half-written stays
             log.info("layout not cached in %s: %s", self.directory, exc)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
 
     def _prune(self) -> None:
         entries = []
-        for p in self.directory.glob("*.json"):
+        for p in self.directory.glob(f"{PREFIX}*.json"):
             try:
                 st = p.stat()
             except OSError:

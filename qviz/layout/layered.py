@@ -26,7 +26,11 @@ from __future__ import annotations
 
 import networkx as nx
 
-__all__ = ["layered_layout", "layered_routes", "count_crossings"]
+__all__ = ["layered_layout", "layered_routes", "count_crossings", "LAYOUT_VERSION"]
+
+#: Bumped whenever a change here moves what :func:`layered_routes` returns: layouts cached
+#: on disk (:mod:`qviz.layout.cache`) under an older version are not used.
+LAYOUT_VERSION = 1
 
 
 def _ranks(g: nx.DiGraph) -> dict:

@@ -26,14 +26,14 @@ def test_a_cached_layout_is_the_layout(tmp_path):
     cache.routes(g, "LR")
     g.add_edge("layer:n0", "layer:n7")
     cache.routes(g, "LR")
-    assert cache.hits == 1 and len(list(tmp_path.glob("*.json"))) == 3
+    assert cache.hits == 1 and len(list(tmp_path.glob("layout-*.json"))) == 3
 
 
 def test_a_damaged_entry_is_laid_out_again_and_replaced(tmp_path):
     g = _graph()
     cache = LayoutCache(tmp_path)
     cache.routes(g)
-    (entry,) = tmp_path.glob("*.json")
+    (entry,) = tmp_path.glob("layout-*.json")
     for junk in (b"", b"{\"pos\": 1}", b"\x00" * 10, b'{"pos": {"layer:n0": [0, 0]}, "routes": []}'):
         entry.write_bytes(junk)
         assert cache.routes(g) == layered_routes(g) and cache.hits == 0
@@ -52,7 +52,7 @@ def test_the_cache_never_grows_past_its_limit(tmp_path, monkeypatch):
     cache = LayoutCache(tmp_path)
     for n in range(10, 16):
         cache.routes(_graph(n))
-    assert len(list(tmp_path.glob("*.json"))) == 3
+    assert len(list(tmp_path.glob("layout-*.json"))) == 3
     assert not list(tmp_path.glob("*.tmp"))
 
 
@@ -63,3 +63,13 @@ def test_the_app_cache_lives_where_the_environment_says(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert cache_module.default_cache().directory == tmp_path / "qviz" / "layouts"
     assert os.environ["XDG_CACHE_HOME"] == str(tmp_path)
+
+
+def test_the_cache_leaves_other_files_alone(tmp_path, monkeypatch):
+    monkeypatch.setattr(cache_module, "MAX_FILES", 1)
+    mine = tmp_path / "notes.json"
+    mine.write_text("{}")
+    cache = LayoutCache(tmp_path)
+    for n in range(10, 13):
+        cache.routes(_graph(n))
+    assert mine.read_text() == "{}"

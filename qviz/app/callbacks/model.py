@@ -12,7 +12,7 @@ from ...passes import Recipe
 from ...samples import SAMPLES, sample_path
 from .. import ids, services
 from ..layout import SERVED_MODEL
-from ..first_view import sketch_of
+from ..first_view import FirstView, failed_future, sketch_of
 from ..session import Origin, PendingOpen, Session
 from ..uploads import Upload, load_upload, save_upload  # noqa: F401  (load_upload: tests)
 
@@ -23,11 +23,11 @@ START_RECIPE = Recipe(fold_default=False, quantize_default=None)
 
 
 def start_open(store, sid: str, origin: Origin, options, *, upload: Upload | None = None,
-               keep_recipe: bool = False) -> str:
+               keep_recipe: bool = False) -> tuple[str, FirstView | None]:
     """Queue the opening of ``origin`` for session ``sid`` (a bounded pool: no
     request waits for a model, and no burst of opens starves the server).
-    Returns the status line to show; the layer view drawn from the file, if
-    any, is ``store.loading[sid].first``."""
+    Returns the status line to show, and the layer view drawn from the file
+    (:class:`~qviz.app.first_view.FirstView`), if any."""
     queued = time.monotonic()
     first = None
     if upload is not None:
@@ -42,14 +42,14 @@ def start_open(store, sid: str, origin: Origin, options, *, upload: Upload | Non
         # (each new page opens the default sample; freezing it again per page cost a second each).
         with store.lock:
             fut = store.samples.get(origin.name)
-            if fut is None or (fut.done() and fut.exception() is not None):
+            if fut is None or failed_future(fut):
                 fut = store.samples[origin.name] = store.loads.submit(
                     "open", sample_path(origin.name), origin.name, None, queued)
     previous = store.loading.get(sid)
     if previous is not None and previous.upload is not None and previous.future.cancel():
         previous.upload.discard()   # a newer choice replaced a queued upload: its file goes too
     store.loading[sid] = PendingOpen(fut, origin, queued, upload, keep_recipe, first=first)
-    return first.status(origin.name) if first else f"loading {origin.name}…"
+    return (first.status(origin.name) if first else f"loading {origin.name}…"), first
 
 
 def reopen_message(store, gone, options) -> tuple[str, bool]:
@@ -60,7 +60,7 @@ def reopen_message(store, gone, options) -> tuple[str, bool]:
     if gone.origin is None:
         return ("this page's session is not on the server (it was restarted?): reload the page", False)
     if gone.origin.reopenable:
-        start_open(store, gone.sid, gone.origin, options, keep_recipe=True)
+        start_open(store, gone.sid, gone.origin, options, keep_recipe=True)   # the page keeps its drawing
         return (f"the server dropped this page's session to make room (it keeps {cap}); "
                 f"reopening {gone.origin.name} with your recipe…", True)
     return (f"the server dropped this page's session to make room (it keeps {cap}); "
@@ -107,7 +107,7 @@ def register(app, store, options) -> None:
             elif served is not None and (trig != ids.MODEL_PICKER or sample == SERVED_MODEL):
                 origin, upload = Origin("served", options["model_name"]), None
                 fut = served.future()
-                if fut.done() and not fut.cancelled() and fut.exception() is None:
+                if fut.done() and not failed_future(fut):
                     return _opened(fut.result(), origin, sid, view_state, None)
             else:
                 name = sample or options["default_sample"]
@@ -116,8 +116,7 @@ def register(app, store, options) -> None:
                 origin, upload = Origin("sample", name), None
         except LoadError as exc:
             return failed(exc)
-        status = start_open(store, sid, origin, options, upload=upload)
-        first = store.loading[sid].first
+        status, first = start_open(store, sid, origin, options, upload=upload)
         # The page's first load already has this figure in it; a model picked later gets it now.
         figure = first.figure if first is not None and trig is not None else no_update
         return {**_status(status, polling=True), "figure": figure}
@@ -160,9 +159,10 @@ def register(app, store, options) -> None:
     def _opened(graph, origin, sid, view_state, upload, keep_recipe=False):
         options["runner"].start()   # the worker processes, from the first open on (no-op after)
         session = store.put(sid, Session(graph, origin.name, runner=options["runner"], origin=origin,
-                                         upload_dir=upload.directory if upload is not None else None))
-        # Calibrate the starting fold selection now, in the background: the first bit width the
-        # user picks then draws at once instead of waiting seconds for it.
+                                         upload_dir=upload.directory if upload is not None else None,
+                                         ranges=store.ranges_for(graph)))
+        # Calibrate the starting fold selection now, in the background (once per model): the
+        # first bit width the user picks then draws at once instead of waiting seconds for it.
         session.ranges_future(START_RECIPE)
         view_state = view_state if isinstance(view_state, dict) else {"mode": "layer", "direction": "LR"}
         return dict(status=f"{origin.name}: {len(graph)} ops, {len(graph.layers)} layers", figure=no_update,
