@@ -37,6 +37,7 @@ _GRAPHS: LRUCache = LRUCache(maxsize=8)   # in the worker process: key → Graph
 def init_worker():
     """Set up a worker process: quiet TensorFlow, and leave a core to the web server."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    runtime.import_quietly()   # not TensorFlow's start-up notices in the server's log
     import tensorflow as tf
 
     # Leave a core to the web server: a redraw must not wait for a report.
