@@ -71,3 +71,30 @@ def test_what_is_not_a_model_gets_no_first_view(tmp_path):
     text = tmp_path / "notes.txt"
     text.write_text("hello")
     assert sketch_of(junk) is None and sketch_of(text) is None and sketch_of(tmp_path / "missing.keras") is None
+
+
+def test_pages_of_one_model_share_its_calibrations():
+    from qviz.app.jobs import ThreadRunner
+    from qviz.app.session import Session, SessionStore
+    from qviz.passes import LayerBits, Recipe
+
+    gate = threading.Event()
+    # one thread, held by a first job: the calibration waits in line (and could be cancelled)
+    runner = ThreadRunner(1, functions={"hold": lambda progress=None: gate.wait(30),
+                                        "calibrate": lambda *args, progress=None: {"ranges": True}})
+    graph = qviz.load(sample_path("lenet_digits"))
+    store = SessionStore(4)
+    try:
+        runner.submit("hold")
+        first, second = (Session(graph, "lenet", runner=runner, ranges=store.ranges_for(graph)) for _ in range(2))
+        recipe = Recipe.default(graph, LayerBits(8, 8))
+        queued = first.ranges_future(recipe)
+        assert second.ranges_future(recipe) is queued                 # calibrated once for both pages
+        other = qviz.load(sample_path("resnet_block"))
+        assert store.ranges_for(other) is not store.ranges_for(graph)
+        first.close()                                                 # one page going …
+        gate.set()
+        assert queued.result(timeout=30) == {"ranges": True}          # … leaves the other's calibration
+    finally:
+        gate.set()
+        runner.close()
