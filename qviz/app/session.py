@@ -17,12 +17,16 @@ from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cachetools import LRUCache
 
 from ..ir import Graph
 from ..passes import Recipe
 from .jobs import Job, ThreadRunner, shared_thread_runner
+
+if TYPE_CHECKING:
+    from .first_view import FirstView
 
 
 log = logging.getLogger(__name__)
@@ -65,7 +69,7 @@ class PendingOpen:
     upload: object = None           # the Upload being opened, if any (its directory goes on failure)
     keep_recipe: bool = False       # a reopened session keeps the page's recipe
     answer: tuple | None = None     # the open callback's outputs, once done
-    first: object = None            # the FirstView shown meanwhile (the file's layers), if any
+    first: FirstView | None = None  # the layer view shown meanwhile (drawn from the file), if any
 
 
 @dataclass
