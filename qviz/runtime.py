@@ -18,7 +18,7 @@ from ._text import first_line
 from .ir import Graph, Shape, canonical_tensor_name
 
 __all__ = ["RunError", "run", "run_from", "compiled", "evaluate", "tensor_shapes", "rewritten_shapes", "import_quietly",
-           "limit_threads"]
+           "limit_threads", "shapes_known"]
 
 _lock = threading.Lock()
 
@@ -241,12 +241,20 @@ def evaluate(graph: Graph, tensors: Sequence[str]) -> list[np.ndarray]:
     return [o.numpy() for o in out]
 
 
+_SHAPES = "runtime.shapes"
+
+
 def tensor_shapes(graph: Graph) -> dict[str, Shape]:
     """Static shapes of every tensor, as TensorFlow infers them (cached per graph).
 
     Keys are canonical tensor names. Graphs with ops TF does not know give ``{}``.
     """
-    return graph.memo("runtime.shapes", lambda: _inferred_shapes(graph))
+    return graph.memo(_SHAPES, lambda: _inferred_shapes(graph))
+
+
+def shapes_known(graph: Graph) -> bool:
+    """Whether :func:`tensor_shapes` of ``graph`` returns at once (no TensorFlow to run)."""
+    return graph.memoized(_SHAPES)
 
 
 def _inferred_shapes(graph: Graph) -> dict[str, Shape]:

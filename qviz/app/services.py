@@ -25,6 +25,9 @@ from __future__ import annotations
 
 import base64
 import binascii
+import threading
+import weakref
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import networkx as nx
@@ -36,7 +39,8 @@ from ..passes import LayerBits, Recipe, RecipeError, fold_candidates, quantizabl
 
 __all__ = ["HISTORY_LIMIT", "new_history", "current", "push", "undo", "redo", "edit_layer",
            "shows", "set_layer", "recipe_from_upload", "layer_rows", "on_tflite", "ViewChoice", "DrawnView",
-           "shown", "draw_view", "match_marks", "MatchItem", "why", "search", "hover_lines", "device_flags",
+           "shown", "draw_view", "match_marks", "MatchItem", "why", "search", "hover_lines", "hover_shapes",
+           "device_flags",
            "layer_of_key", "with_expanded"]
 
 #: Undo steps kept per page.
@@ -273,6 +277,28 @@ def with_expanded(view_state: dict, selected_key: str | None) -> dict | None:
     if key is None or not key.is_layer:
         return None
     return {**view_state, "expanded": sorted(set(view_state.get("expanded", [])) | {key.name})}
+
+
+_SHAPE_WORK = ThreadPoolExecutor(1, thread_name_prefix="qviz-shapes")
+
+
+def hover_shapes(original, shown) -> dict:
+    """The tensor shapes the hover shows for ``shown`` (a rewrite of ``original``) —
+    if ``original``'s are known by now. If not (a graph handed to ``create_app``; a
+    model file's open works them out first), ``{}`` while one background thread
+    works them out in TensorFlow: a draw never waits seconds for hover text."""
+    from ..runtime import rewritten_shapes, shapes_known, tensor_shapes
+
+    if shapes_known(original):
+        return rewritten_shapes(original, shown)
+    with _SHAPES_LOCK:
+        if original not in _SHAPES_STARTED:
+            _SHAPES_STARTED[original] = _SHAPE_WORK.submit(tensor_shapes, original)
+    return {}
+
+
+_SHAPES_LOCK = threading.Lock()
+_SHAPES_STARTED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # graph → its shapes being worked out
 
 
 def hover_lines(session, graph, vg: nx.DiGraph, recipe: Recipe, shapes: dict) -> dict[str, str]:

@@ -204,6 +204,10 @@ class Graph:
             pass
         return self._memo.setdefault(key, compute())   # atomic: the first value stored wins
 
+    def memoized(self, key: Hashable) -> bool:
+        """Whether :meth:`memo` has ``key`` already (asking it would not compute)."""
+        return key in self._memo
+
     # -- lookup -----------------------------------------------------------
 
     @property

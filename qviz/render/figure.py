@@ -131,10 +131,11 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
         else:
             outline.append("#fff")
             widths.append(1)
+    window = first_view_range(pos, direction) if first_view else None
     scatter = _scatter(len(keys))
     nodes = scatter(
         x=[pos[k][0] for k in keys], y=[pos[k][1] for k in keys], customdata=keys,
-        mode="markers+text" if len(keys) <= MAX_LABELS else "markers",
+        mode="markers+text" if _labels_readable(pos, window) else "markers",
         text=[short_label(str(d["label"])) for d in data] if len(keys) <= MAX_LABELS else None,
         textposition=[label_position(pos[k], d, direction) for k, d in zip(keys, data)], textfont=dict(size=10),
         hovertext=texts, hoverinfo="text", name="nodes", showlegend=False,
@@ -158,10 +159,8 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
             name="device flags", showlegend=False, customdata=fk))
     fig = go.Figure(traces)
     xaxis, yaxis = dict(visible=False), dict(visible=False, scaleanchor="x")
-    if first_view:
-        window = first_view_range(pos, direction)
-        if window:
-            xaxis["range"], yaxis["range"] = window
+    if window:
+        xaxis["range"], yaxis["range"] = window
     fig.update_layout(
         title=title or None, margin=dict(l=10, r=10, t=30 if title else 10, b=10), plot_bgcolor="#fff",
         xaxis=xaxis, yaxis=yaxis, dragmode="pan", uirevision="graph", hovermode="closest",
@@ -186,6 +185,21 @@ def short_label(name: str, limit: int = MAX_LABEL_CHARS) -> str:
         return name
     head = (limit - 1) // 2
     return name[:head] + "…" + name[-(limit - 1 - head):]
+
+
+def _labels_readable(pos: Mapping, window) -> bool:
+    """Whether the first drawing shows the names (the page decides after each zoom, as
+    assets/graph_view.js does): few enough nodes in view, and a graph short enough
+    for its ranks to be far enough apart. Drawing thousands of names the page would
+    then hide costs seconds."""
+    if len(pos) > MAX_LABELS:
+        return False
+    if window is not None:
+        (x0, x1), (y0, y1) = window
+        shown = sum(1 for x, y in pos.values() if x0 <= x <= x1 and y0 <= y <= y1)
+        return shown <= LABELS_IN_VIEW
+    xs = [p[0] for p in pos.values()] or [0.0]
+    return len(pos) <= LABELS_IN_VIEW and max(xs) - min(xs) <= FIRST_VIEW_RANKS + 2
 
 
 def label_position(xy, d, direction: str = "LR") -> str:

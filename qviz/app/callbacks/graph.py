@@ -16,7 +16,6 @@ from dash import ALL, Input, Output, State, ctx, html, no_update
 from ...analysis.match_fates import summary as summarize_matches
 from ...patterns import BUILTIN, PatternSyntaxError, parse
 from ...render import graph_figure
-from ...runtime import rewritten_shapes
 from .. import ids, services
 from ..services import ViewChoice, current
 
@@ -99,7 +98,7 @@ def register(app, store) -> None:
         if len(fates) > MAX_LISTED:
             listed.append(html.Div(f"… and {len(fates) - MAX_LISTED} more (all highlighted)"))
         sel = selected.get("key") if selected else None
-        hover = services.hover_lines(s, graph, view.graph, recipe, rewritten_shapes(s.graph, graph))
+        hover = services.hover_lines(s, graph, view.graph, recipe, services.hover_shapes(s.graph, graph))
         flags = services.device_flags(s, view.graph, recipe, hover) if not choice.original else {}
         fig = graph_figure(view.graph, view.pos, routes=view.routes, highlights=highlights, selected=sel,
                            show_status=not choice.original, hover=hover, flags=flags, first_view=True,

@@ -3,6 +3,7 @@ is open, names from the file escaped, and the served file opened in the backgrou
 
 import json
 import threading
+import time
 import zipfile
 
 import pytest
@@ -98,3 +99,18 @@ def test_pages_of_one_model_share_its_calibrations():
     finally:
         gate.set()
         runner.close()
+
+
+def test_a_draw_never_waits_for_the_hover_shapes():
+    from qviz.app.services import hover_shapes
+    from qviz.runtime import shapes_known
+
+    graph = qviz.load(sample_path("resnet_block"))
+    graph = graph.__class__(graph.nodes, graph.inputs, graph.outputs)   # a fresh graph: no shapes memoized
+    assert not shapes_known(graph)
+    assert hover_shapes(graph, graph) == {}               # now: no shapes, no TensorFlow on this thread
+    end = time.monotonic() + 60
+    while not shapes_known(graph):                        # worked out in the background …
+        assert time.monotonic() < end, "the shapes were never worked out"
+        time.sleep(0.05)
+    assert hover_shapes(graph, graph)                     # … and shown from the next draw on
