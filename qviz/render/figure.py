@@ -30,7 +30,7 @@ HALO_COLORS = ["#e6194b", "#3cb44b", "#4363d8", "#f58231", "#911eb4", "#46f0f0",
 #: Below it every node carries its label, and the page (assets/graph_view.js) shows the
 #: labels only while they can be read: neighbouring ranks at least :data:`LABEL_PX` pixels
 #: apart and at most :data:`LABELS_IN_VIEW` nodes in view. Zoom in to read them.
-MAX_LABELS = 8000
+MAX_LABELS = 2000    # = MAX_SVG_NODES: names on WebGL's thousands of points cost seconds to build and draw
 LABELS_IN_VIEW = 250
 LABEL_PX = 45
 #: How many ranks the first view shows of a longer graph: its start, at a zoom where the
@@ -137,7 +137,9 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
         x=[pos[k][0] for k in keys], y=[pos[k][1] for k in keys], customdata=keys,
         mode="markers+text" if _labels_readable(pos, window) else "markers",
         text=[short_label(str(d["label"])) for d in data] if len(keys) <= MAX_LABELS else None,
-        textposition=[label_position(pos[k], d, direction) for k, d in zip(keys, data)], textfont=dict(size=10),
+        # (only with names: plotly checks each entry of this list, a second on 7k nodes)
+        textposition=[label_position(pos[k], d, direction) for k, d in zip(keys, data)]
+        if len(keys) <= MAX_LABELS else None, textfont=dict(size=10),
         hovertext=texts, hoverinfo="text", name="nodes", showlegend=False,
         marker=dict(size=[16 if _is_layer(k) else 11 for k in keys],
                     color=[COLORS[d["kind"]] for d in data],
