@@ -39,7 +39,7 @@ from ..passes import LayerBits, Recipe, RecipeError, fold_candidates, quantizabl
 
 __all__ = ["HISTORY_LIMIT", "new_history", "current", "push", "undo", "redo", "edit_layer",
            "shows", "set_layer", "recipe_from_upload", "layer_rows", "on_tflite", "ViewChoice", "DrawnView",
-           "shown", "draw_view", "match_marks", "MatchItem", "why", "search", "hover_lines", "hover_shapes",
+           "shown", "draw_view", "match_marks", "MatchItem", "why", "search", "hover_lines", "hover_shapes", "warm_up",
            "device_flags",
            "layer_of_key", "with_expanded"]
 
@@ -277,6 +277,16 @@ def with_expanded(view_state: dict, selected_key: str | None) -> dict | None:
     if key is None or not key.is_layer:
         return None
     return {**view_state, "expanded": sorted(set(view_state.get("expanded", [])) | {key.name})}
+
+
+def warm_up(session) -> None:
+    """Once the model's first view is drawn, calibrate its unfolded graph in the background
+    (once per model: sessions share calibrations): the first bit width the user picks
+    then draws at once instead of waiting seconds for it. Not before the first draw,
+    which it would slow down."""
+    if not session.warmed:
+        session.warmed = True
+        session.ranges_future(Recipe(fold_default=False, quantize_default=None))
 
 
 _SHAPE_WORK = ThreadPoolExecutor(1, thread_name_prefix="qviz-shapes")

@@ -108,6 +108,7 @@ def register(app, store) -> None:
         c = result.changes
         drawn = recipe.to_json(indent=None)
         s.latest = drawn
+        services.warm_up(s)
         return dict(figure=fig, nodes=f"{view.graph.number_of_nodes()} nodes",
                     match_count="" if error else summarize_matches(fates), matches=listed,
                     pattern_error=error, drawn=drawn,

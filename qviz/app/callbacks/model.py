@@ -158,12 +158,9 @@ def register(app, store, options) -> None:
 
     def _opened(graph, origin, sid, view_state, upload, keep_recipe=False):
         options["runner"].start()   # the worker processes, from the first open on (no-op after)
-        session = store.put(sid, Session(graph, origin.name, runner=options["runner"], origin=origin,
+        store.put(sid, Session(graph, origin.name, runner=options["runner"], origin=origin,
                                          upload_dir=upload.directory if upload is not None else None,
                                          ranges=store.ranges_for(graph)))
-        # Calibrate the starting fold selection now, in the background (once per model): the
-        # first bit width the user picks then draws at once instead of waiting seconds for it.
-        session.ranges_future(START_RECIPE)
         view_state = view_state if isinstance(view_state, dict) else {"mode": "layer", "direction": "LR"}
         return dict(status=f"{origin.name}: {len(graph)} ops, {len(graph.layers)} layers", figure=no_update,
                     version={"name": origin.name, "sid": sid, "n": len(graph), "t": time.monotonic()},
