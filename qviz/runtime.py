@@ -7,6 +7,7 @@ the cache can never go stale). TensorFlow is imported on first use only.
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 from collections.abc import Mapping, Sequence
@@ -258,13 +259,14 @@ def shapes_known(graph: Graph) -> bool:
 
 
 def _inferred_shapes(graph: Graph) -> dict[str, Shape]:
-    tf = _tf()
     shapes: dict[str, Shape] = {}
-    tfg = tf.Graph()
     try:
+        tf = _tf()
+        tfg = tf.Graph()
         with tfg.as_default():
             tf.compat.v1.import_graph_def(graph.to_graph_def(), name="")
-    except Exception:  # unknown ops: no shapes, but the graph still displays
+    except Exception as exc:  # unknown ops: no shapes, but the graph still displays
+        logging.getLogger(__name__).info("no static shapes for %s: %s", graph, exc)
         return shapes
     for op in tfg.get_operations():
         for t in op.outputs:

@@ -27,7 +27,6 @@ import base64
 import binascii
 import threading
 import weakref
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import networkx as nx
@@ -289,26 +288,31 @@ def warm_up(session) -> None:
         session.ranges_future(Recipe(fold_default=False, quantize_default=None))
 
 
-_SHAPE_WORK = ThreadPoolExecutor(1, thread_name_prefix="qviz-shapes")
-
-
 def hover_shapes(original, shown) -> dict:
     """The tensor shapes the hover shows for ``shown`` (a rewrite of ``original``) —
     if ``original``'s are known by now. If not (a graph handed to ``create_app``; a
-    model file's open works them out first), ``{}`` while one background thread
-    works them out in TensorFlow: a draw never waits seconds for hover text."""
-    from ..runtime import rewritten_shapes, shapes_known, tensor_shapes
+    model file's open works them out first), ``{}`` while a background thread works
+    them out in TensorFlow: a draw never waits seconds for hover text."""
+    from ..runtime import rewritten_shapes, shapes_known
 
     if shapes_known(original):
         return rewritten_shapes(original, shown)
     with _SHAPES_LOCK:
         if original not in _SHAPES_STARTED:
-            _SHAPES_STARTED[original] = _SHAPE_WORK.submit(tensor_shapes, original)
+            _SHAPES_STARTED[original] = True
+            threading.Thread(target=_work_out_shapes, args=(original,), daemon=True,
+                             name="qviz-shapes").start()
     return {}
 
 
+def _work_out_shapes(graph) -> None:
+    from ..runtime import tensor_shapes
+
+    tensor_shapes(graph)   # memoized on the graph; {} (and a logged reason) if TensorFlow cannot
+
+
 _SHAPES_LOCK = threading.Lock()
-_SHAPES_STARTED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # graph → its shapes being worked out
+_SHAPES_STARTED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # graph → True once asked for
 
 
 def hover_lines(session, graph, vg: nx.DiGraph, recipe: Recipe, shapes: dict) -> dict[str, str]:
