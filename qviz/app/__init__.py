@@ -8,6 +8,7 @@ server; the browser holds only that id, the recipe history and view settings.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterable
 from concurrent.futures import wait
 from pathlib import Path
@@ -52,18 +53,15 @@ def create_app(model=None, *, model_name: str | None = None, default_sample: str
 
     import dash
 
+    from ..samples import SAMPLES, sample_path
     from . import callbacks
     from .errors import make_error_handler
+    from .first_view import ServedModel, index_with, sketch_of
     from .jobs import ThreadRunner
     from .guard import LOOPBACK_HOSTS, install_guard
     from .layout import page
     from .session import SessionStore
     from .uploads import size_text
-
-    from .first_view import ServedModel, index_with, sketch_of
-    import time
-
-    from ..samples import SAMPLES, sample_path
 
     store = SessionStore(sessions, load_workers=load_workers)
     max_upload_bytes = int(max_upload_mb * 2**20)
@@ -124,6 +122,6 @@ def _runner():
         from .celery_worker import CeleryRunner
 
         return CeleryRunner(url)
-    # Started when the first model is open (create_app, qviz.app.callbacks.model): until then
-    # the CPU goes to drawing the first page, not to two processes importing TensorFlow.
+    # Started when the first model is open (create_app), or by the first job: until then the
+    # CPU goes to drawing the first page, not to two processes importing TensorFlow.
     return ProcessRunner()

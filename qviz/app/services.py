@@ -36,7 +36,7 @@ from ..layout import ViewKey, default_cache, diff_status, key_showing, view_grap
 from ..matcher import explain, explain_layer
 from ..passes import LayerBits, Recipe, RecipeError, fold_candidates, quantizable_layers, quantizable_units
 
-__all__ = ["HISTORY_LIMIT", "new_history", "current", "push", "undo", "redo", "edit_layer",
+__all__ = ["HISTORY_LIMIT", "START_RECIPE", "new_history", "current", "push", "undo", "redo", "edit_layer",
            "shows", "set_layer", "recipe_from_upload", "layer_rows", "on_tflite", "ViewChoice", "DrawnView",
            "shown", "draw_view", "match_marks", "MatchItem", "why", "search", "hover_lines", "hover_shapes", "warm_up",
            "device_flags",
@@ -44,6 +44,9 @@ __all__ = ["HISTORY_LIMIT", "new_history", "current", "push", "undo", "redo", "e
 
 #: Undo steps kept per page.
 HISTORY_LIMIT = 50
+
+#: The recipe a freshly opened model starts with: nothing folded or quantized.
+START_RECIPE = Recipe(fold_default=False, quantize_default=None)
 
 
 # -- the recipe history the page holds ----------------------------------------------------
@@ -285,7 +288,7 @@ def warm_up(session) -> None:
     which it would slow down."""
     if not session.warmed:
         session.warmed = True
-        session.ranges_future(Recipe(fold_default=False, quantize_default=None))
+        session.ranges_future(START_RECIPE)
 
 
 def hover_shapes(original, shown) -> dict:

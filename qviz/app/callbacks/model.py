@@ -8,18 +8,15 @@ import time
 from dash import Input, Output, State, ctx, no_update
 
 from ...importers import LoadError
-from ...passes import Recipe
 from ...samples import SAMPLES, sample_path
 from .. import ids, services
-from ..layout import SERVED_MODEL
 from ..first_view import FirstView, failed_future, sketch_of
+from ..layout import SERVED_MODEL
 from ..session import Origin, PendingOpen, Session
 from ..uploads import Upload, load_upload, save_upload  # noqa: F401  (load_upload: tests)
 
 log = logging.getLogger(__name__)
 
-#: The recipe a freshly opened model starts with: nothing folded or quantized.
-START_RECIPE = Recipe(fold_default=False, quantize_default=None)
 
 
 def start_open(store, sid: str, origin: Origin, options, *, upload: Upload | None = None,
@@ -157,14 +154,13 @@ def register(app, store, options) -> None:
         return answer
 
     def _opened(graph, origin, sid, view_state, upload, keep_recipe=False):
-        options["runner"].start()   # the worker processes, from the first open on (no-op after)
         store.put(sid, Session(graph, origin.name, runner=options["runner"], origin=origin,
-                                         upload_dir=upload.directory if upload is not None else None,
-                                         ranges=store.ranges_for(graph)))
+                               upload_dir=upload.directory if upload is not None else None,
+                               ranges=store.ranges_for(graph)))
         view_state = view_state if isinstance(view_state, dict) else {"mode": "layer", "direction": "LR"}
         return dict(status=f"{origin.name}: {len(graph)} ops, {len(graph.layers)} layers", figure=no_update,
                     version={"name": origin.name, "sid": sid, "n": len(graph), "t": time.monotonic()},
-                    history=no_update if keep_recipe else services.new_history(START_RECIPE),
+                    history=no_update if keep_recipe else services.new_history(services.START_RECIPE),
                     view_state={**view_state, "expanded": []}, stop_polling=True)
 
 
