@@ -35,6 +35,7 @@ from pathlib import Path
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from browser import chromium  # noqa: E402
 from synthetic import synthetic_graph  # noqa: E402
 
 from qviz.layout import count_crossings, layered_routes, view_graph  # noqa: E402
@@ -98,8 +99,6 @@ def measure(name, graph, mode, use_dot=True):
 
 def browser_timings(graph, toggles=10, name="MobileNetV2", port=8765):
     """(page load → graph drawn s, [toggle → re-rendered s]) in headless Chromium."""
-    from selenium import webdriver
-    from selenium.webdriver.chrome.options import Options
     from werkzeug.serving import make_server
 
     from qviz.app import create_app
@@ -110,11 +109,7 @@ def browser_timings(graph, toggles=10, name="MobileNetV2", port=8765):
     logging.getLogger("werkzeug").setLevel(logging.WARNING)   # not a line per request
     server = make_server("127.0.0.1", port, app.server, threaded=True)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    options = Options()
-    options.binary_location = shutil.which("chromium") or ""
-    for arg in ("--headless", "--no-sandbox", "--disable-gpu", "--window-size=1600,1200"):
-        options.add_argument(arg)
-    driver = webdriver.Chrome(options=options)
+    driver = chromium(1600, 1200)
     nodes_js = ("const g = document.querySelector('#graph .js-plotly-plot');"
                 "if (!g || !g.data) return -1; const t = g.data.find(d => d.name === 'nodes');"
                 "return t ? t.x.length : -1;")

@@ -20,24 +20,14 @@ from __future__ import annotations
 
 import argparse
 import logging
-import shutil
 import statistics
 import threading
 import time
 
+from browser import chromium
+
 LAYERS = ["block_13_expand", "block_3_project", "Conv_1", "block_6_depthwise", "expanded_conv_project",
           "block_10_expand", "block_15_project"]
-
-
-def _driver():
-    from selenium import webdriver
-    from selenium.webdriver.chrome.options import Options
-
-    options = Options()
-    options.binary_location = shutil.which("chromium") or ""
-    for arg in ("--headless", "--no-sandbox", "--disable-gpu", "--window-size=1600,1000"):
-        options.add_argument(arg)
-    return webdriver.Chrome(options=options)
 
 
 def _until(cond, timeout=120.0, every=0.01, what=lambda: ""):
@@ -89,7 +79,7 @@ def main(argv=None):
     app = create_app(graph, model_name="MobileNetV2")
     server = make_server("127.0.0.1", args.port, app.server, threaded=True)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    d = _driver()
+    d = chromium(1600, 1000)
     text = lambda sel: d.find_element("css selector", sel).text  # noqa: E731
     try:
         d.get(f"http://127.0.0.1:{args.port}/")

@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import socket
 import statistics
 import subprocess
 import sys
@@ -32,6 +31,8 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+
+from browser import chromium, free_port
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
@@ -59,25 +60,6 @@ def make_models(n: int, folder: Path) -> list[Path]:
     return paths
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _driver():
-    from selenium import webdriver
-    from selenium.webdriver.chrome.options import Options
-
-    o = Options()
-    o.binary_location = "/usr/bin/chromium"
-    for arg in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1400,900",
-                "--disable-background-networking", "--disable-component-update", "--no-first-run"):
-        o.add_argument(arg)
-    o.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    return webdriver.Chrome(options=o)
-
-
 def _nodes(d) -> list[str]:
     return d.execute_script(
         "const g = document.querySelector('#graph .js-plotly-plot');"
@@ -98,7 +80,7 @@ def _wait(cond, timeout):
 
 
 def one_user(i: int, model: Path, url: str, start: threading.Barrier, out: dict) -> None:
-    d = _driver()
+    d = chromium(1400, 900, console_log=True, extra_args=("--disable-dev-shm-usage", "--disable-background-networking", "--disable-component-update", "--no-first-run"))
     try:
         d.get(url)
         upload = "#model-upload input[type=file]"
@@ -144,7 +126,7 @@ def _rss_sampler(pid: int, stop: threading.Event, peak: list) -> None:
 
 
 def run(n: int, models: list[Path]) -> dict:
-    port = _free_port()
+    port = free_port()
     log = tempfile.NamedTemporaryFile("w+", suffix=".log", delete=False)
     pin = (lambda: os.sched_setaffinity(0, {0})) if _cores() >= 2 else None
     server = subprocess.Popen([sys.executable, "-m", "qviz", "serve", "--port", str(port), "--max-upload-mb", "50"],

@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import re
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import time
 import urllib.request
+
+from browser import chromium, free_port
 
 QVIZ_JS = """
 const status = (document.querySelector('#model-status') || {}).textContent || '';
@@ -34,24 +35,6 @@ const plotted = !!(g && g.data && g.data.some(d => d.name === 'nodes' && d.x && 
 return [document.querySelectorAll('#first-view circle').length > 0 || plotted, plotted, status];
 """
 NETRON_JS = "return document.querySelectorAll('g.node').length;"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _driver():
-    from selenium import webdriver
-    from selenium.webdriver.chrome.options import Options
-
-    options = Options()
-    options.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
-    options.page_load_strategy = "none"     # measure paint, not the load event
-    for arg in ("--headless", "--no-sandbox", "--disable-gpu", "--window-size=1280,900"):
-        options.add_argument(arg)
-    return webdriver.Chrome(options=options)
 
 
 def _wait_http(url: str, proc, timeout: float) -> float:
@@ -68,13 +51,13 @@ def _wait_http(url: str, proc, timeout: float) -> float:
 
 def run_qviz(path: str, timeout: float = 180.0) -> dict:
     """Seconds: launch → HTTP answer, navigation → graph painted, → plotly graph, → open for edits."""
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "qviz", "serve", path, "--port", str(port)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     driver = None
     try:
         answer = _wait_http(f"http://127.0.0.1:{port}/", proc, timeout)
-        driver = _driver()
+        driver = chromium(1280, 900, paint_timing=True)
         t0 = time.perf_counter()
         driver.get(f"http://127.0.0.1:{port}/")
         out = {"answer": answer, "graph": None, "plotly": None, "open": None}
@@ -103,13 +86,13 @@ def run_netron(path: str, timeout: float = 180.0) -> dict:
     netron = shutil.which("netron")
     if netron is None:
         raise RuntimeError("netron is not installed (pip install netron)")
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen([netron, path, "--port", str(port)], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     driver = None
     try:
         answer = _wait_http(f"http://localhost:{port}/", proc, timeout)
-        driver = _driver()
+        driver = chromium(1280, 900, paint_timing=True)
         driver.get(f"http://localhost:{port}/favicon.ico")     # the origin, to set its cookie on
         driver.add_cookie({"name": "consent", "value": str(int(time.time() * 1000))})
         t0 = time.perf_counter()
