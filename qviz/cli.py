@@ -326,8 +326,8 @@ def _cmd_serve(args) -> int:
         hosts.add(args.host)
     app = create_app(args.model or None, model_name=args.model, max_upload_mb=args.max_upload_mb,
                      allowed_hosts=hosts, token=token, load_options=load_options)
-    # SIGTERM (kill, process managers, docker stop) ends the server the way Ctrl-C does, so the
-    # exit handlers run: the worker process is stopped and upload directories are removed.
+    # SIGTERM (kill, process managers, docker stop) ends the server the way Ctrl-C does: the
+    # worker processes are stopped and upload directories are removed (app.qviz_shutdown).
     import signal
 
     def stop(*_):
@@ -343,8 +343,18 @@ def _cmd_serve(args) -> int:
     if public and not hosts:
         print("qviz: bound to every interface; pass --allowed-host NAME for each name or address "
               "browsers will use to reach it", file=sys.stderr)
-    app.run(host=args.host, port=args.port, debug=False)
-    return 0
+    try:
+        app.run(host=args.host, port=args.port, debug=False)
+    except (KeyboardInterrupt, SystemExit):
+        pass
+    app.qviz_shutdown()
+    # Nothing is left to save. What Python would still do is tear TensorFlow down (seconds,
+    # tens of seconds on a loaded machine, past a process manager's grace period) and wait
+    # for a model still opening in a thread: end now instead.
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def _check_port(host: str, port: int) -> None:

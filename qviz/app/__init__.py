@@ -100,8 +100,15 @@ def create_app(model=None, *, model_name: str | None = None, default_sample: str
     install_guard(app.server, allowed_hosts=hosts, token=token or os.environ.get("QVIZ_TOKEN") or None,
                   upload_limit_text=size_text(max_upload_bytes))
     callbacks.register(app, store, options)
-    atexit.register(store.close_all)   # no upload directory outlives the server
-    atexit.register(options["runner"].close)
+
+    def shutdown() -> None:
+        """Stop the worker processes, then remove every session's files: no upload
+        directory outlives the server. Safe to call twice (at exit and by ``qviz serve``)."""
+        options["runner"].close()
+        store.close_all()
+
+    atexit.register(shutdown)
+    app.qviz_shutdown = shutdown  # qviz serve calls it on SIGTERM and Ctrl-C
     app.qviz_sessions = store  # for tests and diagnostics
     return app
 
