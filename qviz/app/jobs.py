@@ -359,9 +359,14 @@ def _serve(conn, name: str = "") -> None:
             answer = ("error", exc)
         try:
             conn.send(answer)
+        except OSError:   # the app is gone (stopped, killed): nobody is waiting for answers
+            return
         except Exception as exc:  # the answer does not pickle: say so instead
-            conn.send(("error", RuntimeError(f"the {kind} job's answer could not be sent back: "
-                                             f"{type(exc).__name__}: {exc}")))
+            try:
+                conn.send(("error", RuntimeError(f"the {kind} job's answer could not be sent back: "
+                                                 f"{type(exc).__name__}: {exc}")))
+            except OSError:
+                return
 
 
 @contextlib.contextmanager
