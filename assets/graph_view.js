@@ -1,7 +1,7 @@
 // The graph view's reading aids, done in the browser (no server round trip on a zoom):
-// * labels: node names are shown only while they can be read: one layout unit (the
-//   distance between ranks, or between neighbours in a rank) at least meta.label_px
-//   pixels wide, at most meta.labels_in_view nodes in view
+// * labels: node names (and the bit badges beside them) are shown only while they can
+//   be read: one layout unit (the distance between ranks, or between neighbours in a
+//   rank) at least meta.label_px pixels wide, at most meta.labels_in_view nodes in view
 //   (drawing thousands of names is slow); zoom in and they appear;
 // * minimap: while the view shows part of the graph, a small overview of the whole
 //   graph with the visible part boxed; click it to look there.
@@ -46,6 +46,9 @@
         }
         var want = n <= limit && px >= minPx ? "markers+text" : "markers";
         if (t.mode !== want) { window.Plotly.restyle(gd, {mode: want}, [i]); }
+        // the bit badges (trace "bits", qviz/render/figure.py) come and go with the names
+        var b = trace(gd, "bits"), show = want === "markers+text";
+        if (b >= 0 && gd.data[b].visible !== show) { window.Plotly.restyle(gd, {visible: show}, [b]); }
     }
 
     function updateMinimap(gd, v) {

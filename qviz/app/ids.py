@@ -21,6 +21,7 @@ ALERT = "alert"
 # graph
 GRAPH = "graph"
 MINIMAP = "graph-minimap"          # drawn by assets/graph_view.js
+GRAPH_LEGEND = "graph-legend"
 VIEW_MODE = "view-mode"
 DIRECTION = "direction"
 SHOW = "show-graph"

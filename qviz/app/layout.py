@@ -11,6 +11,7 @@ from ..choices import BIT_MENU, SWEEP_BITS, bits_label
 from ..patterns import BUILTIN
 from ..samples import list_samples
 from . import ids
+from .legend import graph_legend
 
 BITS = [bits_label(b) for b in BIT_MENU]
 #: An empty plot without axes (instead of plotly's default empty grid).
@@ -80,6 +81,7 @@ def page(default_sample: str | None, session_id: str, max_upload_bytes: int = 20
                                           style={"height": "62vh"}, **({"figure": figure} if figure else {}))),
                     html.Div(id=ids.MINIMAP, className="minimap", title="the whole graph: click to look there"),
                 ], className="graph-wrap"),
+                graph_legend(),
                 html.Div(id=ids.DIFF_SUMMARY, className="diff"),
             ], className="main"),
             html.Div([

@@ -32,14 +32,16 @@ from dataclasses import dataclass, field
 import networkx as nx
 
 from ..choices import bits_label, parse_bits_label
+from ..ir.ops import ADD_OPS, LAYER_OPS
 from ..layout import ViewKey, default_cache, diff_status, key_showing, view_graph
 from ..matcher import explain, explain_layer
 from ..passes import LayerBits, Recipe, RecipeError, fold_candidates, quantizable_layers, quantizable_units
+from ..render.figure import Badge
 
 __all__ = ["HISTORY_LIMIT", "START_RECIPE", "new_history", "current", "push", "undo", "redo", "edit_layer",
            "shows", "set_layer", "recipe_from_upload", "layer_rows", "on_tflite", "ViewChoice", "DrawnView",
            "shown", "draw_view", "match_marks", "MatchItem", "why", "search", "hover_lines", "hover_shapes", "warm_up",
-           "device_flags",
+           "device_flags", "bit_badges",
            "layer_of_key", "with_expanded"]
 
 #: Undo steps kept per page.
@@ -343,6 +345,47 @@ def hover_lines(session, graph, vg: nx.DiGraph, recipe: Recipe, shapes: dict) ->
                          f"bits: w {bits_label(b.weight_bits)} / a {bits_label(b.activation_bits)}")
         if lines:
             out[key] = "<br>" + "<br>".join(lines)
+    return out
+
+
+def bit_badges(session, vg: nx.DiGraph, recipe: Recipe) -> dict[str, Badge]:
+    """View key → the :class:`~qviz.render.figure.Badge` saying what ``recipe`` does to
+    the layer drawn there (``w4a8+bn``): on a layer's node in the layer view, on the
+    op that carries the layer's weights (or its bypass Add) in the op view. Layers
+    the recipe leaves alone get none, nor do nodes the rewrite removed.
+
+    >>> import qviz
+    >>> from qviz.samples import sample_path
+    >>> from qviz.app.session import Session
+    >>> s = Session(qviz.load(sample_path("lenet_digits")), "lenet")
+    >>> r = qviz.Recipe.default(s.graph).with_bits("conv2", LayerBits(4, 8))
+    >>> badges = bit_badges(s, draw_view(s, r, ViewChoice()).graph, r)
+    >>> badges["layer:conv1"].text, badges["layer:conv2"].text, "layer:relu1" in badges
+    ('w8a8+bn', 'w4a8+bn', False)
+
+    A bypass Add has activations only:
+
+    >>> s = Session(qviz.load(sample_path("resnet_block")), "resnet")
+    >>> r = qviz.Recipe.default(s.graph)
+    >>> bit_badges(s, draw_view(s, r, ViewChoice(mode="op")).graph, r)["op:resnet_block_1/add1_1/Add"].text
+    'a8'
+    """
+    units = set(quantizable_units(session.graph))
+    weighted = set(quantizable_layers(session.graph))
+    folded = {c.layer for c in fold_candidates(session.graph) if c.foldable and recipe.folds(c.layer)}
+    out = {}
+    for key, d in vg.nodes(data=True):
+        k = ViewKey.parse(key)
+        layer = d.get("layer")
+        if k is None or d.get("ghost_of") or d.get("status") == "removed" or layer not in units | folded:
+            continue
+        if not k.is_layer and d["op"] not in (LAYER_OPS if layer in weighted else ADD_OPS):
+            continue
+        bits = recipe.bits(layer) if layer in units else None
+        badge = Badge.of(bits.weight_bits if bits and layer in weighted else None,   # an Add has no weights
+                         bits.activation_bits if bits else None, folded=layer in folded)
+        if badge is not None:
+            out[key] = badge
     return out
 
 

@@ -13,16 +13,22 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 import plotly.graph_objects as go
 
 from ..layout.view import ViewKey
 
-__all__ = ["graph_figure", "first_view_range", "histogram_figure", "layer_error_figure", "COLORS", "STATUS_COLORS"]
+__all__ = ["graph_figure", "Badge", "bits_color", "BIT_COLORS", "first_view_range", "histogram_figure",
+           "layer_error_figure", "COLORS", "KIND_NAMES", "STATUS_COLORS"]
 
 COLORS = {"conv": "#1f77b4", "batchnorm": "#ff7f0e", "quant": "#9467bd", "activation": "#2ca02c",
           "add": "#8c564b", "pool": "#17becf", "io": "#7f7f7f", "other": "#bcbd22"}
+#: What each fill colour stands for, in the legend's words.
+KIND_NAMES = {"conv": "conv / dense (has weights)", "batchnorm": "batch norm", "quant": "fake-quant",
+              "activation": "activation", "add": "add (bypass)", "pool": "pooling", "io": "input / output",
+              "other": "other"}
 STATUS_COLORS = {"added": "#00a651", "modified": "#f5a623", "removed": "#d0021b"}
 HALO_COLORS = ["#e6194b", "#3cb44b", "#4363d8", "#f58231", "#911eb4", "#46f0f0", "#f032e6",
                "#bcf60c", "#fabebe", "#008080", "#e6beff", "#9a6324"]
@@ -42,6 +48,49 @@ MAX_ARROWS = 2000
 #: context costs ~0.6 s in a browser without a GPU) and its text is crisper; WebGL pans
 #: tens of thousands of points smoothly.
 MAX_SVG_NODES = 2000
+
+
+#: A badge's colour: the narrowest bit width it names (at least this many bits → this colour).
+#: Wide is calm, narrow is loud: a 4-bit layer stands out from its 8-bit neighbours.
+BIT_COLORS = ((16, "#1b5e20"), (8, "#2e7d32"), (6, "#9e9d24"), (4, "#ef6c00"), (3, "#d84315"), (2, "#b71c1c"))
+FLOAT_BADGE_COLOR = "#555"
+
+
+def bits_color(bits: int | None) -> str:
+    """The colour of a badge whose narrowest width is ``bits`` (None: float).
+
+    >>> bits_color(8), bits_color(5), bits_color(None)
+    ('#2e7d32', '#ef6c00', '#555')
+    """
+    if bits is None:
+        return FLOAT_BADGE_COLOR
+    return next((color for least, color in BIT_COLORS if bits >= least), BIT_COLORS[-1][1])
+
+
+@dataclass(frozen=True)
+class Badge:
+    """The short text beside a node saying what the recipe does to its layer:
+    ``w4a8`` (weights at 4 bits, activations at 8), ``+bn`` (its batch norm folded in).
+
+    >>> Badge.of(4, 8, folded=True)
+    Badge(text='w4a8+bn', bits=4)
+    >>> Badge.of(None, 8), Badge.of(None, None, folded=True), Badge.of(None, None)
+    (Badge(text='a8', bits=8), Badge(text='+bn', bits=None), None)
+    """
+
+    text: str
+    bits: int | None    # the narrowest width named (the badge's colour); None: float
+
+    @classmethod
+    def of(cls, weight_bits: int | None, activation_bits: int | None, folded: bool = False) -> "Badge | None":
+        text = (f"w{weight_bits}" if weight_bits else "") + (f"a{activation_bits}" if activation_bits else "")
+        text += "+bn" if folded else ""
+        widths = [b for b in (weight_bits, activation_bits) if b]
+        return cls(text, min(widths) if widths else None) if text else None
+
+    @property
+    def color(self) -> str:
+        return bits_color(self.bits)
 
 
 #: The graph figure is built without plotly's per-value validation: on a redraw it cost more
@@ -87,7 +136,7 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
                  selected: str | None = None, show_status: bool = True, title: str = "",
                  hover: Mapping[str, str] | None = None, routes: Mapping | None = None,
                  flags: Mapping[str, str] | None = None, first_view: bool = False,
-                 direction: str = "LR") -> go.Figure:
+                 direction: str = "LR", badges: Mapping[str, Badge] | None = None) -> go.Figure:
     """The graph view.
 
     Args:
@@ -103,6 +152,8 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
             run that layer as simulated; the hover says why).
         first_view: open on the start of a long graph, legibly (:func:`first_view_range`),
             rather than fitting the whole graph into the plot. ``direction``: the layout's.
+        badges: node key → its :class:`Badge` (bits and fold), drawn on the side of the
+            node its name is not on, and shown and hidden with the names.
 
     The node trace's ``customdata`` is the node key, which click callbacks read.
     """
@@ -168,6 +219,16 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
             text=[flags[k] for k in fk],
             textposition="top right", textfont=dict(size=14, color="#c05000"), hoverinfo="skip",
             name="device flags", showlegend=False, customdata=fk))
+    if badges:
+        bk = [k for k in keys if k in badges]
+        traces.append(go.Scatter(
+            # an invisible marker of the node's size: text is placed off a marker's edge, not its centre
+            **_UNCHECKED, x=[pos[k][0] for k in bk], y=[pos[k][1] for k in bk], mode="markers+text",
+            marker=dict(size=[16 if _is_layer(k) else 11 for k in bk], opacity=0),
+            text=[badges[k].text for k in bk], customdata=bk, name="bits", showlegend=False,
+            textposition=[_opposite(label_position(pos[k], g.nodes[k], direction)) for k in bk],
+            textfont=dict(size=10, color=[badges[k].color for k in bk]), hoverinfo="skip",
+            visible=nodes.mode == "markers+text"))
     fig = go.Figure(traces, **_UNCHECKED)
     xaxis, yaxis = dict(visible=False), dict(visible=False, scaleanchor="x")
     if window:
@@ -213,6 +274,12 @@ def _labels_readable(pos: Mapping, window) -> bool:
         return shown <= LABELS_IN_VIEW
     xs = [p[0] for p in pos.values()] or [0.0]
     return len(pos) <= LABELS_IN_VIEW and max(xs) - min(xs) <= FIRST_VIEW_RANKS + 2
+
+
+def _opposite(position: str) -> str:
+    """The other side of a node from ``position`` (where its badge goes)."""
+    return {"bottom center": "top center", "top center": "bottom center",
+            "middle right": "middle left", "middle left": "middle right"}.get(position, "top center")
 
 
 def label_position(xy, d, direction: str = "LR") -> str:

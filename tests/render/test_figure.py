@@ -10,7 +10,7 @@ import pytest
 import qviz
 from qviz.layout import layered_routes, view_graph
 from qviz.render import graph_figure
-from qviz.render.figure import MAX_SVG_NODES
+from qviz.render.figure import MAX_SVG_NODES, Badge, bits_color
 
 
 def _validated(fig):
@@ -41,8 +41,8 @@ def test_graph_figure_with_every_mark_is_what_plotly_validation_would_send(sampl
     keys = list(vg.nodes)
     fig = graph_figure(vg, pos, routes=routes, highlights={keys[0]: 0, keys[1]: 3}, selected=keys[2],
                        hover={k: "<br>shape (1, 8, 8, 4)" for k in keys}, flags={keys[3]: "⚠"},
-                       first_view=True, title="t")
-    assert {t.name for t in fig.data} == {"edges", "nodes", "matches", "arrows", "device flags"}
+                       badges={keys[1]: Badge.of(4, 8, folded=True)}, first_view=True, title="t")
+    assert {t.name for t in fig.data} == {"edges", "nodes", "matches", "arrows", "device flags", "bits"}
     assert _same(_validated(fig), fig)
 
 
@@ -58,3 +58,25 @@ def test_a_webgl_graph_figure_is_valid_too():
     fig = graph_figure(g, pos, first_view=True)
     assert fig.data[0].type == "scattergl"
     assert _same(_validated(fig), fig)
+
+
+def test_badges_sit_opposite_the_names_coloured_by_the_narrowest_width_and_show_with_them():
+    import networkx as nx
+
+    g = nx.DiGraph([("layer:a", "layer:b"), ("layer:b", "layer:c")])
+    for k in g:
+        g.nodes[k].update(kind="conv", op="Conv2D", label=k[6:], layer=k[6:], ops=1, status=None)
+    pos = {"layer:a": (0.0, 0.0), "layer:b": (1.0, 0.0), "layer:c": (2.0, 0.0)}
+    badges = {"layer:a": Badge.of(8, 8), "layer:b": Badge.of(4, 8, folded=True)}
+    fig = graph_figure(g, pos, badges=badges)
+    nodes = next(t for t in fig.data if t.name == "nodes")
+    bits = next(t for t in fig.data if t.name == "bits")
+    assert list(bits.customdata) == ["layer:a", "layer:b"] and list(bits.text) == ["w8a8", "w4a8+bn"]
+    assert list(bits.textfont.color) == [bits_color(8), bits_color(4)]
+    label_side = dict(zip(nodes.customdata, nodes.textposition))
+    assert list(bits.textposition) == ["top center" if label_side["layer:a"] == "bottom center" else "bottom center",
+                                       "top center" if label_side["layer:b"] == "bottom center" else "bottom center"]
+    assert bits.visible is True and nodes.mode == "markers+text"
+    far = {k: (x * 400, y) for k, (x, y) in pos.items()}   # no names drawn: no badges either
+    fig = graph_figure(g, far, badges=badges)   # the whole graph in view, too wide to read
+    assert next(t for t in fig.data if t.name == "bits").visible is False

@@ -100,9 +100,10 @@ def register(app, store) -> None:
         sel = selected.get("key") if selected else None
         hover = services.hover_lines(s, graph, view.graph, recipe, services.hover_shapes(s.graph, graph))
         flags = services.device_flags(s, view.graph, recipe, hover) if not choice.original else {}
+        badges = services.bit_badges(s, view.graph, recipe) if not choice.original else {}
         fig = graph_figure(view.graph, view.pos, routes=view.routes, highlights=highlights, selected=sel,
-                           show_status=not choice.original, hover=hover, flags=flags, first_view=True,
-                           direction=choice.direction)
+                           show_status=not choice.original, hover=hover, flags=flags, badges=badges,
+                           first_view=True, direction=choice.direction)
         if sel in view.pos and selected.get("center"):
             _center(fig, view.pos, sel)
         c = result.changes
