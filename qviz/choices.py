@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import PurePath
 
 __all__ = ["MIN_BITS", "MAX_BITS", "BIT_MENU", "SWEEP_BITS", "bits_label", "parse_bits_label",
-           "KERAS_SUFFIXES", "GRAPHDEF_SUFFIXES", "MODEL_SUFFIXES", "is_keras_file", "MODEL_FORMATS"]
+           "WEIGHT_METRICS", "KERAS_SUFFIXES", "GRAPHDEF_SUFFIXES", "MODEL_SUFFIXES", "is_keras_file", "MODEL_FORMATS"]
 
 #: TensorFlow's FakeQuant ops accept 2 to 16 bits.
 MIN_BITS, MAX_BITS = 2, 16
@@ -22,6 +22,10 @@ MIN_BITS, MAX_BITS = 2, 16
 BIT_MENU = (None, 16, 8, 6, 4, 3, 2)
 #: The widths the sensitivity sweep measures by default.
 SWEEP_BITS = (8, 6, 4, 3, 2)
+
+#: The per-layer weight statistics qviz measures without data (qviz.analysis.weight_stats),
+#: in menu order: the app's "colour by" and ``qviz node-data --metric``.
+WEIGHT_METRICS = ("weight |max|", "weight kurtosis")
 
 #: Keras model files: Keras 3 ``.keras``, HDF5 (Keras 2 / tf_keras, or Keras 3 legacy).
 KERAS_SUFFIXES = (".keras", ".h5", ".hdf5")

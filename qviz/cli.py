@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from .choices import SWEEP_BITS
+from .choices import SWEEP_BITS, WEIGHT_METRICS
 from .errors import QvizError
 from .samples import data_for
 
@@ -157,6 +157,24 @@ def _read_recipe(path: str):
         return Recipe.from_json(data)   # bytes: the reader says which byte is not UTF-8
     except RecipeError as exc:
         raise RecipeError(f"--recipe {path}: {exc}") from None
+
+
+def _cmd_node_data(args) -> int:
+    from .analysis.node_data import on_ops
+    from .analysis.weight_stats import weight_metrics
+
+    graph = _load(args)
+    data = weight_metrics(graph)[args.metric]
+    text = on_ops(data, graph).to_model_explorer()
+    if not args.output:
+        print(text)
+        return 0
+    with open(args.output, "w", encoding="utf-8") as f:
+        f.write(text + "\n")
+    span = data.span
+    print(f"wrote {args.output}: {args.metric} of {len(data.values)} layers"
+          + (f", {span[0]:.4g} to {span[1]:.4g}" if span else ""))
+    return 0
 
 
 def _cmd_recipe(args) -> int:
@@ -457,6 +475,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="where measurements are saved as they are made (default: MODEL.sensitivity.json here); "
                         "a rerun resumes from it")
     p.set_defaults(func=_cmd_sensitivity)
+
+    p = sub.add_parser("node-data", help="a per-layer metric as Model Explorer node-data JSON (no data, no "
+                                         "TensorFlow run): paint it in Model Explorer or in qviz")
+    _add_model_args(p)
+    p.add_argument("--metric", required=True, choices=WEIGHT_METRICS, help="what to measure per layer")
+    p.add_argument("-o", "--output", help="the JSON file to write (default: print it)")
+    p.set_defaults(func=_cmd_node_data)
 
     p = sub.add_parser("serve", help="open the app in the browser (default model: the lenet_digits sample)")
     p.add_argument("model", nargs="?", help="a model file or SavedModel directory")

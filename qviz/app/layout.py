@@ -11,7 +11,7 @@ from ..choices import BIT_MENU, SWEEP_BITS, bits_label
 from ..patterns import BUILTIN
 from ..samples import list_samples
 from . import ids
-from .legend import graph_legend
+from .legend import color_options, graph_legend
 
 BITS = [bits_label(b) for b in BIT_MENU]
 #: An empty plot without axes (instead of plotly's default empty grid).
@@ -75,12 +75,22 @@ def page(default_sample: str | None, session_id: str, max_upload_bytes: int = 20
                     html.Button("expand layer", id=ids.EXPAND),
                     html.Button("collapse all", id=ids.COLLAPSE_ALL),
                     html.Span(id=ids.NODE_COUNT, className="status"),
+                    html.Span([
+                        html.Label("colour by", htmlFor=ids.COLOR_BY),
+                        dcc.Dropdown(id=ids.COLOR_BY, options=color_options(), value="", clearable=False,
+                                     searchable=False, className="color-by"),
+                        dcc.Upload(html.Span("paint node data (.json)", className="linkish",
+                                             title="Model Explorer node-data JSON, e.g. AI Edge Quantizer's "
+                                                   "per-tensor error"),
+                                   id=ids.NODE_DATA_UPLOAD, max_size=32 * 2**20),
+                    ], className="color-by-bar"),
                 ], className="toolbar"),
                 html.Div([
                     dcc.Loading(dcc.Graph(id=ids.GRAPH, config={"scrollZoom": True, "displaylogo": False},
                                           style={"height": "62vh"}, **({"figure": figure} if figure else {}))),
                     html.Div(id=ids.MINIMAP, className="minimap", title="the whole graph: click to look there"),
                 ], className="graph-wrap"),
+                html.Div(id=ids.METRIC_LEGEND, className="metric-legend"),
                 graph_legend(),
                 html.Div(id=ids.DIFF_SUMMARY, className="diff"),
             ], className="main"),

@@ -11,10 +11,48 @@ from __future__ import annotations
 
 from dash import html
 
-from ..render.figure import BIT_COLORS, COLORS, FLOAT_BADGE_COLOR, HALO_COLORS, KIND_NAMES, STATUS_COLORS
+from ..analysis.node_data import NodeData
+from ..analysis.weight_stats import WEIGHT_METRICS
+from ..render.figure import BIT_COLORS, COLORS, FLOAT_BADGE_COLOR, HALO_COLORS, KIND_NAMES, NO_VALUE_COLOR, STATUS_COLORS
 from . import ids
 
-__all__ = ["graph_legend"]
+__all__ = ["graph_legend", "color_options", "metric_legend", "OP_KIND"]
+
+#: The "colour by" menu's value for the default fill (op kind).
+OP_KIND = ""
+
+
+def color_options(uploaded=()) -> list[dict]:
+    """The "colour by" menu: op kind, the data-free weight metrics, then node-data files
+    the user painted (by the name each is listed under)."""
+    return ([{"label": "op kind", "value": OP_KIND}]
+            + [{"label": m, "value": m} for m in WEIGHT_METRICS]
+            + [{"label": name, "value": name} for name in uploaded])
+
+
+def _number(v: float) -> str:
+    return f"{v:.3g}"
+
+
+def metric_legend(data: NodeData | None, painted: int = 0) -> list:
+    """What the fill means while coloured by ``data``: its gradient between the smallest
+    and largest value (or its thresholds), how many nodes carry a value, and the
+    colour of those that do not."""
+    if data is None:
+        return []
+    if data.thresholds:
+        scale = [html.Span([html.Span(className="swatch", style=_dot(c)), f"≤ {_number(b)}"], className="legend-item")
+                 for b, c in data.thresholds]
+    elif data.span is not None:
+        lo, hi = data.span
+        stops = ", ".join(f"{c} {s * 100:.0f}%" for s, c in data.gradient)
+        scale = [_number(lo), " ", html.Span(className="gradient-bar", style={"background": f"linear-gradient(to right, {stops})"}),
+                 " ", _number(hi)]
+    else:
+        scale = ["no values"]
+    notes = f" · {painted} nodes painted" + (f"; {data.unmatched} keys not in this model" if data.unmatched else "")
+    return [html.B(f"colour: {data.name} "), *scale, notes, " · ",
+            html.Span(className="swatch", style=_dot(NO_VALUE_COLOR)), "no value"]
 
 
 def _swatch(style: dict, text: str, title: str = "") -> html.Span:

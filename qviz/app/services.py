@@ -34,6 +34,8 @@ import networkx as nx
 from ..choices import bits_label, parse_bits_label
 from ..ir.ops import ADD_OPS, LAYER_OPS
 from ..layout import ViewKey, default_cache, diff_status, key_showing, view_graph
+from ..analysis.node_data import NodeData, NodeDataError, on_layers
+from ..analysis.weight_stats import WEIGHT_METRICS, weight_metrics
 from ..matcher import explain, explain_layer
 from ..passes import LayerBits, Recipe, RecipeError, fold_candidates, quantizable_layers, quantizable_units
 from ..render.figure import Badge
@@ -41,7 +43,7 @@ from ..render.figure import Badge
 __all__ = ["HISTORY_LIMIT", "START_RECIPE", "new_history", "current", "push", "undo", "redo", "edit_layer",
            "shows", "set_layer", "recipe_from_upload", "layer_rows", "on_tflite", "ViewChoice", "DrawnView",
            "shown", "draw_view", "match_marks", "MatchItem", "why", "search", "hover_lines", "hover_shapes", "warm_up",
-           "device_flags", "bit_badges",
+           "device_flags", "bit_badges", "metric_of", "metric_fill", "node_data_from_upload",
            "layer_of_key", "with_expanded"]
 
 #: Undo steps kept per page.
@@ -387,6 +389,58 @@ def bit_badges(session, vg: nx.DiGraph, recipe: Recipe) -> dict[str, Badge]:
         if badge is not None:
             out[key] = badge
     return out
+
+
+def metric_of(session, name: str) -> NodeData | None:
+    """The metric the graph is coloured by, keyed by layer: a weight statistic
+    (data-free, :mod:`qviz.analysis.weight_stats`) or a node-data file the user
+    painted; None for the op-kind fill (``name`` empty, or a file this session no
+    longer holds)."""
+    if not name:
+        return None
+    if name in WEIGHT_METRICS:
+        return weight_metrics(session.graph)[name]
+    return session.node_data.get(name)
+
+
+def metric_fill(data: NodeData, vg: nx.DiGraph, hover: dict) -> dict[str, str]:
+    """View key → fill colour from ``data`` (a layer's node, or each op of the layer);
+    the value is added to ``hover``.
+
+    >>> import networkx as nx
+    >>> vg = nx.DiGraph([("layer:a", "layer:b")])
+    >>> vg.nodes["layer:a"]["layer"], vg.nodes["layer:b"]["layer"] = "a", "b"
+    >>> hover = {}
+    >>> metric_fill(NodeData("err", {"a": 1.0, "b": 3.0}), vg, hover), hover["layer:b"]
+    ({'layer:a': '#2c7bb6', 'layer:b': '#d7191c'}, '<br>err: 3')
+    """
+    out = {}
+    for key, d in vg.nodes(data=True):
+        layer = d.get("layer")
+        color = data.color_of(layer) if layer is not None and not d.get("ghost_of") else None
+        if color is not None:
+            out[key] = color
+            if layer in data.values:
+                hover[key] = hover.get(key, "") + f"<br>{data.name}: {data.values[layer]:.4g}"
+    return out
+
+
+def node_data_from_upload(session, contents: str, filename: str) -> tuple[str, int]:
+    """Read an uploaded Model Explorer node-data file onto ``session`` (keyed by layer).
+
+    Returns ``(the name it is listed under in the colour menu, keys not in the model)``.
+    Raises :class:`~qviz.analysis.node_data.NodeDataError` naming the file and the cause.
+    """
+    name = f"file: {filename or 'node data'}"[:80]
+    try:
+        raw = base64.b64decode(contents.split(",", 1)[1], validate=True)
+    except (IndexError, ValueError, binascii.Error):
+        raise NodeDataError(f"{filename}: the upload did not arrive whole; try again") from None
+    data, missing = on_layers(NodeData.from_model_explorer(raw, filename, name), session.graph)
+    if not data.values and not data.colors:
+        raise NodeDataError(f"{filename}: none of its {missing} node keys is a layer, op or tensor of this model")
+    session.node_data[name] = data
+    return name, missing
 
 
 def device_flags(session, vg: nx.DiGraph, recipe: Recipe, hover: dict) -> dict[str, str]:

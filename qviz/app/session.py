@@ -93,6 +93,7 @@ class Session:
     # each, replaced by the next start, cancelled when the session goes.
     jobs: dict[str, Job] = field(default_factory=dict)
     matches: LRUCache = field(default_factory=lambda: LRUCache(8))   # (pattern, recipe json) → [MatchFate]
+    node_data: dict = field(default_factory=dict)   # menu name → NodeData by layer (uploaded node-data files)
 
     @property
     def data(self):

@@ -21,7 +21,7 @@ import plotly.graph_objects as go
 from ..layout.view import ViewKey
 
 __all__ = ["graph_figure", "Badge", "bits_color", "BIT_COLORS", "first_view_range", "histogram_figure",
-           "layer_error_figure", "COLORS", "KIND_NAMES", "STATUS_COLORS"]
+           "layer_error_figure", "COLORS", "KIND_NAMES", "NO_VALUE_COLOR", "STATUS_COLORS"]
 
 COLORS = {"conv": "#1f77b4", "batchnorm": "#ff7f0e", "quant": "#9467bd", "activation": "#2ca02c",
           "add": "#8c564b", "pool": "#17becf", "io": "#7f7f7f", "other": "#bcbd22"}
@@ -29,6 +29,8 @@ COLORS = {"conv": "#1f77b4", "batchnorm": "#ff7f0e", "quant": "#9467bd", "activa
 KIND_NAMES = {"conv": "conv / dense (has weights)", "batchnorm": "batch norm", "quant": "fake-quant",
               "activation": "activation", "add": "add (bypass)", "pool": "pooling", "io": "input / output",
               "other": "other"}
+#: The fill of a node without a value while the graph is coloured by a metric.
+NO_VALUE_COLOR = "#e3e3e3"
 STATUS_COLORS = {"added": "#00a651", "modified": "#f5a623", "removed": "#d0021b"}
 HALO_COLORS = ["#e6194b", "#3cb44b", "#4363d8", "#f58231", "#911eb4", "#46f0f0", "#f032e6",
                "#bcf60c", "#fabebe", "#008080", "#e6beff", "#9a6324"]
@@ -136,7 +138,8 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
                  selected: str | None = None, show_status: bool = True, title: str = "",
                  hover: Mapping[str, str] | None = None, routes: Mapping | None = None,
                  flags: Mapping[str, str] | None = None, first_view: bool = False,
-                 direction: str = "LR", badges: Mapping[str, Badge] | None = None) -> go.Figure:
+                 direction: str = "LR", badges: Mapping[str, Badge] | None = None,
+                 fill: Mapping[str, str] | None = None) -> go.Figure:
     """The graph view.
 
     Args:
@@ -154,6 +157,8 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
             rather than fitting the whole graph into the plot. ``direction``: the layout's.
         badges: node key → its :class:`Badge` (bits and fold), drawn on the side of the
             node its name is not on, and shown and hidden with the names.
+        fill: node key → fill colour (a metric's), replacing the op-kind colours;
+            nodes without one are :data:`NO_VALUE_COLOR`.
 
     The node trace's ``customdata`` is the node key, which click callbacks read.
     """
@@ -201,7 +206,8 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
         if len(keys) <= MAX_LABELS else None, textfont=dict(size=10),
         hovertext=texts, hoverinfo="text", name="nodes", showlegend=False,
         marker=dict(size=[16 if _is_layer(k) else 11 for k in keys],
-                    color=[COLORS[d["kind"]] for d in data],
+                    color=[COLORS[d["kind"]] for d in data] if fill is None
+                    else [fill.get(k, NO_VALUE_COLOR) for k in keys],
                     opacity=[0.35 if d.get("status") == "removed" else 1.0 for d in data],
                     line=dict(color=outline, width=widths)))
     traces = [t for t in (lines, nodes, heads) if t is not None]

@@ -17,6 +17,7 @@ from ...analysis.match_fates import summary as summarize_matches
 from ...patterns import BUILTIN, PatternSyntaxError, parse
 from ...render import graph_figure
 from .. import ids, services
+from ..legend import OP_KIND, color_options, metric_legend
 from ..services import ViewChoice, current
 
 #: Matches listed by name (all are highlighted); thousands of buttons would slow the page.
@@ -60,7 +61,7 @@ def _center(fig, pos, key):
 
 
 _DRAWN_NOTHING = dict(figure=no_update, nodes="", match_count="", matches="", pattern_error="", diff="",
-                      drawn=no_update)
+                      drawn=no_update, metric_legend=[])
 
 
 def register(app, store) -> None:
@@ -68,25 +69,26 @@ def register(app, store) -> None:
         output=dict(figure=Output(ids.GRAPH, "figure"), nodes=Output(ids.NODE_COUNT, "children"),
                     match_count=Output(ids.MATCH_COUNT, "children"), matches=Output(ids.MATCH_LIST, "children"),
                     pattern_error=Output(ids.PATTERN_ERROR, "children"), diff=Output(ids.DIFF_SUMMARY, "children"),
-                    drawn=Output(ids.DRAWN, "data")),
+                    drawn=Output(ids.DRAWN, "data"), metric_legend=Output(ids.METRIC_LEGEND, "children")),
         inputs=dict(history=Input(ids.RECIPE, "data"), view_state=Input(ids.VIEW, "data"),
                     mode=Input(ids.VIEW_MODE, "value"), show=Input(ids.SHOW, "value"),
                     direction=Input(ids.DIRECTION, "value"), builtin=Input(ids.PATTERN_BUILTIN, "value"),
-                    text=Input(ids.PATTERN_TEXT, "value"), selected=Input(ids.SELECTED, "data")),
+                    text=Input(ids.PATTERN_TEXT, "value"), selected=Input(ids.SELECTED, "data"),
+                    color_by=Input(ids.COLOR_BY, "value")),
         state=dict(session=State(ids.SESSION, "data")),
     )
-    def draw(history, view_state, mode, show, direction, builtin, text, selected, session):
+    def draw(history, view_state, mode, show, direction, builtin, text, selected, color_by, session):
         s = store.require(session)
         if s is None or not history:
             return dict(_DRAWN_NOTHING)
         started = time.monotonic()
         try:
             return _draw(s, current(history), view_choice(mode, show, direction, view_state), builtin, text,
-                         selected)
+                         selected, color_by)
         finally:
             log.info("session %s: drew %s in %.2f s", session["sid"][:8], s.name, time.monotonic() - started)
 
-    def _draw(s, recipe, choice: ViewChoice, builtin, text, selected):
+    def _draw(s, recipe, choice: ViewChoice, builtin, text, selected, color_by):
         graph, result = services.shown(s, recipe, choice)
         view = services.draw_view(s, recipe, choice)
         try:
@@ -101,9 +103,11 @@ def register(app, store) -> None:
         hover = services.hover_lines(s, graph, view.graph, recipe, services.hover_shapes(s.graph, graph))
         flags = services.device_flags(s, view.graph, recipe, hover) if not choice.original else {}
         badges = services.bit_badges(s, view.graph, recipe) if not choice.original else {}
+        metric = services.metric_of(s, color_by)
+        fill = services.metric_fill(metric, view.graph, hover) if metric is not None else None
         fig = graph_figure(view.graph, view.pos, routes=view.routes, highlights=highlights, selected=sel,
                            show_status=not choice.original, hover=hover, flags=flags, badges=badges,
-                           first_view=True, direction=choice.direction)
+                           first_view=True, direction=choice.direction, fill=fill)
         if sel in view.pos and selected.get("center"):
             _center(fig, view.pos, sel)
         c = result.changes
@@ -112,7 +116,7 @@ def register(app, store) -> None:
         services.warm_up(s)
         return dict(figure=fig, nodes=f"{view.graph.number_of_nodes()} nodes",
                     match_count="" if error else summarize_matches(fates), matches=listed,
-                    pattern_error=error, drawn=drawn,
+                    pattern_error=error, drawn=drawn, metric_legend=metric_legend(metric, len(fill or ())),
                     diff=(f"rewrite: {len(c.added)} ops added, {len(c.removed)} removed, "
                           f"{len(c.modified)} modified" if c else "no rewrite: the recipe changes nothing"))
 
@@ -166,3 +170,34 @@ def register(app, store) -> None:
             return {**view_state, "expanded": []}
         expanded = services.with_expanded(view_state, (selected or {}).get("key"))
         return no_update if expanded is None else expanded
+
+    @app.callback(
+        output=dict(options=Output(ids.COLOR_BY, "options"), value=Output(ids.COLOR_BY, "value")),
+        inputs=dict(upload=Input(ids.NODE_DATA_UPLOAD, "contents")),
+        state=dict(filename=State(ids.NODE_DATA_UPLOAD, "filename"), session=State(ids.SESSION, "data")),
+        prevent_initial_call=True,
+    )
+    def paint_node_data(upload, filename, session):
+        """A Model Explorer node-data file: listed in the colour menu and painted at once
+        (a file qviz cannot read is one line in the alert bar, the menu unchanged)."""
+        s = store.require(session)
+        if s is None or not upload:
+            return dict(options=no_update, value=no_update)
+        name, missing = services.node_data_from_upload(s, upload, filename)
+        log.info("session %s: painted %s (%d keys not in the model)", session["sid"][:8], name, missing)
+        return dict(options=color_options(s.node_data), value=name)
+
+
+    @app.callback(
+        output=dict(options=Output(ids.COLOR_BY, "options", allow_duplicate=True),
+                    value=Output(ids.COLOR_BY, "value", allow_duplicate=True)),
+        inputs=dict(_version=Input(ids.MODEL_VERSION, "data")),
+        state=dict(value=State(ids.COLOR_BY, "value"), session=State(ids.SESSION, "data")),
+        prevent_initial_call=True,
+    )
+    def color_menu_of_model(_version, value, session):
+        """Another model open: the files painted on the last one leave the menu."""
+        s = store.require(session)
+        painted = s.node_data if s is not None else {}
+        menu = color_options(painted)
+        return dict(options=menu, value=value if any(o["value"] == value for o in menu) else OP_KIND)

@@ -41,3 +41,57 @@ def test_each_layers_bits_and_fold_are_on_the_graph_coloured_by_width(dash_duo):
         "Plotly.relayout(document.querySelector('#graph .js-plotly-plot'),"
         " {'xaxis.range': [-500, 500], 'yaxis.range': [-300, 300]});")
     wait_for(lambda: dash_duo.driver.execute_script(_BADGES)["layer:conv2"][2] is False, what="badges hidden")
+
+
+_FILLS = ("const g = document.querySelector('#graph .js-plotly-plot');"
+          "const t = g.data.find(d => d.name === 'nodes'); const out = {};"
+          "t.customdata.forEach((k, i) => { out[k] = t.marker.color[i]; }); return out;")
+
+
+def _choose_colour(dash_duo, label):
+    dash_duo.select_dcc_dropdown("#color-by", value=label)
+
+
+def test_nodes_coloured_by_a_weight_metric_and_by_model_explorer_node_data(dash_duo, tmp_path):
+    """Issue 19.1: a metric colours the nodes, with its scale; Model Explorer's node-data
+    JSON paints the graph; a file qviz cannot read is one line, and nothing changes."""
+    import json
+
+    import qviz
+    from qviz.analysis.weight_stats import weight_metrics
+    from qviz.render.figure import COLORS, NO_VALUE_COLOR
+    from qviz.samples import sample_path
+
+    start_app(dash_duo)
+    graph = qviz.load(sample_path("lenet_digits"))
+    kurtosis = weight_metrics(graph)["weight kurtosis"]
+    _choose_colour(dash_duo, "weight kurtosis")
+    wait_for(lambda: dash_duo.driver.execute_script(_FILLS)["layer:relu1"] == NO_VALUE_COLOR, what="kurtosis fill")
+    fills = dash_duo.driver.execute_script(_FILLS)
+    for layer in ("conv1", "conv2", "fc1", "logits"):
+        assert fills[f"layer:{layer}"] == kurtosis.color_of(layer)
+    assert len({fills[f"layer:{layer}"] for layer in ("conv1", "conv2", "fc1", "logits")}) > 1
+    assert "colour: weight kurtosis" in dash_duo.find_element("#metric-legend").text
+    shot(dash_duo, "graph_colour_by_kurtosis.png")
+
+    conv2 = next(n.name for n in graph.nodes if n.op == "Conv2D" and n.layer == "conv2")
+    data = tmp_path / "errors.json"   # as AI Edge Quantizer writes it: op names, thresholds
+    data.write_text(json.dumps({"results": {conv2: {"value": 7.5}, "fc1": {"value": 0.5}, "gone/op": {"value": 1}},
+                                "thresholds": [{"value": 1, "bgColor": "#00aa00"}, {"value": 10, "bgColor": "#cc0000"}]}))
+    dash_duo.find_element("#node-data-upload input[type=file]").send_keys(str(data))
+    wait_for(lambda: dash_duo.driver.execute_script(_FILLS)["layer:conv2"] == "#cc0000", what="node data painted")
+    fills = dash_duo.driver.execute_script(_FILLS)
+    assert fills["layer:fc1"] == "#00aa00" and fills["layer:conv1"] == NO_VALUE_COLOR
+    legend = dash_duo.find_element("#metric-legend").text
+    assert "colour: file: errors.json" in legend and "1 keys not in this model" in legend
+
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"results": {"conv1": {"value": "high"}}}')
+    dash_duo.find_element("#node-data-upload input[type=file]").send_keys(str(bad))
+    wait_for(lambda: "bad.json: node 'conv1' has value 'high', not a number" in dash_duo.find_element("#alert").text,
+             what="the bad file's one line")
+    assert dash_duo.driver.execute_script(_FILLS)["layer:conv2"] == "#cc0000", "the painting stays"
+
+    _choose_colour(dash_duo, "op kind")
+    wait_for(lambda: dash_duo.driver.execute_script(_FILLS)["layer:relu1"] == COLORS["activation"], what="op kinds")
+    assert dash_duo.find_element("#metric-legend").text == ""
