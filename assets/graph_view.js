@@ -62,7 +62,10 @@
         if (whole) { return; }
         var frame = {type: "rect", xref: "x", yref: "y", x0: v.x0, x1: v.x1, y0: v.y0, y1: v.y1,
                      line: {color: "#d0021b", width: 1.5}, fillcolor: "rgba(208,2,27,0.08)"};
-        var signature = t.x.length + "|" + (t.customdata || [])[0] + "|" + [all.x0, all.x1, all.y0, all.y1].join(",");
+        // redrawn when the graph or its fill changes (a metric colours it), else only the frame moves
+        var fill = t.marker && Array.isArray(t.marker.color) ? t.marker.color.join("") : "";
+        var signature = t.x.length + "|" + (t.customdata || [])[0] + "|" + [all.x0, all.x1, all.y0, all.y1].join(",")
+            + "|" + fill;
         if (box.__signature === signature) {
             window.Plotly.relayout(box, {shapes: [frame]});
             return;

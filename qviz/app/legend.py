@@ -15,6 +15,7 @@ from ..analysis.node_data import NodeData
 from ..analysis.weight_stats import WEIGHT_METRICS
 from ..render.figure import BIT_COLORS, COLORS, FLOAT_BADGE_COLOR, HALO_COLORS, KIND_NAMES, NO_VALUE_COLOR, STATUS_COLORS
 from . import ids
+from .services import RECIPE_SQNR
 
 __all__ = ["graph_legend", "color_options", "metric_legend", "OP_KIND"]
 
@@ -26,7 +27,7 @@ def color_options(uploaded=()) -> list[dict]:
     """The "colour by" menu: op kind, the data-free weight metrics, then node-data files
     the user painted (by the name each is listed under)."""
     return ([{"label": "op kind", "value": OP_KIND}]
-            + [{"label": m, "value": m} for m in WEIGHT_METRICS]
+            + [{"label": m, "value": m} for m in (*WEIGHT_METRICS, RECIPE_SQNR)]
             + [{"label": name, "value": name} for name in uploaded])
 
 
@@ -34,12 +35,13 @@ def _number(v: float) -> str:
     return f"{v:.3g}"
 
 
-def metric_legend(data: NodeData | None, painted: int = 0) -> list:
+def metric_legend(data: NodeData | None, painted: int = 0, waiting: str = "") -> list:
     """What the fill means while coloured by ``data``: its gradient between the smallest
     and largest value (or its thresholds), how many nodes carry a value, and the
     colour of those that do not."""
     if data is None:
-        return []
+        return [html.B(f"colour: {waiting}"), " — waiting for the verification report; op kinds until then"] \
+            if waiting else []
     if data.thresholds:
         scale = [html.Span([html.Span(className="swatch", style=_dot(c)), f"≤ {_number(b)}"], className="legend-item")
                  for b, c in data.thresholds]

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import math
 import threading
 import weakref
 from dataclasses import dataclass, field
@@ -43,7 +44,7 @@ from ..render.figure import Badge
 __all__ = ["HISTORY_LIMIT", "START_RECIPE", "new_history", "current", "push", "undo", "redo", "edit_layer",
            "shows", "set_layer", "recipe_from_upload", "layer_rows", "on_tflite", "ViewChoice", "DrawnView",
            "shown", "draw_view", "match_marks", "MatchItem", "why", "search", "hover_lines", "hover_shapes", "warm_up",
-           "device_flags", "bit_badges", "metric_of", "metric_fill", "node_data_from_upload",
+           "device_flags", "bit_badges", "metric_of", "recipe_sqnr", "RECIPE_SQNR", "metric_fill", "node_data_from_upload",
            "layer_of_key", "with_expanded"]
 
 #: Undo steps kept per page.
@@ -391,16 +392,39 @@ def bit_badges(session, vg: nx.DiGraph, recipe: Recipe) -> dict[str, Badge]:
     return out
 
 
-def metric_of(session, name: str) -> NodeData | None:
+#: The "colour by" entry for the verification report's per-layer SQNR of the recipe drawn.
+RECIPE_SQNR = "per-layer SQNR (this recipe)"
+#: Low SQNR (much error) red, high blue: the opposite of the default ramp, where high is red.
+SQNR_GRADIENT = ((0.0, "#d7191c"), (0.5, "#ffffbf"), (1.0, "#2c7bb6"))
+
+
+def metric_of(session, name: str, recipe: Recipe | None = None) -> NodeData | None:
     """The metric the graph is coloured by, keyed by layer: a weight statistic
-    (data-free, :mod:`qviz.analysis.weight_stats`) or a node-data file the user
-    painted; None for the op-kind fill (``name`` empty, or a file this session no
-    longer holds)."""
+    (data-free, :mod:`qviz.analysis.weight_stats`), the per-layer SQNR of
+    ``recipe`` (:data:`RECIPE_SQNR`; None until its verification report is done),
+    or a node-data file the user painted; None for the op-kind fill (``name``
+    empty, or a file this session no longer holds)."""
     if not name:
         return None
     if name in WEIGHT_METRICS:
         return weight_metrics(session.graph)[name]
+    if name == RECIPE_SQNR:
+        return recipe_sqnr(session, recipe) if recipe is not None else None
     return session.node_data.get(name)
+
+
+def recipe_sqnr(session, recipe: Recipe) -> NodeData | None:
+    """Each layer's output SQNR (dB) under ``recipe``, from its verification report
+    (started if it is not running); None while it runs or if it failed. A layer the
+    recipe leaves exact (infinite SQNR) takes the best finite value's colour."""
+    future = session.report_future(recipe)
+    if not future.done() or future.cancelled() or future.exception() is not None:
+        return None
+    values = {e.layer: e.sqnr_db for e in future.result().layers}
+    finite = [v for v in values.values() if math.isfinite(v)]
+    best = max(finite) if finite else 100.0
+    values = {k: (v if math.isfinite(v) else best) for k, v in values.items() if not math.isnan(v)}
+    return NodeData("per-layer SQNR (dB)", values, gradient=SQNR_GRADIENT)
 
 
 def metric_fill(data: NodeData, vg: nx.DiGraph, hover: dict) -> dict[str, str]:

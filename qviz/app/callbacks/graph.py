@@ -12,6 +12,7 @@ import logging
 import time
 
 from dash import ALL, Input, Output, State, ctx, html, no_update
+from dash.exceptions import PreventUpdate
 
 from ...analysis.match_fates import summary as summarize_matches
 from ...patterns import BUILTIN, PatternSyntaxError, parse
@@ -74,10 +75,12 @@ def register(app, store) -> None:
                     mode=Input(ids.VIEW_MODE, "value"), show=Input(ids.SHOW, "value"),
                     direction=Input(ids.DIRECTION, "value"), builtin=Input(ids.PATTERN_BUILTIN, "value"),
                     text=Input(ids.PATTERN_TEXT, "value"), selected=Input(ids.SELECTED, "data"),
-                    color_by=Input(ids.COLOR_BY, "value")),
+                    color_by=Input(ids.COLOR_BY, "value"), verified=Input(ids.VERIFIED, "data")),
         state=dict(session=State(ids.SESSION, "data")),
     )
-    def draw(history, view_state, mode, show, direction, builtin, text, selected, color_by, session):
+    def draw(history, view_state, mode, show, direction, builtin, text, selected, color_by, verified, session):
+        if ctx.triggered_id == ids.VERIFIED and color_by != services.RECIPE_SQNR:
+            raise PreventUpdate   # a report arrived; only a graph coloured by it changes
         s = store.require(session)
         if s is None or not history:
             return dict(_DRAWN_NOTHING)
@@ -103,7 +106,7 @@ def register(app, store) -> None:
         hover = services.hover_lines(s, graph, view.graph, recipe, services.hover_shapes(s.graph, graph))
         flags = services.device_flags(s, view.graph, recipe, hover) if not choice.original else {}
         badges = services.bit_badges(s, view.graph, recipe) if not choice.original else {}
-        metric = services.metric_of(s, color_by)
+        metric = services.metric_of(s, color_by, recipe)
         fill = services.metric_fill(metric, view.graph, hover) if metric is not None else None
         fig = graph_figure(view.graph, view.pos, routes=view.routes, highlights=highlights, selected=sel,
                            show_status=not choice.original, hover=hover, flags=flags, badges=badges,
@@ -116,7 +119,9 @@ def register(app, store) -> None:
         services.warm_up(s)
         return dict(figure=fig, nodes=f"{view.graph.number_of_nodes()} nodes",
                     match_count="" if error else summarize_matches(fates), matches=listed,
-                    pattern_error=error, drawn=drawn, metric_legend=metric_legend(metric, len(fill or ())),
+                    pattern_error=error, drawn=drawn,
+                    metric_legend=metric_legend(metric, len(fill or ()),
+                                                waiting=color_by if color_by == services.RECIPE_SQNR else ""),
                     diff=(f"rewrite: {len(c.added)} ops added, {len(c.removed)} removed, "
                           f"{len(c.modified)} modified" if c else "no rewrite: the recipe changes nothing"))
 

@@ -54,7 +54,7 @@ def register(app, store) -> None:
 
     @app.callback(
         output=dict(panel=Output(ids.VERIFY_PANEL, "children"), errors=Output(ids.LAYER_ERRORS, "figure"),
-                    stop_polling=Output(ids.VERIFY_POLL, "disabled")),
+                    stop_polling=Output(ids.VERIFY_POLL, "disabled"), verified=Output(ids.VERIFIED, "data")),
         inputs=dict(drawn=Input(ids.DRAWN, "data"), _tick=Input(ids.VERIFY_POLL, "n_intervals"),
                     show_all=Input(ids.LAYER_ERRORS_ALL, "value")),
         state=dict(session=State(ids.SESSION, "data")),
@@ -65,23 +65,25 @@ def register(app, store) -> None:
         # polls it, so no request is held open while it runs.
         s = store.require(session)
         if s is None or not drawn or not s.latest:
-            return dict(panel="", errors=NO_FIGURE, stop_polling=True)
+            return dict(panel="", errors=NO_FIGURE, stop_polling=True, verified=no_update)
         recipe = Recipe.from_json(s.latest)
         future = s.report_future(recipe)
         if not future.done():
             return dict(panel=html.Div("verifying: running the original and rewritten graphs…",
-                                       className="verify-running"), errors=no_update, stop_polling=False)
+                                       className="verify-running"), errors=no_update, stop_polling=False,
+                        verified=no_update)
         try:
             rep = future.result()
         except Exception as exc:  # the report failed (e.g. an op TF cannot run): say so
             return dict(panel=html.Div(f"verification failed: {exc}", className="error"), errors=NO_FIGURE,
-                        stop_polling=True)
+                        stop_polling=True, verified=no_update)
         quantized = set(recipe.quantize_config(s.graph).layers)
         if quantized:
             s.samples_future(recipe)   # the grids' activation samples next, so a selected layer draws at once
         figure = layer_error_figure([e.layer for e in rep.layers], [e.sqnr_db for e in rep.layers],
                                     quantized=quantized, limit=None if show_all else WORST_LAYERS)
-        return dict(panel=_report_view(rep, s.data.origin), errors=figure, stop_polling=True)
+        return dict(panel=_report_view(rep, s.data.origin), errors=figure, stop_polling=True,
+                    verified=s.latest)
 
 
 def _node_panel(s, key: ViewKey, recipe: Recipe, builtin, text, show):
