@@ -35,6 +35,7 @@ import networkx as nx
 from ..choices import bits_label, parse_bits_label
 from ..ir.ops import ADD_OPS, LAYER_OPS
 from ..layout import ViewKey, default_cache, diff_status, key_showing, view_graph
+from ..analysis.budget import budget
 from ..analysis.node_data import NodeData, NodeDataError, on_layers
 from ..analysis.weight_stats import WEIGHT_METRICS, weight_metrics
 from ..matcher import explain, explain_layer
@@ -44,7 +45,7 @@ from ..render.figure import Badge
 __all__ = ["HISTORY_LIMIT", "START_RECIPE", "new_history", "current", "push", "undo", "redo", "edit_layer",
            "shows", "set_layer", "recipe_from_upload", "layer_rows", "on_tflite", "ViewChoice", "DrawnView",
            "shown", "draw_view", "match_marks", "MatchItem", "why", "search", "hover_lines", "hover_shapes", "warm_up",
-           "device_flags", "bit_badges", "metric_of", "recipe_sqnr", "RECIPE_SQNR", "metric_fill", "node_data_from_upload",
+           "device_flags", "bit_badges", "cost_line", "metric_of", "recipe_sqnr", "RECIPE_SQNR", "metric_fill", "node_data_from_upload",
            "layer_of_key", "with_expanded"]
 
 #: Undo steps kept per page.
@@ -465,6 +466,16 @@ def node_data_from_upload(session, contents: str, filename: str) -> tuple[str, i
         raise NodeDataError(f"{filename}: none of its {missing} node keys is a layer, op or tensor of this model")
     session.node_data[name] = data
     return name, missing
+
+
+def cost_line(session, rewritten) -> str:
+    """The recipe's weight size at its bits and bit-operations, next to the float
+    model's (:mod:`qviz.analysis.budget`); bit-operations once TensorFlow has worked
+    out the output shapes (in the background: a draw never waits for them)."""
+    from ..runtime import shapes_known, tensor_shapes
+
+    shapes = tensor_shapes(session.graph) if shapes_known(session.graph) else None
+    return budget(session.graph, rewritten, shapes).summary()
 
 
 def device_flags(session, vg: nx.DiGraph, recipe: Recipe, hover: dict) -> dict[str, str]:

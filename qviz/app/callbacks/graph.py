@@ -123,7 +123,8 @@ def register(app, store) -> None:
                     metric_legend=metric_legend(metric, len(fill or ()),
                                                 waiting=color_by if color_by == services.RECIPE_SQNR else ""),
                     diff=(f"rewrite: {len(c.added)} ops added, {len(c.removed)} removed, "
-                          f"{len(c.modified)} modified" if c else "no rewrite: the recipe changes nothing"))
+                          f"{len(c.modified)} modified" if c else "no rewrite: the recipe changes nothing")
+                    + " · " + services.cost_line(s, result.graph))
 
     @app.callback(
         output=dict(selected=Output(ids.SELECTED, "data"), status=Output(ids.SEARCH_STATUS, "children")),

@@ -35,6 +35,12 @@ def test_each_layers_bits_and_fold_are_on_the_graph_coloured_by_width(dash_duo):
     assert badges["layer:conv2"] == ["w4a8", bits_color(4), True]
     assert bits_color(8) != bits_color(4)
     assert "layer:relu1" not in badges and "layer:bn1" not in badges   # not quantized; folded away
+    # what the recipe costs, always beside the diff: conv1 and conv2's kernels at 8 and 4 bits, the rest float
+    import re
+
+    summary = dash_duo.find_element("#diff-summary").text
+    assert re.search(r"weights [\d.]+ KB at their bits \([\d.]+% of float\) · [\d.]+ [kMG] bit-ops \([\d.]+% of float\)",
+                     summary), summary
     shot(dash_duo, "graph_badges.png")
     # zoomed out until the names cannot be read, the badges go with them
     dash_duo.driver.execute_script(
