@@ -361,18 +361,30 @@ def _cmd_serve(args) -> int:
     if public and not hosts:
         print("qviz: bound to every interface; pass --allowed-host NAME for each name or address "
               "browsers will use to reach it", file=sys.stderr)
+    code = 0
     try:
         app.run(host=args.host, port=args.port, debug=False)
-    except (KeyboardInterrupt, SystemExit):
+    except KeyboardInterrupt:
         pass
-    app.qviz_shutdown()
-    # Nothing is left to save. What Python would still do is tear TensorFlow down (seconds,
-    # tens of seconds on a loaded machine, past a process manager's grace period) and wait
-    # for a model still opening in a thread: end now instead.
-    logging.shutdown()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
+    except SystemExit as exc:   # our SIGTERM handler (0), or the server failing to start (1)
+        code = exc.code if isinstance(exc.code, int) else 1
+    except Exception:   # a bug: its traceback, then the same clean exit
+        logging.getLogger("qviz").exception("the server stopped on an error")
+        code = 1
+    finally:
+        # A second Ctrl-C or SIGTERM must not cut the clean-up short.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        try:
+            app.qviz_shutdown()
+        finally:
+            # Nothing is left to save. What Python would still do is tear TensorFlow down
+            # (seconds, tens of seconds on a loaded machine, past a process manager's grace
+            # period) and wait for a model still opening in a thread: end now instead.
+            logging.shutdown()
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
 
 
 def _check_port(host: str, port: int) -> None:

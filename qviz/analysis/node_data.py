@@ -26,8 +26,10 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from ..errors import QvizError
 from ..ir import Graph, parse_tensor_name
@@ -38,6 +40,13 @@ __all__ = ["NodeData", "NodeDataError", "DEFAULT_GRADIENT", "on_layers", "on_ops
 DEFAULT_GRADIENT = ((0.0, "#2c7bb6"), (0.5, "#ffffbf"), (1.0, "#d7191c"))
 #: A node-data file larger than this is refused before it is parsed.
 MAX_NODE_DATA_BYTES = 32 * 2**20
+#: …and one naming more nodes than this (no model qviz draws has that many).
+MAX_NODE_DATA_KEYS = 500_000
+#: The colours a file may give: hex, rgb()/rgba() of numbers, or a plain name. Anything
+#: else is refused: colours reach the page's CSS (the legend's gradient), where a string
+#: such as ``red),url(//elsewhere)`` would make the browser fetch from another site.
+_COLOR = re.compile(r"#(?:[0-9a-fA-F]{3,4}|[0-9a-fA-F]{6}|[0-9a-fA-F]{8})"
+                    r"|rgba?\(\s*[0-9.]+%?\s*(?:,\s*[0-9.]+%?\s*){2,3}\)|[a-zA-Z]{1,30}")
 
 
 class NodeDataError(QvizError):
@@ -55,9 +64,11 @@ class NodeData:
     thresholds: tuple[tuple[float, str], ...] = ()
     colors: Mapping[str, str] = field(default_factory=dict)   # per-key colours the file fixed
     unmatched: int = 0   # keys of the file that name nothing in the model (:func:`on_layers`)
+    no_value: str = "no value"   # what an unpainted node means here (the legend's words)
 
-    @property
+    @cached_property
     def span(self) -> tuple[float, float] | None:
+        """The smallest and largest finite value (computed once: colouring asks per node)."""
         finite = [v for v in self.values.values() if math.isfinite(v)]
         return (min(finite), max(finite)) if finite else None
 
@@ -71,7 +82,8 @@ class NodeData:
         if self.thresholds:
             return next((c for bound, c in self.thresholds if value <= bound), None)
         lo, hi = self.span
-        return _interpolate(self.gradient, 0.5 if hi == lo else (value - lo) / (hi - lo))
+        # halved first: hi - lo of values near ±1e308 would overflow to infinity
+        return _interpolate(self.gradient, 0.5 if hi == lo else (value / 2 - lo / 2) / (hi / 2 - lo / 2))
 
     def to_model_explorer(self, indent: int | None = 2) -> str:
         """This data as Model Explorer's node-data JSON (one graph's: ``GraphNodeData``)."""
@@ -99,41 +111,73 @@ class NodeData:
         if isinstance(data, dict) and "results" not in data and data and all(
                 isinstance(v, dict) and "results" in v for v in data.values()):
             if len(data) != 1:
-                raise NodeDataError(f"{source}: node data for {len(data)} graphs ({', '.join(list(data)[:5])}); "
+                raise NodeDataError(f"{source}: node data for {len(data)} graphs "
+                                    f"({', '.join(_short(k) for k in list(data)[:5])}); "
                                     "qviz shows one graph: save that graph's data alone")
             data = next(iter(data.values()))
         if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
             raise NodeDataError(f"{source}: no \"results\" object; Model Explorer node data looks like "
                                 '{"results": {"node": {"value": 1.0}}, "gradient": [...]}')
+        if len(data["results"]) > MAX_NODE_DATA_KEYS:
+            raise NodeDataError(f"{source}: {len(data['results'])} nodes, over the {MAX_NODE_DATA_KEYS} "
+                                "a node-data file may name")
         values, colors = {}, {}
         for key, result in data["results"].items():
-            value = result.get("value") if isinstance(result, dict) else None
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise NodeDataError(f"{source}: node {key!r} has value {value!r}, not a number")
-            values[str(key)] = float(value)
-            if isinstance(result.get("bgColor"), str):
-                colors[str(key)] = result["bgColor"][:40]
+            if not isinstance(result, dict):
+                raise NodeDataError(f"{source}: node {_short(key)} is {_short(result)}, not an object "
+                                    'with a "value"')
+            value = _number(result.get("value"), source, f"node {_short(key)} has value")
+            values[key] = value
+            if result.get("bgColor") is not None:
+                colors[key] = _color(result["bgColor"], source, f"node {_short(key)}")
         gradient = _stops(data.get("gradient"), "stop", source)
         thresholds = _stops(data.get("thresholds"), "value", source)
         return cls(name or source, values, gradient or DEFAULT_GRADIENT, thresholds, colors)
 
 
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "…"
+
+
+def _number(value, source: str, what: str) -> float:
+    """A finite number from the file, else one line saying which and why."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise NodeDataError(f"{source}: {what} {_short(value)}, not a number")
+    try:
+        number = float(value)
+    except OverflowError:   # an integer of hundreds of digits
+        raise NodeDataError(f"{source}: {what} an integer too large for a number") from None
+    if not math.isfinite(number):
+        raise NodeDataError(f"{source}: {what} {_short(value)}, not a finite number")
+    return number
+
+
+def _color(value, source: str, what: str) -> str:
+    if not isinstance(value, str) or not _COLOR.fullmatch(value.strip()):
+        raise NodeDataError(f"{source}: {what} has colour {_short(value)}; qviz takes #hex, rgb(…) "
+                            "or a colour name")
+    return value.strip()
+
+
 def _stops(items, key: str, source: str) -> tuple[tuple[float, str], ...]:
+    which = "gradient" if key == "stop" else "thresholds"
     if not items:
         return ()
-    if not isinstance(items, list) or not all(
-            isinstance(i, dict) and isinstance(i.get(key), (int, float)) and isinstance(i.get("bgColor"), str)
-            for i in items):
-        raise NodeDataError(f"{source}: each entry of its {'gradient' if key == 'stop' else 'thresholds'} "
-                            f"needs a numeric \"{key}\" and a \"bgColor\"")
-    return tuple(sorted((float(i[key]), i["bgColor"][:40]) for i in items))
+    if not isinstance(items, list) or not all(isinstance(i, dict) for i in items) or len(items) > 1000:
+        raise NodeDataError(f"{source}: its {which} must be a list of (at most 1000) objects, each with a "
+                            f'numeric "{key}" and a "bgColor"')
+    return tuple(sorted((_number(i.get(key), source, f"a {which} entry's {key}"),
+                         _color(i.get("bgColor"), source, f"a {which} entry")) for i in items))
 
 
 def _interpolate(stops, t: float) -> str:
     t = min(1.0, max(0.0, t))
+    if t <= stops[0][0]:
+        return stops[0][1]
     for (s0, c0), (s1, c1) in zip(stops, stops[1:]):
         if t <= s1:
-            f = 0.0 if s1 == s0 else (t - s0) / (s1 - s0)
+            f = 0.0 if s1 == s0 else min(1.0, max(0.0, (t - s0) / (s1 - s0)))
             a, b = _rgb(c0), _rgb(c1)
             if a is None or b is None:   # a colour name: no blending, the nearer stop
                 return c0 if f < 0.5 else c1
@@ -168,16 +212,16 @@ def on_layers(data: NodeData, graph: Graph) -> tuple[NodeData, int]:
     values: dict[str, float] = {}
     colors: dict[str, str] = {}
     missing = 0
-    for key in data.values.keys() | data.colors.keys():
+    for key in [*data.values, *(k for k in data.colors if k not in data.values)]:   # in the file's order
         layer = _layer_of(key, graph, layers)
         if layer is None:
             missing += 1
             continue
-        if key in data.values:
+        if key in data.values and not math.isnan(data.values[key]):
             values[layer] = max(data.values[key], values.get(layer, -math.inf))
         if key in data.colors:
             colors[layer] = data.colors[key]
-    return NodeData(data.name, values, data.gradient, data.thresholds, colors, missing), missing
+    return NodeData(data.name, values, data.gradient, data.thresholds, colors, missing, data.no_value), missing
 
 
 def _layer_of(key: str, graph: Graph, layers) -> str | None:

@@ -341,6 +341,9 @@ def _serve(conn, name: str = "") -> None:
     # Ends when told to: a parent stopping on SIGTERM ignores further ones (qviz.cli), and a
     # worker started meanwhile would inherit that and outlive it (exit waits for its workers).
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    # Ctrl-C in the server's terminal reaches its whole process group: the server stops
+    # the workers itself (SIGTERM), so a worker neither dies mid-answer nor prints a traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     if name == "background":   # sweeps, exports, reports: after the web server and the interactive lane
         _lower_priority(10)    # first: the threads TensorFlow starts inherit it
     init_worker()

@@ -7,6 +7,7 @@ from pathlib import Path
 import dash_ag_grid as dag
 from dash import dcc, html
 
+from ..analysis.node_data import MAX_NODE_DATA_BYTES
 from ..choices import BIT_MENU, SWEEP_BITS, bits_label
 from ..patterns import BUILTIN
 from ..samples import list_samples
@@ -83,7 +84,7 @@ def page(default_sample: str | None, session_id: str, max_upload_bytes: int = 20
                         dcc.Upload(html.Span("paint node data (.json)", className="linkish",
                                              title="Model Explorer node-data JSON, e.g. AI Edge Quantizer's "
                                                    "per-tensor error"),
-                                   id=ids.NODE_DATA_UPLOAD, max_size=32 * 2**20),
+                                   id=ids.NODE_DATA_UPLOAD, max_size=MAX_NODE_DATA_BYTES),
                     ], className="color-by-bar"),
                 ], className="toolbar"),
                 html.Div([

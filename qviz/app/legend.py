@@ -13,7 +13,8 @@ from dash import html
 
 from ..analysis.node_data import NodeData
 from ..analysis.weight_stats import WEIGHT_METRICS
-from ..render.figure import BIT_COLORS, COLORS, FLOAT_BADGE_COLOR, HALO_COLORS, KIND_NAMES, NO_VALUE_COLOR, STATUS_COLORS
+from ..render.figure import (BIT_COLORS, COLORS, FLOAT_BADGE_COLOR, GHOST_OPACITY, HALO_COLORS, HALO_OPACITY,
+                             KIND_NAMES, NO_VALUE_COLOR, SELECTED_OUTLINE, STATUS_COLORS)
 from . import ids
 from .services import RECIPE_SQNR
 
@@ -35,13 +36,13 @@ def _number(v: float) -> str:
     return f"{v:.3g}"
 
 
-def metric_legend(data: NodeData | None, painted: int = 0, waiting: str = "") -> list:
+def metric_legend(data: NodeData | None, painted: int = 0, waiting: str = "", name: str = "") -> list:
     """What the fill means while coloured by ``data``: its gradient between the smallest
     and largest value (or its thresholds), how many nodes carry a value, and the
-    colour of those that do not."""
-    if data is None:
-        return [html.B(f"colour: {waiting}"), " — waiting for the verification report; op kinds until then"] \
-            if waiting else []
+    colour of those that do not. Without ``data``, ``waiting`` says why metric
+    ``name`` paints nothing yet (its report is running, or failed)."""
+    if data is None:   # nothing to paint (yet): say why, when there is a why
+        return [html.B(f"colour: {name}"), f" — {waiting}"] if waiting else []
     if data.thresholds:
         scale = [html.Span([html.Span(className="swatch", style=_dot(c)), f"≤ {_number(b)}"], className="legend-item")
                  for b, c in data.thresholds]
@@ -54,7 +55,7 @@ def metric_legend(data: NodeData | None, painted: int = 0, waiting: str = "") ->
         scale = ["no values"]
     notes = f" · {painted} nodes painted" + (f"; {data.unmatched} keys not in this model" if data.unmatched else "")
     return [html.B(f"colour: {data.name} "), *scale, notes, " · ",
-            html.Span(className="swatch", style=_dot(NO_VALUE_COLOR)), "no value"]
+            html.Span(className="swatch", style=_dot(NO_VALUE_COLOR)), data.no_value]
 
 
 def _swatch(style: dict, text: str, title: str = "") -> html.Span:
@@ -75,11 +76,11 @@ def graph_legend() -> html.Details:
     rows = [
         html.Div(["fill: ", *[_swatch(_dot(COLORS[k]), KIND_NAMES[k]) for k in COLORS]]),
         html.Div(["outline: ", *[_swatch(_ring(c), f"{status} by the rewrite") for status, c in STATUS_COLORS.items()],
-                  _swatch(_ring("#000", 4), "selected")]),
-        html.Div(["halo: ", _swatch({**_dot(HALO_COLORS[0]), "opacity": 0.45},
+                  _swatch(_ring(*SELECTED_OUTLINE), "selected")]),
+        html.Div(["halo: ", _swatch({**_dot(HALO_COLORS[0]), "opacity": HALO_OPACITY},
                                     "a match of the pattern (one colour per match)"),
                   " · faded, just behind another node: ",
-                  _swatch({**_dot(COLORS["batchnorm"]), "opacity": 0.35},
+                  _swatch({**_dot(COLORS["batchnorm"]), "opacity": GHOST_OPACITY},
                           "removed by the rewrite (a folded batch norm sits behind its conv)")]),
         html.Div(["badge: ",
                   html.Span("w4a8", className="legend-badge", style={"color": dict(BIT_COLORS)[4]}),

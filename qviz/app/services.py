@@ -32,11 +32,12 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
+from .._text import one_line
 from ..choices import bits_label, parse_bits_label
 from ..ir.ops import ADD_OPS, LAYER_OPS
 from ..layout import ViewKey, default_cache, diff_status, key_showing, view_graph
 from ..analysis.budget import budget
-from ..analysis.node_data import NodeData, NodeDataError, on_layers
+from ..analysis.node_data import MAX_NODE_DATA_BYTES, NodeData, NodeDataError, on_layers
 from ..analysis.weight_stats import WEIGHT_METRICS, weight_metrics
 from ..matcher import explain, explain_layer
 from ..passes import LayerBits, Recipe, RecipeError, fold_candidates, quantizable_layers, quantizable_units
@@ -45,7 +46,7 @@ from ..render.figure import Badge
 __all__ = ["HISTORY_LIMIT", "START_RECIPE", "new_history", "current", "push", "undo", "redo", "edit_layer",
            "shows", "set_layer", "recipe_from_upload", "layer_rows", "on_tflite", "ViewChoice", "DrawnView",
            "shown", "draw_view", "match_marks", "MatchItem", "why", "search", "hover_lines", "hover_shapes", "warm_up",
-           "device_flags", "bit_badges", "cost_line", "metric_of", "recipe_sqnr", "RECIPE_SQNR", "metric_fill", "node_data_from_upload",
+           "device_flags", "bit_badges", "cost_line", "metric_of", "recipe_sqnr", "RECIPE_SQNR", "metric_waiting", "painted", "metric_fill", "node_data_from_upload",
            "layer_of_key", "with_expanded"]
 
 #: Undo steps kept per page.
@@ -416,16 +417,28 @@ def metric_of(session, name: str, recipe: Recipe | None = None) -> NodeData | No
 
 def recipe_sqnr(session, recipe: Recipe) -> NodeData | None:
     """Each layer's output SQNR (dB) under ``recipe``, from its verification report
-    (started if it is not running); None while it runs or if it failed. A layer the
-    recipe leaves exact (infinite SQNR) takes the best finite value's colour."""
+    (started if it is not running); None while it runs or if it failed
+    (:func:`metric_waiting` says which). A layer the recipe leaves exact (infinite
+    SQNR) gets no value: it is drawn grey, "exact (no error)"."""
     future = session.report_future(recipe)
     if not future.done() or future.cancelled() or future.exception() is not None:
         return None
-    values = {e.layer: e.sqnr_db for e in future.result().layers}
-    finite = [v for v in values.values() if math.isfinite(v)]
-    best = max(finite) if finite else 100.0
-    values = {k: (v if math.isfinite(v) else best) for k, v in values.items() if not math.isnan(v)}
-    return NodeData("per-layer SQNR (dB)", values, gradient=SQNR_GRADIENT)
+    values = {e.layer: e.sqnr_db for e in future.result().layers if math.isfinite(e.sqnr_db)}
+    return NodeData("per-layer SQNR (dB)", values, gradient=SQNR_GRADIENT, no_value="exact (no error)")
+
+
+def metric_waiting(session, name: str, recipe: Recipe) -> str:
+    """Why the metric ``name`` colours nothing yet ("" when it does, or never will):
+    the recipe's verification report is running, or failed."""
+    if name != RECIPE_SQNR:
+        return ""
+    future = session.report_future(recipe)
+    if not future.done():
+        return "waiting for this recipe's verification report; op kinds until then"
+    if future.cancelled() or future.exception() is not None:
+        why = "cancelled" if future.cancelled() else one_line(str(future.exception()))[:200]
+        return f"the verification report failed ({why}); op kinds instead"
+    return ""
 
 
 def metric_fill(data: NodeData, vg: nx.DiGraph, hover: dict) -> dict[str, str]:
@@ -457,15 +470,33 @@ def node_data_from_upload(session, contents: str, filename: str) -> tuple[str, i
     Raises :class:`~qviz.analysis.node_data.NodeDataError` naming the file and the cause.
     """
     name = f"file: {filename or 'node data'}"[:80]
+    encoded = contents.split(",", 1)[1] if "," in contents else ""
+    if len(encoded) * 3 // 4 > MAX_NODE_DATA_BYTES:   # before decoding: the page's limit is not a guarantee
+        raise NodeDataError(f"{filename}: over the {MAX_NODE_DATA_BYTES // 2**20} MB a node-data file may have")
     try:
-        raw = base64.b64decode(contents.split(",", 1)[1], validate=True)
-    except (IndexError, ValueError, binascii.Error):
+        raw = base64.b64decode(encoded, validate=True)
+    except (ValueError, binascii.Error):
         raise NodeDataError(f"{filename}: the upload did not arrive whole; try again") from None
     data, missing = on_layers(NodeData.from_model_explorer(raw, filename, name), session.graph)
     if not data.values and not data.colors:
         raise NodeDataError(f"{filename}: none of its {missing} node keys is a layer, op or tensor of this model")
-    session.node_data[name] = data
+    with _NODE_DATA_LOCK:
+        session.node_data.pop(name, None)
+        session.node_data[name] = data
+        while len(session.node_data) > MAX_PAINTED:   # the oldest file leaves the menu
+            session.node_data.pop(next(iter(session.node_data)))
     return name, missing
+
+
+#: Node-data files a session keeps (the colour menu lists them).
+MAX_PAINTED = 8
+_NODE_DATA_LOCK = threading.Lock()
+
+
+def painted(session) -> list[str]:
+    """The names of the node-data files ``session`` holds, oldest first."""
+    with _NODE_DATA_LOCK:
+        return list(session.node_data)
 
 
 def cost_line(session, rewritten) -> str:

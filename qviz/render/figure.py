@@ -31,6 +31,10 @@ KIND_NAMES = {"conv": "conv / dense (has weights)", "batchnorm": "batch norm", "
               "other": "other"}
 #: The fill of a node without a value while the graph is coloured by a metric.
 NO_VALUE_COLOR = "#e3e3e3"
+#: The selected node's outline (colour, width); a match's halo and a removed node's opacity.
+SELECTED_OUTLINE = ("#000", 4)
+HALO_OPACITY = 0.45
+GHOST_OPACITY = 0.35
 STATUS_COLORS = {"added": "#00a651", "modified": "#f5a623", "removed": "#d0021b"}
 HALO_COLORS = ["#e6194b", "#3cb44b", "#4363d8", "#f58231", "#911eb4", "#46f0f0", "#f032e6",
                "#bcf60c", "#fabebe", "#008080", "#e6beff", "#9a6324"]
@@ -104,6 +108,11 @@ _UNCHECKED = {"_validate": False}
 def _scatter(n_nodes: int):
     cls = go.Scatter if n_nodes <= MAX_SVG_NODES else go.Scattergl
     return lambda **props: cls(**props, **_UNCHECKED)
+
+
+def _node_sizes(keys) -> list[int]:
+    """Marker sizes: a whole layer drawn larger than one op."""
+    return [16 if _is_layer(k) else 11 for k in keys]
 
 
 def _is_layer(key) -> bool:
@@ -187,8 +196,8 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
     widths = []
     for k, d in zip(keys, data):
         if k == selected:
-            outline.append("#000")
-            widths.append(4)
+            outline.append(SELECTED_OUTLINE[0])
+            widths.append(SELECTED_OUTLINE[1])
         elif show_status and d.get("status"):
             outline.append(STATUS_COLORS[d["status"]])
             widths.append(3)
@@ -201,14 +210,14 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
         x=[pos[k][0] for k in keys], y=[pos[k][1] for k in keys], customdata=keys,
         mode="markers+text" if _labels_readable(pos, window) else "markers",
         text=[short_label(str(d["label"])) for d in data] if len(keys) <= MAX_LABELS else None,
-        # (only with names: plotly checks each entry of this list, a second on 7k nodes)
+        # (only with names: positions for thousands of nodes whose names are never drawn cost time)
         textposition=[label_position(pos[k], d, direction) for k, d in zip(keys, data)]
         if len(keys) <= MAX_LABELS else None, textfont=dict(size=10),
         hovertext=texts, hoverinfo="text", name="nodes", showlegend=False,
-        marker=dict(size=[16 if _is_layer(k) else 11 for k in keys],
+        marker=dict(size=_node_sizes(keys),
                     color=[COLORS[d["kind"]] for d in data] if fill is None
                     else [fill.get(k, NO_VALUE_COLOR) for k in keys],
-                    opacity=[0.35 if d.get("status") == "removed" else 1.0 for d in data],
+                    opacity=[GHOST_OPACITY if d.get("status") == "removed" else 1.0 for d in data],
                     line=dict(color=outline, width=widths)))
     traces = [t for t in (lines, nodes, heads) if t is not None]
     if highlights:
@@ -216,7 +225,7 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
         traces.insert(1, scatter(
             x=[pos[k][0] for k in hk], y=[pos[k][1] for k in hk], mode="markers", hoverinfo="skip",
             name="matches", showlegend=False, customdata=hk,
-            marker=dict(size=30, opacity=0.45,
+            marker=dict(size=30, opacity=HALO_OPACITY,
                         color=[HALO_COLORS[highlights[k] % len(HALO_COLORS)] for k in hk])))
     if flags:
         fk = [k for k in keys if k in flags]
@@ -230,7 +239,7 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
         traces.append(go.Scatter(
             # an invisible marker of the node's size: text is placed off a marker's edge, not its centre
             **_UNCHECKED, x=[pos[k][0] for k in bk], y=[pos[k][1] for k in bk], mode="markers+text",
-            marker=dict(size=[16 if _is_layer(k) else 11 for k in bk], opacity=0),
+            marker=dict(size=_node_sizes(bk), opacity=0),
             text=[badges[k].text for k in bk], customdata=bk, name="bits", showlegend=False,
             textposition=[_opposite(label_position(pos[k], g.nodes[k], direction)) for k in bk],
             textfont=dict(size=10, color=[badges[k].color for k in bk]), hoverinfo="skip",

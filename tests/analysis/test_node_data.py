@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 import qviz
-from qviz.analysis.node_data import MAX_NODE_DATA_BYTES, NodeData, NodeDataError, on_layers
+from qviz.analysis.node_data import DEFAULT_GRADIENT, MAX_NODE_DATA_BYTES, NodeData, NodeDataError, on_layers
 from qviz.analysis.weight_stats import weight_metrics
 from qviz.cli import main
 from qviz.passes.constants import constant_value
@@ -58,9 +58,16 @@ def test_one_graph_of_model_node_data_is_read_and_a_hostile_key_is_only_unmatche
 @pytest.mark.parametrize("text, says", [
     ("{not json", "m.json: not JSON"),
     ('{"nodes": []}', 'm.json: no "results" object'),
-    ('{"g1": {"results": {}}, "g2": {"results": {}}}', "m.json: node data for 2 graphs (g1, g2)"),
+    ('{"g1": {"results": {}}, "g2": {"results": {}}}', "m.json: node data for 2 graphs ('g1', 'g2')"),
     ('{"results": {"x": {"value": true}}}', "m.json: node 'x' has value True, not a number"),
-    ('{"results": {}, "gradient": [{"stop": "0"}]}', 'needs a numeric "stop" and a "bgColor"'),
+    ('{"results": {}, "gradient": [{"stop": "0"}]}', "m.json: a gradient entry's stop '0', not a number"),
+    ('{"results": {}, "gradient": [{"stop": NaN, "bgColor": "red"}]}', "stop nan, not a finite number"),
+    ('{"results": {"x": {"value": 1' + "0" * 400 + '}}}', "node 'x' has value an integer too large"),
+    ('{"results": {"x": 3}}', "m.json: node 'x' is 3, not an object with a \"value\""),
+    # a colour is drawn into the page's CSS: nothing but a colour is taken
+    ('{"results": {}, "gradient": [{"stop": 0, "bgColor": "red),url(//a.bc/x),linear-gradient(red"}]}',
+     "has colour 'red),url(//a.bc/x)"),
+    ('{"results": {"x": {"value": 1, "bgColor": "url(//x),red"}}}', "node 'x' has colour 'url(//x),red'"),
     ("[" * 100_000 + "]" * 100_000, "m.json: not JSON"),
 ])
 def test_what_is_not_node_data_is_one_line_naming_the_file(text, says):
@@ -72,3 +79,15 @@ def test_what_is_not_node_data_is_one_line_naming_the_file(text, says):
 def test_an_oversized_node_data_file_is_refused_before_parsing():
     with pytest.raises(NodeDataError, match="over the 32 MB"):
         NodeData.from_model_explorer(b" " * (MAX_NODE_DATA_BYTES + 1), "big.json")
+
+
+def test_colours_stay_colours_at_the_edges_of_a_gradient_and_of_the_numbers():
+    # a gradient that starts at 0.5: values below it take its first colour (no extrapolation)
+    half = NodeData("e", {"lo": 0.0, "hi": 1.0}, gradient=((0.5, "#ff0000"), (1.0, "#0000ff")))
+    assert half.color_of("lo") == "#ff0000" and half.color_of("hi") == "#0000ff"
+    huge = NodeData("e", {"lo": -1e308, "hi": 1e308, "mid": 0.0})
+    assert (huge.color_of("lo"), huge.color_of("hi")) == (DEFAULT_GRADIENT[0][1], DEFAULT_GRADIENT[-1][1])
+    assert huge.color_of("mid") == DEFAULT_GRADIENT[1][1]
+    ok = NodeData.from_model_explorer('{"results": {"a": {"value": 1, "bgColor": "rgba(1, 2, 3, 0.5)"}}, '
+                                      '"thresholds": [{"value": 2, "bgColor": "#abc"}]}', "f.json")
+    assert ok.color_of("a") == "rgba(1, 2, 3, 0.5)" and ok.thresholds == ((2.0, "#abc"),)

@@ -41,7 +41,8 @@ def test_graph_figure_with_every_mark_is_what_plotly_validation_would_send(sampl
     keys = list(vg.nodes)
     fig = graph_figure(vg, pos, routes=routes, highlights={keys[0]: 0, keys[1]: 3}, selected=keys[2],
                        hover={k: "<br>shape (1, 8, 8, 4)" for k in keys}, flags={keys[3]: "⚠"},
-                       badges={keys[1]: Badge.of(4, 8, folded=True)}, first_view=True, title="t")
+                       badges={keys[1]: Badge.of(4, 8, folded=True)}, fill={keys[0]: "#2c7bb6", keys[1]: "red"},
+                       first_view=True, title="t")
     assert {t.name for t in fig.data} == {"edges", "nodes", "matches", "arrows", "device flags", "bits"}
     assert _same(_validated(fig), fig)
 

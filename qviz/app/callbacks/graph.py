@@ -79,8 +79,8 @@ def register(app, store) -> None:
         state=dict(session=State(ids.SESSION, "data")),
     )
     def draw(history, view_state, mode, show, direction, builtin, text, selected, color_by, verified, session):
-        if ctx.triggered_id == ids.VERIFIED and color_by != services.RECIPE_SQNR:
-            raise PreventUpdate   # a report arrived; only a graph coloured by it changes
+        if set(ctx.triggered_prop_ids) == {f"{ids.VERIFIED}.data"} and color_by != services.RECIPE_SQNR:
+            raise PreventUpdate   # only a report arrived: only a graph coloured by it changes
         s = store.require(session)
         if s is None or not history:
             return dict(_DRAWN_NOTHING)
@@ -120,8 +120,8 @@ def register(app, store) -> None:
         return dict(figure=fig, nodes=f"{view.graph.number_of_nodes()} nodes",
                     match_count="" if error else summarize_matches(fates), matches=listed,
                     pattern_error=error, drawn=drawn,
-                    metric_legend=metric_legend(metric, len(fill or ()),
-                                                waiting=color_by if color_by == services.RECIPE_SQNR else ""),
+                    metric_legend=metric_legend(metric, len(fill or ()), waiting=(
+                        "" if metric is not None else services.metric_waiting(s, color_by, recipe)), name=color_by),
                     diff=(f"rewrite: {len(c.added)} ops added, {len(c.removed)} removed, "
                           f"{len(c.modified)} modified" if c else "no rewrite: the recipe changes nothing")
                     + " · " + services.cost_line(s, result.graph))
@@ -191,7 +191,7 @@ def register(app, store) -> None:
             return dict(options=no_update, value=no_update)
         name, missing = services.node_data_from_upload(s, upload, filename)
         log.info("session %s: painted %s (%d keys not in the model)", session["sid"][:8], name, missing)
-        return dict(options=color_options(s.node_data), value=name)
+        return dict(options=color_options(services.painted(s)), value=name)
 
 
     @app.callback(
@@ -204,6 +204,5 @@ def register(app, store) -> None:
     def color_menu_of_model(_version, value, session):
         """Another model open: the files painted on the last one leave the menu."""
         s = store.require(session)
-        painted = s.node_data if s is not None else {}
-        menu = color_options(painted)
+        menu = color_options(services.painted(s) if s is not None else ())
         return dict(options=menu, value=value if any(o["value"] == value for o in menu) else OP_KIND)

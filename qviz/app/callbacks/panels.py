@@ -9,7 +9,7 @@ import math
 import time
 
 import numpy as np
-from dash import Input, Output, State, dcc, html, no_update
+from dash import Input, Output, State, ctx, dcc, html, no_update
 
 from ...analysis.quant_grid import grids_of_layer
 from ...choices import bits_label
@@ -66,7 +66,8 @@ def register(app, store) -> None:
         s = store.require(session)
         if s is None or not drawn or not s.latest:
             return dict(panel="", errors=NO_FIGURE, stop_polling=True, verified=no_update)
-        recipe = Recipe.from_json(s.latest)
+        latest = s.latest   # another draw may change it while this runs: answer for this one
+        recipe = Recipe.from_json(latest)
         future = s.report_future(recipe)
         if not future.done():
             return dict(panel=html.Div("verifying: running the original and rewritten graphs…",
@@ -83,7 +84,8 @@ def register(app, store) -> None:
         figure = layer_error_figure([e.layer for e in rep.layers], [e.sqnr_db for e in rep.layers],
                                     quantized=quantized, limit=None if show_all else WORST_LAYERS)
         return dict(panel=_report_view(rep, s.data.origin), errors=figure, stop_polling=True,
-                    verified=s.latest)
+                    # "show every layer" redraws the chart, not the report: the graph need not follow
+                    verified=no_update if ctx.triggered_id == ids.LAYER_ERRORS_ALL else latest)
 
 
 def _node_panel(s, key: ViewKey, recipe: Recipe, builtin, text, show):

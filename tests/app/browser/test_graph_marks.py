@@ -106,21 +106,26 @@ def test_nodes_coloured_by_a_weight_metric_and_by_model_explorer_node_data(dash_
 def test_nodes_coloured_by_the_recipes_per_layer_sqnr_once_verified(dash_duo):
     """Issue 19.1: find the red blocks by eye — the verification report's per-layer
     SQNR of the recipe drawn, low (much error) red."""
-    from qviz.app.services import RECIPE_SQNR, SQNR_GRADIENT, recipe_sqnr
-    from qviz.passes import Recipe
+    from qviz.app.services import RECIPE_SQNR, SQNR_GRADIENT, START_RECIPE, recipe_sqnr
 
     app = start_app(dash_duo)
     _choose_colour(dash_duo, RECIPE_SQNR)
     dash_duo.find_element("#bulk-first-last-8-rest-4").click()
-    wait_for(lambda: "colour: per-layer SQNR (dB)" in dash_duo.find_element("#metric-legend").text,
-             timeout=120, what=lambda: f"SQNR colours; legend {dash_duo.find_element('#metric-legend').text!r}")
     store = app.qviz_sessions
     session = store.get(next(iter(store._sessions)))
-    sqnr = recipe_sqnr(session, Recipe.from_json(session.latest))   # the recipe drawn: the preset's
+    preset = START_RECIPE.with_preset("first-last-8-rest-4", session.graph)   # what the button makes
+
+    def painted_by_the_presets_report():
+        sqnr = recipe_sqnr(session, preset)
+        fills = dash_duo.driver.execute_script(_FILLS)
+        return sqnr is not None and all(fills[f"layer:{layer}"] == sqnr.color_of(layer)
+                                        for layer in sqnr.values if f"layer:{layer}" in fills)
+
+    wait_for(painted_by_the_presets_report, timeout=120, what=lambda: "the preset's SQNR colours; legend "
+             f"{dash_duo.find_element('#metric-legend').text!r}")
+    sqnr = recipe_sqnr(session, preset)
     fills = dash_duo.driver.execute_script(_FILLS)
-    for layer in sqnr.values:
-        if f"layer:{layer}" in fills:
-            assert fills[f"layer:{layer}"] == sqnr.color_of(layer), layer
     worst = min(sqnr.values, key=sqnr.values.get)
     assert fills[f"layer:{worst}"] == SQNR_GRADIENT[0][1], "the layer with the most error is red"
+    assert "colour: per-layer SQNR (dB)" in dash_duo.find_element("#metric-legend").text
     shot(dash_duo, "graph_colour_by_sqnr.png")
