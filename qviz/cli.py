@@ -178,11 +178,16 @@ def _cmd_node_data(args) -> int:
 
 
 def _cmd_recipe(args) -> int:
-    from .passes import LayerBits, Recipe
+    from .passes import LayerBits, Recipe, apply_rules, parse_rule
 
+    for rule in args.rule or ():
+        parse_rule(rule)   # a typo is said before seconds of loading
     graph = _load(args)
     bits = None if args.float else LayerBits(args.weight_bits, args.activation_bits)
-    print(Recipe.default(graph, bits).to_json())
+    recipe = Recipe.default(graph, bits)
+    if args.rule:
+        recipe = apply_rules(recipe, args.rule, graph)
+    print(recipe.to_json())
     return 0
 
 
@@ -449,6 +454,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--weight-bits", type=_bits, default=8, help="bits for every layer's weights (default 8)")
     p.add_argument("--activation-bits", type=_bits, default=8, help="bits for activations (default 8)")
     p.add_argument("--float", action="store_true", help="list layers but quantize none")
+    p.add_argument("--rule", action="append", metavar="'SELECTORS: ACTIONS'",
+                   help="then set layers by rule, later ones winning, e.g. 'name~block_1[0-3]: w4a8', "
+                        "'op=DepthwiseConv2dNative: w8a8', 'pattern=conv_bn & name~^block: nofold' "
+                        "(see qviz.passes.rules)")
     p.set_defaults(func=_cmd_recipe)
 
     p = sub.add_parser("apply", help="fold and quantize as a recipe says; write the graph and a report")

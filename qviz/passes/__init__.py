@@ -10,9 +10,10 @@ from .fold_training import fold_batch_norms_training
 from .quantize import LayerBits, QuantizeConfig, quant_points, quantizable_layers, quantizable_units, quantize
 from .recipe import Recipe, RecipeError
 from .result import Changes, PassResult, Skipped
+from .rules import apply_rules, parse_rule
 from .rewrite import GraphEditor
 
-__all__ = ["Recipe", "RecipeError", "quantize", "QuantizeConfig", "LayerBits", "quant_points", "quantizable_layers",
+__all__ = ["Recipe", "RecipeError", "apply_rules", "parse_rule", "quantize", "QuantizeConfig", "LayerBits", "quant_points", "quantizable_layers",
            "quantizable_units",
            "fold_batch_norms", "fold_batch_norms_training", "fold_candidates", "fold_values", "FoldCandidate",
            "Changes", "GraphEditor", "PassResult", "Skipped"]

@@ -66,6 +66,8 @@ PRESETS = {
 
 #: The deepest nesting of JSON arrays and objects read (a recipe needs 4).
 MAX_NESTING = 64
+#: The most rules a recipe records.
+MAX_RULES = 1000
 _NAME_LIMIT = 300   # characters of a layer name or key shown in a message
 
 _OPTION_DEFAULTS = {"narrow_range": True, "symmetric_weights": True, "symmetric_activations": False,
@@ -252,8 +254,12 @@ class Recipe:
     per_channel: bool = False
     ema_decay: float | None = None
     int32_bias: bool = True
+    #: The rules (:mod:`qviz.passes.rules`) the layers above were resolved from, in order,
+    #: as written: a record of how they were chosen; the layers are what applies.
+    rules: tuple[str, ...] = ()
 
     def __post_init__(self):
+        object.__setattr__(self, "rules", tuple(self.rules))
         object.__setattr__(self, "fold_layers", _freeze(self.fold_layers))
         object.__setattr__(self, "quantize_layers", _freeze(self.quantize_layers))
 
@@ -348,7 +354,7 @@ class Recipe:
 
     @classmethod
     def from_dict(cls, d) -> "Recipe":
-        d = _keys(d, "", ("fold", "quantize", "options"))
+        d = _keys(d, "", ("fold", "quantize", "options", "rules"))
         fold = _keys(d.get("fold", {}), "fold", ("default", "layers"))
         quant = _keys(d.get("quantize", {}), "quantize", ("default", "layers"))
         options = _keys(d.get("options", {}), "options", tuple(_OPTION_DEFAULTS) + _LEGACY_OPTIONS)
@@ -364,7 +370,15 @@ class Recipe:
         ema = opts["ema_decay"]
         if ema is not None and (isinstance(ema, bool) or not isinstance(ema, (int, float)) or not 0 <= ema < 1):
             _fail("options.ema_decay", f"must be null or a number in [0, 1), not {_show(ema)}")
+        rules = d.get("rules", [])
+        if not isinstance(rules, list) or len(rules) > MAX_RULES:
+            _fail("rules", f"must be a list of at most {MAX_RULES} rule texts, not {_show(rules)}")
+        from .rules import parse_rule   # the rules module builds on this one
+
+        for rule in rules:
+            parse_rule(rule)   # written by hand, perhaps: said wrong here, not when used
         return cls(
+            rules=tuple(rules),
             fold_default=_bool(fold.get("default", True), "fold.default"),
             fold_layers=fold_layers,
             quantize_default=_bits(quant.get("default"), "quantize.default"),
@@ -387,7 +401,9 @@ class Recipe:
         def bits(b):
             return None if b is None else {"weight_bits": b.weight_bits, "activation_bits": b.activation_bits}
 
+        rules = {"rules": list(self.rules)} if self.rules else {}   # absent otherwise: older qviz reads it
         return {
+            **rules,
             "fold": {"default": self.fold_default, "layers": dict(self.fold_layers)},
             "quantize": {"default": bits(self.quantize_default),
                          "layers": {k: bits(v) for k, v in self.quantize_layers.items()}},

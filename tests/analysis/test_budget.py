@@ -5,7 +5,6 @@ positions Keras reports."""
 import math
 
 import keras
-import pytest
 
 import qviz
 from qviz.analysis.budget import budget

@@ -1,0 +1,167 @@
+"""Rules: choose layers by what they are, not one by one — each sets fold and bits.
+
+A rule is ``SELECTORS: ACTIONS``. Selectors, joined with ``&`` (all must hold):
+
+* ``name~REGEX`` — the layer's name contains a match of ``REGEX`` (Python ``re``);
+* ``op=TYPE`` — the layer holds an op of that type (``DepthwiseConv2dNative``);
+* ``pattern=NAME`` — the layer takes part in a match of built-in pattern ``NAME``
+  (:data:`qviz.patterns.BUILTIN`: ``conv_bn``, ``layer_activation``, …);
+* ``*`` — every layer.
+
+Actions, joined with ``,``: ``fold`` / ``nofold``; ``wN``, ``aM`` or ``wNaM``
+(weights and/or activations at N/M bits; a width not named is kept); ``float``
+(not quantized). Rules apply in order, later ones winning; a fold applies to the
+selected layers that have a batch norm to fold, bits to the quantizable ones, and
+a rule that reaches no such layer is an error (a typo should not pass silently).
+
+>>> import qviz
+>>> from qviz.samples import sample_path
+>>> g = qviz.load(sample_path("lenet_digits"))
+>>> r = apply_rules(Recipe(fold_default=False), ["*: w8a8", "name~^conv: w4, fold", "op=MatMul & name~logits: float"], g)
+>>> [(layer, r.folds(layer), r.bits(layer)) for layer in ("conv1", "fc1", "logits")]   # doctest: +NORMALIZE_WHITESPACE
+[('conv1', True, LayerBits(weight_bits=4, activation_bits=8)),
+ ('fc1', False, LayerBits(weight_bits=8, activation_bits=8)), ('logits', False, None)]
+>>> r.rules
+('*: w8a8', 'name~^conv: w4, fold', 'op=MatMul & name~logits: float')
+>>> parse_rule("name~block_1[: w4a8")
+Traceback (most recent call last):
+...
+qviz.passes.recipe.RecipeError: rule 'name~block_1[: w4a8': name~block_1[ is not a regular expression (unterminated character set at position 7)
+>>> apply_rules(Recipe(), ["name~nowhere: w4a8"], g)
+Traceback (most recent call last):
+...
+qviz.passes.recipe.RecipeError: rule 'name~nowhere: w4a8': selects no layer of this model
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+
+from ..choices import MAX_BITS, MIN_BITS
+from ..ir import Graph
+from ..matcher import find_matches
+from ..patterns import BUILTIN
+from .fold_batch_norms import fold_candidates
+from .quant_points import quantizable_units
+from .quantize import LayerBits
+from .recipe import Recipe, RecipeError
+
+__all__ = ["Rule", "parse_rule", "apply_rules", "MAX_RULE_CHARS"]
+
+#: The longest rule read (a regular expression is compiled from it).
+MAX_RULE_CHARS = 500
+_BITS = re.compile(r"(?:w(\d+))?(?:a(\d+))?")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One parsed rule: ``selectors`` (kind, argument) all hold; then ``fold`` (None:
+    unchanged), ``float`` (quantize nothing), or the widths named (None: unchanged)."""
+
+    text: str
+    selectors: tuple[tuple[str, str], ...]
+    fold: bool | None = None
+    float: bool = False
+    weight_bits: int | None = None
+    activation_bits: int | None = None
+
+    @property
+    def sets_bits(self) -> bool:
+        return self.float or self.weight_bits is not None or self.activation_bits is not None
+
+    def layers(self, graph: Graph) -> set[str]:
+        """The layers of ``graph`` every selector holds for."""
+        chosen = set(graph.layers)
+        for kind, arg in self.selectors:
+            if kind == "*":
+                continue
+            if kind == "name":
+                regex = re.compile(arg)
+                chosen = {layer for layer in chosen if regex.search(layer)}
+            elif kind == "op":
+                chosen &= {n.layer for n in graph.nodes if n.op == arg}
+            else:   # pattern
+                chosen &= {n.layer for m in find_matches(BUILTIN[arg], graph) for n in m.nodes()}
+        return chosen
+
+
+def _fail(text: str, cause: str):
+    shown = text if len(text) <= 80 else text[:77] + "…"
+    raise RecipeError(f"rule {shown!r}: {cause}")
+
+
+def parse_rule(text) -> Rule:
+    """A rule from its text (see the module's grammar). Raises RecipeError, naming the rule."""
+    if not isinstance(text, str):
+        raise RecipeError(f"rule: must be text such as 'name~block_1: w4a8', not a {type(text).__name__}")
+    if len(text) > MAX_RULE_CHARS:
+        _fail(text, f"longer than {MAX_RULE_CHARS} characters")
+    if ":" not in text:
+        _fail(text, "expected SELECTORS: ACTIONS, e.g. 'name~block_1[0-3]: w4a8'")
+    where, what = (part.strip() for part in text.rsplit(":", 1))
+    selectors = []
+    for sel in (s.strip() for s in where.split("&")):
+        if sel == "*":
+            selectors.append(("*", ""))
+        elif sel.startswith("name~"):
+            try:
+                re.compile(sel[5:])
+            except re.error as exc:
+                _fail(text, f"{sel} is not a regular expression ({exc})")
+            selectors.append(("name", sel[5:]))
+        elif sel.startswith("op="):
+            selectors.append(("op", sel[3:]))
+        elif sel.startswith("pattern="):
+            if sel[8:] not in BUILTIN:
+                _fail(text, f"no built-in pattern {sel[8:]!r}; choose from {', '.join(BUILTIN)}")
+            selectors.append(("pattern", sel[8:]))
+        else:
+            _fail(text, f"{sel!r} is not a selector: name~REGEX, op=TYPE, pattern=NAME or *")
+    fold, floats, w, a = None, False, None, None
+    for act in (s.strip() for s in what.split(",")):
+        if act in ("fold", "nofold"):
+            fold = act == "fold"
+        elif act == "float":
+            floats = True
+        elif act and (m := _BITS.fullmatch(act)) and (m.group(1) or m.group(2)):
+            for digits in filter(None, m.groups()):
+                if len(digits) > 3 or not MIN_BITS <= int(digits) <= MAX_BITS:
+                    _fail(text, f"{act}: widths must be between {MIN_BITS} and {MAX_BITS} bits")
+            w = int(m.group(1)) if m.group(1) else w
+            a = int(m.group(2)) if m.group(2) else a
+        else:
+            _fail(text, f"{act!r} is not an action: fold, nofold, float, wN, aM or wNaM")
+    if floats and (w or a):
+        _fail(text, "float and bit widths contradict each other")
+    return Rule(text, tuple(selectors), fold, floats, w, a)
+
+
+def apply_rules(recipe: Recipe, rules, graph: Graph) -> Recipe:
+    """``recipe`` with ``rules`` (texts) resolved on ``graph`` in order into per-layer
+    choices, and recorded in its :attr:`~qviz.passes.recipe.Recipe.rules`."""
+    foldable = {c.layer for c in fold_candidates(graph) if c.foldable}
+    units = set(quantizable_units(graph))
+    texts = []
+    for rule in map(parse_rule, rules):
+        chosen = rule.layers(graph)
+        if not chosen:
+            _fail(rule.text, "selects no layer of this model")
+        if rule.fold is not None:
+            targets = chosen & foldable
+            if not targets:
+                _fail(rule.text, f"none of its {len(chosen)} layers has a batch norm to fold")
+            for layer in sorted(targets):
+                recipe = recipe.with_fold(layer, rule.fold)
+        if rule.sets_bits:
+            targets = chosen & units
+            if not targets:
+                _fail(rule.text, f"none of its {len(chosen)} layers can be quantized (conv, dense or bypass Add)")
+            for layer in sorted(targets):
+                old = recipe.bits(layer) or LayerBits(None, None)
+                bits = None if rule.float else LayerBits(
+                    rule.weight_bits if rule.weight_bits is not None else old.weight_bits,
+                    rule.activation_bits if rule.activation_bits is not None else old.activation_bits)
+                recipe = recipe.with_bits(layer, bits)
+        texts.append(rule.text)
+    return replace(recipe, rules=(*recipe.rules, *texts))

@@ -1,0 +1,70 @@
+"""Rules choose layers by name, op type or pattern; later ones win; the recipe keeps
+them; the rewrite then does what they resolved to (checked on the graph's own fake quants)."""
+
+import pytest
+
+import qviz
+from qviz.cli import main
+from qviz.ir.ops import FAKE_QUANT_OPS
+from qviz.passes import LayerBits, Recipe, RecipeError, apply_rules
+
+
+@pytest.fixture(scope="module")
+def block(samples):
+    return qviz.load(samples["mobilenet_block"])
+
+
+def test_rules_resolve_in_order_by_op_type_name_and_pattern(block):
+    r = apply_rules(Recipe(fold_default=False, quantize_default=None),
+                    ["*: w8a8", "op=DepthwiseConv2dNative: w4", "pattern=conv_bn & name~^(dw|project)$: fold",
+                     "name~logits: float"], block)
+    assert r.bits("stem_conv") == LayerBits(8, 8) and r.bits("dw") == LayerBits(4, 8)
+    assert r.bits("logits") is None and r.bits("residual") == LayerBits(8, 8)   # the bypass Add too
+    assert (r.folds("stem_conv"), r.folds("dw"), r.folds("project")) == (False, True, True)
+    later = apply_rules(r, ["name~dw: w2"], block)   # a later rule wins, and only where it says
+    assert later.bits("dw") == LayerBits(2, 8) and later.bits("stem_conv") == LayerBits(8, 8)
+
+
+def test_the_rewrite_quantizes_what_the_rules_resolved_to(block):
+    r = apply_rules(Recipe.default(block), ["op=DepthwiseConv2dNative: w4a6"], block)
+    graph = qviz.apply(block, r, report=False).graph
+    dw = next(n for n in graph.nodes if n.op == "DepthwiseConv2dNative")
+    weights = graph.producer(dw.inputs[1])
+    assert weights.op in FAKE_QUANT_OPS and weights.attrs["num_bits"] == 4
+    outputs = [n for n in graph.nodes if n.op in FAKE_QUANT_OPS and n.layer in ("dw", "dw_relu")
+               and n is not weights]
+    assert {n.attrs["num_bits"] for n in outputs} == {6}
+
+
+def test_the_recipe_keeps_its_rules_and_a_recipe_without_rules_is_written_as_before(block):
+    r = apply_rules(Recipe.default(block), ["name~^stem: w4a8"], block)
+    back = Recipe.from_json(r.to_json())
+    assert back == r and back.rules == ("name~^stem: w4a8",) and back.bits("stem_conv") == LayerBits(4, 8)
+    assert "rules" not in Recipe.default(block).to_dict()   # older qviz reads these unchanged
+    with pytest.raises(RecipeError, match=r"rules: must be a list"):
+        Recipe.from_dict({"rules": "name~x: w4"})
+    with pytest.raises(RecipeError, match=r"rule 'name~x w4': expected SELECTORS: ACTIONS"):
+        Recipe.from_dict({"rules": ["name~x w4"]})
+
+
+@pytest.mark.parametrize("rule, says", [
+    ("name~stem: w17", "w17: widths must be between 2 and 16 bits"),
+    ("name~stem: w4, float", "float and bit widths contradict each other"),
+    ("name~stem: w4a8x", "'w4a8x' is not an action"),
+    ("pattern=conv_bnn: fold", "no built-in pattern 'conv_bnn'"),
+    ("name~image: fold", "none of its 1 layers has a batch norm to fold"),
+    ("name~stem_relu: w8a8", "none of its 1 layers can be quantized"),
+    ("op=Conv3D: w8a8", "selects no layer of this model"),
+])
+def test_a_rule_that_cannot_apply_is_one_line_naming_it(block, rule, says):
+    with pytest.raises(RecipeError) as err:
+        apply_rules(Recipe(), [rule], block)
+    assert says in str(err.value) and str(err.value).startswith(f"rule {rule!r}") and "\n" not in str(err.value)
+
+
+def test_qviz_recipe_takes_rules(samples, capsys):
+    assert main(["recipe", str(samples["lenet_digits"]), "--rule", "name~^conv: w4a8", "--rule", "name~fc1: float"]) == 0
+    r = Recipe.from_json(capsys.readouterr().out)
+    assert r.bits("conv2") == LayerBits(4, 8) and r.bits("fc1") is None and r.bits("logits") == LayerBits(8, 8)
+    assert main(["recipe", str(samples["lenet_digits"]), "--rule", "name~(: w4"]) == 2
+    assert "rule 'name~(: w4': name~( is not a regular expression" in capsys.readouterr().err
