@@ -342,6 +342,8 @@ class SessionStore:
         for s in sessions:
             s.close()
         for pending in list(self.loading.values()):
-            if pending.upload is not None and pending.answer is None:
+            # answered or not: an open that finished but was not yet taken up by its page
+            # still holds its upload's directory (removing it twice is harmless)
+            if pending.upload is not None:
                 pending.upload.discard()
         self.loads.close()

@@ -10,6 +10,7 @@ import tempfile
 import threading
 import time
 import zipfile
+from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ import pytest
 import qviz
 from qviz.app import create_app
 from qviz.app.jobs import ThreadRunner
-from qviz.app.session import Origin, Session, SessionGone, SessionStore
+from qviz.app.session import Origin, PendingOpen, Session, SessionGone, SessionStore
 from qviz.app.uploads import load_upload, save_upload
 from qviz.importers import LoadError
 from qviz.samples import sample_path
@@ -201,8 +202,13 @@ def test_upload_directories_go_with_their_sessions(lenet):
     assert gone.value.origin == Origin("upload", "b.keras") and not gone.value.origin.reopenable
     third = save_upload(_payload(b"\x08\x01"), "c.pb", 1024)
     store.put("s2", Session(lenet, "c.pb", origin=Origin("upload", "c.pb"), upload_dir=third.directory))
+    # an open that finished while the server stopped, before its page took it up
+    fourth = save_upload(_payload(sample_path("lenet_digits").read_bytes()), "d.keras", 10 * 2**20)
+    done = Future()
+    done.set_result(lenet)
+    store.loading["s3"] = PendingOpen(done, Origin("upload", "d.keras"), 0.0, upload=fourth, answer=("opened",))
     store.close_all()                                                       # at exit: removed
-    assert not third.directory.exists()
+    assert not third.directory.exists() and not fourth.directory.exists()
     assert not _upload_dirs()
 
 
