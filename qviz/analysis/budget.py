@@ -56,7 +56,8 @@ class Budget:
 
     def summary(self) -> str:
         """One line: ``weights 1.1 MB at their bits (25% of float) · 2.3 G bit-ops (6.3% of float)``."""
-        size = f"weights {_bytes(self.weight_bits / 8)} at their bits ({_share(self.weight_bits, self.float_weight_bits)})"
+        size = (f"weights {_bytes(self.weight_bits / 8)} at their bits "
+                f"({_share(self.weight_bits, self.float_weight_bits)})")
         if self.bops is None:
             return size + " · bit-ops once the output shapes are known"
         return size + f" · {_count(self.bops)} bit-ops ({_share(self.bops, self.float_bops)})"

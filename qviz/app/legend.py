@@ -49,8 +49,8 @@ def metric_legend(data: NodeData | None, painted: int = 0, waiting: str = "", na
     elif data.span is not None:
         lo, hi = data.span
         stops = ", ".join(f"{c} {s * 100:.0f}%" for s, c in data.gradient)
-        scale = [_number(lo), " ", html.Span(className="gradient-bar", style={"background": f"linear-gradient(to right, {stops})"}),
-                 " ", _number(hi)]
+        bar = html.Span(className="gradient-bar", style={"background": f"linear-gradient(to right, {stops})"})
+        scale = [_number(lo), " ", bar, " ", _number(hi)]
     else:
         scale = ["no values"]
     notes = f" · {painted} nodes painted" + (f"; {data.unmatched} keys not in this model" if data.unmatched else "")

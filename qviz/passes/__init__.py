@@ -13,7 +13,8 @@ from .result import Changes, PassResult, Skipped
 from .rules import apply_rules, parse_rule
 from .rewrite import GraphEditor
 
-__all__ = ["Recipe", "RecipeError", "apply_rules", "parse_rule", "quantize", "QuantizeConfig", "LayerBits", "quant_points", "quantizable_layers",
+__all__ = ["Recipe", "RecipeError", "apply_rules", "parse_rule",
+           "quantize", "QuantizeConfig", "LayerBits", "quant_points", "quantizable_layers",
            "quantizable_units",
            "fold_batch_norms", "fold_batch_norms_training", "fold_candidates", "fold_values", "FoldCandidate",
            "Changes", "GraphEditor", "PassResult", "Skipped"]

@@ -193,7 +193,6 @@ def register(app, store) -> None:
         log.info("session %s: painted %s (%d keys not in the model)", session["sid"][:8], name, missing)
         return dict(options=color_options(services.painted(s)), value=name)
 
-
     @app.callback(
         output=dict(options=Output(ids.COLOR_BY, "options", allow_duplicate=True),
                     value=Output(ids.COLOR_BY, "value", allow_duplicate=True)),
