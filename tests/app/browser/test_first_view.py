@@ -80,13 +80,16 @@ def test_a_long_graph_has_a_minimap_that_moves_the_view_and_labels_come_with_zoo
         "const g = document.querySelector('#graph .js-plotly-plot');"
         "return g.data.find(d => d.name === 'nodes').mode;")
     assert mode() == "markers+text"          # ten ranks in view: names shown
-    # a click near the right end of the minimap looks at the end of the graph
-    box = dash_duo.find_element("#graph-minimap")
-    dash_duo.driver.execute_script(
-        "const r = arguments[0].getBoundingClientRect();"
-        "arguments[0].dispatchEvent(new MouseEvent('click', {bubbles: true, clientX: r.right - 12,"
-        " clientY: r.top + r.height / 2}));", box)
-    wait_for(lambda: x_range()[0] > start[0] + 100, what="the view moved to the end")
+    # a click near the right end of the minimap looks at the end of the graph (clicked again
+    # while the minimap is still being drawn: shown first, it takes clicks once plotly has drawn it)
+    def click_near_the_end():
+        dash_duo.driver.execute_script(
+            "const box = document.getElementById('graph-minimap'), r = box.getBoundingClientRect();"
+            "box.dispatchEvent(new MouseEvent('click', {bubbles: true, clientX: r.right - 12,"
+            " clientY: r.top + r.height / 2}));")
+        return x_range()[0] > start[0] + 100
+
+    wait_for(click_near_the_end, what="the view moved to the end")
     # zoomed out to the whole graph: too many names to read, so none are drawn
     dash_duo.driver.execute_script(
         "Plotly.relayout(document.querySelector('#graph .js-plotly-plot'),"
