@@ -7,7 +7,7 @@ VIEW = "view-store"
 SELECTED = "selected-store"
 MODEL_VERSION = "model-version-store"
 DRAWN = "drawn-store"            # set when the graph for a recipe is drawn; verification follows it
-VERIFIED = "verified-store"      # the recipe whose verification report is done (a graph coloured by SQNR follows)
+METRIC_POLL = "metric-poll"      # dcc.Interval: redraws a graph coloured by SQNR once its report is in
 
 # model
 MODEL_PICKER = "model-picker"

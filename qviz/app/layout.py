@@ -44,7 +44,7 @@ def page(default_sample: str | None, session_id: str, max_upload_bytes: int = 20
         dcc.Store(id=ids.SELECTED),
         dcc.Store(id=ids.MODEL_VERSION),
         dcc.Store(id=ids.DRAWN),
-        dcc.Store(id=ids.VERIFIED),
+        dcc.Interval(id=ids.METRIC_POLL, interval=500, disabled=True),
         dcc.Download(id=ids.DOWNLOAD_RECIPE),
         dcc.Download(id=ids.DOWNLOAD_MODEL),
         html.Div([

@@ -62,7 +62,7 @@ def _center(fig, pos, key):
 
 
 _DRAWN_NOTHING = dict(figure=no_update, nodes="", match_count="", matches="", pattern_error="", diff="",
-                      drawn=no_update, metric_legend=[])
+                      drawn=no_update, metric_legend=[], metric_poll=True)
 
 
 def register(app, store) -> None:
@@ -70,20 +70,26 @@ def register(app, store) -> None:
         output=dict(figure=Output(ids.GRAPH, "figure"), nodes=Output(ids.NODE_COUNT, "children"),
                     match_count=Output(ids.MATCH_COUNT, "children"), matches=Output(ids.MATCH_LIST, "children"),
                     pattern_error=Output(ids.PATTERN_ERROR, "children"), diff=Output(ids.DIFF_SUMMARY, "children"),
-                    drawn=Output(ids.DRAWN, "data"), metric_legend=Output(ids.METRIC_LEGEND, "children")),
+                    drawn=Output(ids.DRAWN, "data"), metric_legend=Output(ids.METRIC_LEGEND, "children"),
+                    metric_poll=Output(ids.METRIC_POLL, "disabled")),
         inputs=dict(history=Input(ids.RECIPE, "data"), view_state=Input(ids.VIEW, "data"),
                     mode=Input(ids.VIEW_MODE, "value"), show=Input(ids.SHOW, "value"),
                     direction=Input(ids.DIRECTION, "value"), builtin=Input(ids.PATTERN_BUILTIN, "value"),
                     text=Input(ids.PATTERN_TEXT, "value"), selected=Input(ids.SELECTED, "data"),
-                    color_by=Input(ids.COLOR_BY, "value"), verified=Input(ids.VERIFIED, "data")),
+                    color_by=Input(ids.COLOR_BY, "value"), _tick=Input(ids.METRIC_POLL, "n_intervals")),
         state=dict(session=State(ids.SESSION, "data")),
     )
-    def draw(history, view_state, mode, show, direction, builtin, text, selected, color_by, verified, session):
-        if set(ctx.triggered_prop_ids) == {f"{ids.VERIFIED}.data"} and color_by != services.RECIPE_SQNR:
-            raise PreventUpdate   # only a report arrived: only a graph coloured by it changes
+    def draw(history, view_state, mode, show, direction, builtin, text, selected, color_by, _tick, session):
         s = store.require(session)
         if s is None or not history:
             return dict(_DRAWN_NOTHING)
+        if set(ctx.triggered_prop_ids) == {f"{ids.METRIC_POLL}.n_intervals"}:
+            # A poll while the graph waits for a metric (the recipe's SQNR): redrawn once it is in.
+            # (A poll, not a store the verification sets: that would close a loop of callbacks,
+            # draw → verification → draw, which Dash's renderer may hold up.)
+            if services.metric_of(s, color_by, current(history)) is None and \
+                    services.metric_waiting(s, color_by, current(history)).startswith("waiting"):
+                raise PreventUpdate
         started = time.monotonic()
         try:
             return _draw(s, current(history), view_choice(mode, show, direction, view_state), builtin, text,
@@ -108,6 +114,7 @@ def register(app, store) -> None:
         badges = services.bit_badges(s, view.graph, recipe) if not choice.original else {}
         metric = services.metric_of(s, color_by, recipe)
         fill = services.metric_fill(metric, view.graph, hover) if metric is not None else None
+        waiting = "" if metric is not None else services.metric_waiting(s, color_by, recipe)
         fig = graph_figure(view.graph, view.pos, routes=view.routes, highlights=highlights, selected=sel,
                            show_status=not choice.original, hover=hover, flags=flags, badges=badges,
                            first_view=True, direction=choice.direction, fill=fill)
@@ -120,8 +127,8 @@ def register(app, store) -> None:
         return dict(figure=fig, nodes=f"{view.graph.number_of_nodes()} nodes",
                     match_count="" if error else summarize_matches(fates), matches=listed,
                     pattern_error=error, drawn=drawn,
-                    metric_legend=metric_legend(metric, len(fill or ()), waiting=(
-                        "" if metric is not None else services.metric_waiting(s, color_by, recipe)), name=color_by),
+                    metric_legend=metric_legend(metric, len(fill or ()), waiting=waiting, name=color_by),
+                    metric_poll=not waiting.startswith("waiting"),
                     diff=(f"rewrite: {len(c.added)} ops added, {len(c.removed)} removed, "
                           f"{len(c.modified)} modified" if c else "no rewrite: the recipe changes nothing")
                     + " · " + services.cost_line(s, result.graph))

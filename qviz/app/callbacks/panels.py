@@ -9,7 +9,7 @@ import math
 import time
 
 import numpy as np
-from dash import Input, Output, State, ctx, dcc, html, no_update
+from dash import Input, Output, State, dcc, html, no_update
 
 from ...analysis.quant_grid import grids_of_layer
 from ...choices import bits_label
@@ -54,7 +54,7 @@ def register(app, store) -> None:
 
     @app.callback(
         output=dict(panel=Output(ids.VERIFY_PANEL, "children"), errors=Output(ids.LAYER_ERRORS, "figure"),
-                    stop_polling=Output(ids.VERIFY_POLL, "disabled"), verified=Output(ids.VERIFIED, "data")),
+                    stop_polling=Output(ids.VERIFY_POLL, "disabled")),
         inputs=dict(drawn=Input(ids.DRAWN, "data"), _tick=Input(ids.VERIFY_POLL, "n_intervals"),
                     show_all=Input(ids.LAYER_ERRORS_ALL, "value")),
         state=dict(session=State(ids.SESSION, "data")),
@@ -65,27 +65,23 @@ def register(app, store) -> None:
         # polls it, so no request is held open while it runs.
         s = store.require(session)
         if s is None or not drawn or not s.latest:
-            return dict(panel="", errors=NO_FIGURE, stop_polling=True, verified=no_update)
-        latest = s.latest   # another draw may change it while this runs: answer for this one
-        recipe = Recipe.from_json(latest)
+            return dict(panel="", errors=NO_FIGURE, stop_polling=True)
+        recipe = Recipe.from_json(s.latest)
         future = s.report_future(recipe)
         if not future.done():
             return dict(panel=html.Div("verifying: running the original and rewritten graphs…",
-                                       className="verify-running"), errors=no_update, stop_polling=False,
-                        verified=no_update)
+                                       className="verify-running"), errors=no_update, stop_polling=False)
         try:
             rep = future.result()
         except Exception as exc:  # the report failed (e.g. an op TF cannot run): say so
             return dict(panel=html.Div(f"verification failed: {exc}", className="error"), errors=NO_FIGURE,
-                        stop_polling=True, verified=no_update)
+                        stop_polling=True)
         quantized = set(recipe.quantize_config(s.graph).layers)
         if quantized:
             s.samples_future(recipe)   # the grids' activation samples next, so a selected layer draws at once
         figure = layer_error_figure([e.layer for e in rep.layers], [e.sqnr_db for e in rep.layers],
                                     quantized=quantized, limit=None if show_all else WORST_LAYERS)
-        return dict(panel=_report_view(rep, s.data.origin), errors=figure, stop_polling=True,
-                    # "show every layer" redraws the chart, not the report: the graph need not follow
-                    verified=no_update if ctx.triggered_id == ids.LAYER_ERRORS_ALL else latest)
+        return dict(panel=_report_view(rep, s.data.origin), errors=figure, stop_polling=True)
 
 
 def _node_panel(s, key: ViewKey, recipe: Recipe, builtin, text, show):
