@@ -38,7 +38,7 @@ import numpy as np
 from ..ir import Graph
 from ..ir.ops import FAKE_QUANT_OPS, LAYER_OPS
 from ..passes.constants import NotConstantError, constant_value
-from ..passes.quant_points import SAME_GRID_OPS
+from ..passes.quant_points import grid_source
 
 __all__ = ["Budget", "budget"]
 
@@ -84,9 +84,7 @@ def _count(n: int) -> str:
 def _width(graph: Graph, tensor: str) -> int:
     """The bits of the fake-quant ``tensor`` comes from, through ops that keep its grid
     (a max-pool, a reshape: TFLite runs them on the integers); 32 if none."""
-    node = graph.producer(tensor)
-    while node.op in SAME_GRID_OPS and node.inputs:
-        node = graph.producer(node.inputs[0])
+    node = grid_source(graph, tensor)
     return int(node.attrs.get("num_bits", 8)) if node.op in FAKE_QUANT_OPS else FLOAT_BITS
 
 

@@ -36,7 +36,7 @@ import numpy as np
 
 from ..ir import Graph
 from ..ir.ops import ADD_OPS, BATCH_NORM_OPS, FAKE_QUANT, FAKE_QUANT_OPS, LAYER_OPS, TFLITE_FUSED_CHAIN
-from ..passes.quant_points import (FIXED_RANGE_OPS, REGRID_OPS, SAME_GRID_OPS, quant_points,
+from ..passes.quant_points import (FIXED_RANGE_OPS, REGRID_OPS, SAME_GRID_OPS, grid_source, quant_points,
                                    quantizable_units)
 from ..passes.recipe import Recipe
 
@@ -268,10 +268,7 @@ def _starts_integer_run(graph: Graph, fq, integer_ops: set[str]) -> bool:
 
 
 def _is_integer_input(graph: Graph, tensor: str) -> bool:
-    node = graph.producer(tensor)
-    while node.op in SAME_GRID_OPS and node.inputs:
-        node = graph.producer(node.inputs[0])
-    return node.op == FAKE_QUANT
+    return grid_source(graph, tensor).op == FAKE_QUANT
 
 
 def _const_size(graph: Graph, tensor: str) -> int | None:

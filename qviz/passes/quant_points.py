@@ -53,11 +53,23 @@ from .quant_config import QuantizeConfig
 from .result import Skipped
 
 __all__ = ["QuantPoint", "quant_points", "quantizable_layers", "quantizable_units", "bypass_adds",
-           "SAME_GRID_OPS", "REGRID_OPS", "FIXED_RANGE_OPS"]
+           "SAME_GRID_OPS", "REGRID_OPS", "FIXED_RANGE_OPS", "grid_source"]
 
 #: Ops whose int8 output keeps the input's scale and zero point and adds no rounding.
 SAME_GRID_OPS = frozenset({"MaxPool", "Reshape", "Squeeze", "ExpandDims", "Identity", "Transpose", "Pad",
                            "StridedSlice", "Slice"})
+
+
+def grid_source(graph: Graph, tensor: str):
+    """The op whose output ``tensor`` is, on the device, the same integers as: its
+    producer, followed back through :data:`SAME_GRID_OPS` (a fake-quant if ``tensor``
+    is on a quantized grid)."""
+    node = graph.producer(tensor)
+    while node.op in SAME_GRID_OPS and node.inputs:
+        node = graph.producer(node.inputs[0])
+    return node
+
+
 #: Ops whose int8 output keeps the input's scale but is rounded onto it.
 REGRID_OPS = frozenset({"Mean", "AvgPool"})
 #: Ops whose 8-bit output TFLite stores at a fixed range (scale 1/256 or 1/128).

@@ -83,16 +83,16 @@ def register(app, store) -> None:
         s = store.require(session)
         if s is None or not history:
             return dict(_DRAWN_NOTHING)
+        recipe = current(history)
         if set(ctx.triggered_prop_ids) == {f"{ids.METRIC_POLL}.n_intervals"}:
             # A poll while the graph waits for a metric (the recipe's SQNR): redrawn once it is in.
             # (A poll, not a store the verification sets: that would close a loop of callbacks,
             # draw → verification → draw, which Dash's renderer may hold up.)
-            if services.metric_of(s, color_by, current(history)) is None and \
-                    services.metric_waiting(s, color_by, current(history)).startswith("waiting"):
+            if services.metric_waiting(s, color_by, recipe).startswith("waiting"):
                 raise PreventUpdate
         started = time.monotonic()
         try:
-            return _draw(s, current(history), view_choice(mode, show, direction, view_state), builtin, text,
+            return _draw(s, recipe, view_choice(mode, show, direction, view_state), builtin, text,
                          selected, color_by)
         finally:
             log.info("session %s: drew %s in %.2f s", session["sid"][:8], s.name, time.monotonic() - started)
