@@ -23,11 +23,11 @@ def test_each_layers_bits_and_fold_are_on_the_graph_coloured_by_width(dash_duo):
     assert dash_duo.driver.execute_script(_BADGES) == {}, "the starting recipe changes nothing: no badges"
     for layer, col, value in (("conv1", "fold", True), ("conv1", "weight_bits", "8"),
                               ("conv2", "weight_bits", "4"), ("conv2", "activation_bits", "8")):
+        # one edit at a time, as a person would: each applied (the line under the graph
+        # redrawn) before the next (the grid shows a cell at once, before the recipe has it)
+        before = dash_duo.find_element("#diff-summary").text
         set_cell(dash_duo, layer, col, value)
-        # one edit at a time, as a person would (each is a step of the undo history)
-        wait_for(lambda: dash_duo.driver.execute_script(
-            "return dash_ag_grid.getApi('layer-grid').getRowNode(arguments[0]).data[arguments[1]];",
-            layer, col) == value, what=f"{layer}.{col} = {value}")
+        wait_for(lambda: dash_duo.find_element("#diff-summary").text != before, what=f"{layer}.{col} applied")
     wait_for(lambda: dash_duo.driver.execute_script(_BADGES).get("layer:conv2", [""])[0] == "w4a8",
              what=lambda: f"conv2's badge; badges now {dash_duo.driver.execute_script(_BADGES)}")
     badges = dash_duo.driver.execute_script(_BADGES)
