@@ -3,6 +3,7 @@
 # stores (what the browser holds: ids, the recipe history, view state — never graphs)
 SESSION = "session-store"
 RECIPE = "recipe-store"
+EDIT_LOG = "edit-log-store"      # every layer-table edit, numbered in the browser (services.apply_edits)
 VIEW = "view-store"
 SELECTED = "selected-store"
 MODEL_VERSION = "model-version-store"

@@ -40,6 +40,7 @@ def page(default_sample: str | None, session_id: str, max_upload_bytes: int = 20
     return html.Div([
         dcc.Store(id=ids.SESSION, data={"sid": session_id}),
         dcc.Store(id=ids.RECIPE),
+        dcc.Store(id=ids.EDIT_LOG, data={"seq": 0, "edits": []}),
         dcc.Store(id=ids.VIEW, data={"mode": "layer", "expanded": [], "direction": "LR"}),
         dcc.Store(id=ids.SELECTED),
         dcc.Store(id=ids.MODEL_VERSION),

@@ -44,6 +44,7 @@ from ..passes import LayerBits, Recipe, RecipeError, fold_candidates, quantizabl
 from ..render.figure import Badge
 
 __all__ = ["HISTORY_LIMIT", "START_RECIPE", "new_history", "current", "push", "undo", "redo", "edit_layer",
+           "EDITED_FIELDS", "apply_edits",
            "shows", "set_layer", "recipe_from_upload", "layer_rows", "on_tflite", "ViewChoice", "DrawnView",
            "shown", "draw_view", "match_marks", "MatchItem", "why", "search", "hover_lines", "hover_shapes", "warm_up",
            "device_flags", "bit_badges", "cost_line", "metric_of", "recipe_sqnr", "RECIPE_SQNR", "metric_waiting",
@@ -71,7 +72,7 @@ def current(history: dict) -> Recipe:
 def push(history: dict, recipe: Recipe) -> dict:
     """The history with ``recipe`` as the newest step (redo steps dropped)."""
     steps = history["history"][: history["pos"] + 1] + [recipe.to_dict()]
-    return {"history": steps[-HISTORY_LIMIT:], "pos": min(len(steps), HISTORY_LIMIT) - 1}
+    return {**history, "history": steps[-HISTORY_LIMIT:], "pos": min(len(steps), HISTORY_LIMIT) - 1}
 
 
 def undo(history: dict) -> dict:
@@ -89,6 +90,43 @@ def edit_layer(history: dict, layer: str, field_name: str, value) -> dict:
     if shows(recipe, layer, field_name, value):
         return history
     return push(history, set_layer(recipe, layer, field_name, value))
+
+
+#: The layer-table columns that edit the recipe (the others only show it).
+EDITED_FIELDS = ("fold", "weight_bits", "activation_bits")
+
+
+def apply_edits(history: dict, log: dict, model, layers) -> dict:
+    """The history with the page's table edits it does not have yet, in the order made.
+
+    The page logs every cell edit in the browser, numbered (``log["edits"]``, each
+    ``{"seq", "model", "layer", "field", "value"}``), and the history says which
+    edit it took last (``history["applied"]``). A request for the second of two
+    quick edits can carry a history from before the first (Dash drops the first
+    request's answer when the second is sent); it carries the log with both, so
+    both are applied. Edits made on another model than ``model`` (the page's
+    model version), or naming a layer not in ``layers``, are skipped.
+
+    >>> page = new_history(Recipe(fold_default=False, quantize_default=None))
+    >>> log = {"seq": 2, "edits": [
+    ...     {"seq": 1, "model": 7, "layer": "conv1", "field": "weight_bits", "value": "4"},
+    ...     {"seq": 2, "model": 7, "layer": "conv2", "field": "fold", "value": True}]}
+    >>> page = apply_edits(page, log, 7, {"conv1", "conv2"})
+    >>> current(page).bits("conv1").weight_bits, current(page).folds("conv2"), page["applied"], page["pos"]
+    (4, True, 2, 2)
+    >>> apply_edits(page, log, 7, {"conv1", "conv2"}) is page      # nothing new
+    True
+    """
+    applied = history.get("applied", 0)
+    edits = [e for e in (log or {}).get("edits", ())
+             if isinstance(e, dict) and isinstance(e.get("seq"), int) and e["seq"] > applied]
+    if not edits:
+        return history
+    out = history
+    for e in sorted(edits, key=lambda e: e["seq"]):
+        if e.get("model") == model and e.get("layer") in layers and e.get("field") in EDITED_FIELDS:
+            out = edit_layer(out, e["layer"], e["field"], e.get("value"))
+    return {**out, "applied": max(e["seq"] for e in edits)}
 
 
 def shows(recipe: Recipe, layer: str, field_name: str, value) -> bool:

@@ -24,7 +24,30 @@ PRESET_OF_BUTTON = {ids.BULK_8: "all-8", ids.BULK_FIRST_LAST: "first-last-8-rest
 FIELD_OF_CONTROL = {ids.LAYER_FOLD: "fold", ids.LAYER_WBITS: "weight_bits", ids.LAYER_ABITS: "activation_bits"}
 
 
+#: Numbers each table edit in the browser, where two edits cannot race (a
+#: clientside callback reads the log it writes), stamped with the model it was
+#: made on; the server applies what its history has not (services.apply_edits).
+LOG_EDITS = """
+function (changed, log, version) {
+    const fields = %s;
+    const before = (log && log.seq) || 0;
+    const edits = (log && log.edits) ? log.edits.slice() : [];
+    let seq = before;
+    for (const c of (Array.isArray(changed) ? changed : [changed])) {
+        if (!c || !c.data || fields.indexOf(c.colId) < 0) continue;
+        seq += 1;
+        edits.push({seq: seq, model: version ? version.t : null, layer: c.data.layer, field: c.colId,
+                    value: c.value});
+    }
+    return seq === before ? dash_clientside.no_update : {seq: seq, edits: edits.slice(-%d)};
+}
+""" % (list(services.EDITED_FIELDS), services.HISTORY_LIMIT)
+
+
 def register(app, store) -> None:
+    app.clientside_callback(LOG_EDITS, Output(ids.EDIT_LOG, "data"), Input(ids.GRID, "cellValueChanged"),
+                            State(ids.EDIT_LOG, "data"), State(ids.MODEL_VERSION, "data"), prevent_initial_call=True)
+
     # The table follows the drawn recipe, not the recipe store: on a big model the
     # graph is what the user waits for, so it is drawn first and the table after.
     @app.callback(Output(ids.GRID, "rowData"), Input(ids.DRAWN, "data"), State(ids.SESSION, "data"))
@@ -38,15 +61,16 @@ def register(app, store) -> None:
 
     @app.callback(
         output=dict(history=Output(ids.RECIPE, "data"), error=Output(ids.RECIPE_ERROR, "children")),
-        inputs=dict(changed=Input(ids.GRID, "cellValueChanged"),
+        inputs=dict(edit_log=Input(ids.EDIT_LOG, "data"),
                     presets={button: Input(button, "n_clicks") for button in PRESET_OF_BUTTON},
                     _undo=Input(ids.UNDO, "n_clicks"), _redo=Input(ids.REDO, "n_clicks"),
                     _controls=[Input({"type": kind, "layer": ALL}, "value") for kind in FIELD_OF_CONTROL],
                     upload=Input(ids.RECIPE_UPLOAD, "contents")),
-        state=dict(history=State(ids.RECIPE, "data"), session=State(ids.SESSION, "data")),
+        state=dict(history=State(ids.RECIPE, "data"), session=State(ids.SESSION, "data"),
+                   version=State(ids.MODEL_VERSION, "data")),
         prevent_initial_call=True,
     )
-    def edit(changed, presets, _undo, _redo, _controls, upload, history, session):
+    def edit(edit_log, presets, _undo, _redo, _controls, upload, history, session, version):
         s = store.require(session)
         trig = ctx.triggered_id
         if s is None or not history or trig is None:
@@ -56,12 +80,14 @@ def register(app, store) -> None:
         if trig == ids.REDO:
             return dict(history=services.redo(history), error="")
         edited = history
-        if trig == ids.GRID:
-            for change in (changed if isinstance(changed, list) else [changed]):
-                if change and change.get("colId") in ("fold", "weight_bits", "activation_bits"):
-                    edited = services.push(edited, services.set_layer(
-                        current(edited), change["data"]["layer"], change["colId"], change["value"]))
-        elif trig in PRESET_OF_BUTTON:
+        if trig == ids.EDIT_LOG:
+            # each edit is its own undo step; the history says which it has (see apply_edits)
+            edited = services.apply_edits(history, edit_log, (version or {}).get("t"), s.graph.layers)
+            if edited is history:
+                return dict(history=no_update, error="")
+            log.info("session %s: table edits up to #%d applied", session["sid"][:8], edited["applied"])
+            return dict(history=edited, error="")
+        if trig in PRESET_OF_BUTTON:
             edited = services.push(history, current(history).with_preset(PRESET_OF_BUTTON[trig], s.graph))
         elif trig == ids.RECIPE_UPLOAD:
             try:

@@ -423,3 +423,42 @@ def test_a_served_file_is_named_in_the_model_picker_and_can_be_picked_again(dash
     wait_open(dash_duo, "lenet_digits")
     dash_duo.select_dcc_dropdown("#model-picker", f"{path.name} (served)")
     wait_open(dash_duo, path)
+
+
+_BADGE_TEXT = ("const g = document.querySelector('#graph .js-plotly-plot');"
+               "const t = g && g.data ? g.data.find(d => d.name === 'bits') : null; const out = {};"
+               "if (t) t.customdata.forEach((k, i) => { out[k] = t.text[i]; }); return out;")
+
+
+def test_two_table_edits_faster_than_a_round_trip_are_both_kept(dash_duo, monkeypatch):
+    """The second edit is made while the server still works on the first: Dash
+    drops the first request's answer then, so the second must carry both."""
+    import threading
+
+    from qviz.app import services
+
+    slow_once, slow_done, real = threading.Event(), threading.Event(), services.set_layer
+
+    def first_edit_is_slow(*args):
+        if slow_once.is_set():
+            return real(*args)
+        slow_once.set()
+        time.sleep(2.0)
+        try:
+            return real(*args)
+        finally:
+            slow_done.set()
+
+    start_app(dash_duo)
+    monkeypatch.setattr(services, "set_layer", first_edit_is_slow)
+    set_cell(dash_duo, "conv1", "weight_bits", "4")
+    wait_for(slow_once.is_set, what="the first edit reaching the server")
+    set_cell(dash_duo, "conv2", "weight_bits", "6")
+    wait_for(lambda: dash_duo.driver.execute_script(_BADGE_TEXT) == {"layer:conv1": "w4", "layer:conv2": "w6"},
+             what=lambda: f"both edits on the graph; badges {dash_duo.driver.execute_script(_BADGE_TEXT)}")
+    wait_for(slow_done.is_set, what="the first request answered")
+    time.sleep(0.5)   # that answer, were it kept, would be on the page by now
+    assert dash_duo.driver.execute_script(_BADGE_TEXT) == {"layer:conv1": "w4", "layer:conv2": "w6"}
+    # each edit is its own undo step
+    dash_duo.find_element("#undo").click()
+    wait_for(lambda: dash_duo.driver.execute_script(_BADGE_TEXT) == {"layer:conv1": "w4"}, what="one edit undone")
