@@ -76,6 +76,8 @@ FOLD_EXPLAINER_PANEL = "fold-explainer-panel"   # hidden until a fold is explain
 FOLD_EXPLAINER_CLOSE = "fold-explainer-close"
 FOLD_EXPLAIN_POLL = "fold-explain-poll"        # polls the explainer's job
 FOLD_EXPLAINER_BODY = "fold-explainer-body"     # formulas, this model's numbers, the check
+CHANNEL_BITS = "channel-bits"                  # pattern-matching {"type", "layer"}: the width of the channel view
+CHANNEL_RANGES = "channel-ranges"              # pattern-matching {"type", "layer"}: ranges and error per channel
 
 # verification
 VERIFY_PANEL = "verify-panel"

@@ -37,6 +37,7 @@ from ..choices import bits_label, parse_bits_label
 from ..ir.ops import ADD_OPS, LAYER_OPS
 from ..layout import ViewKey, default_cache, diff_status, key_showing, view_graph
 from ..analysis.budget import budget
+from ..analysis.channel_ranges import ChannelRanges, channel_ranges
 from ..analysis.node_data import MAX_NODE_DATA_BYTES, NodeData, NodeDataError, on_layers
 from ..analysis.weight_stats import WEIGHT_METRICS, weight_metrics
 from ..matcher import explain, explain_layer
@@ -49,7 +50,7 @@ __all__ = ["HISTORY_LIMIT", "START_RECIPE", "new_history", "current", "push", "u
            "shown", "draw_view", "match_marks", "MatchItem", "why", "search", "hover_lines", "hover_shapes", "warm_up",
            "device_flags", "bit_badges", "cost_line", "metric_of", "recipe_sqnr", "RECIPE_SQNR", "metric_waiting",
            "painted", "metric_fill", "node_data_from_upload",
-           "layer_of_key", "with_expanded"]
+           "layer_of_key", "with_expanded", "channel_bits", "channel_ranges_for"]
 
 #: Undo steps kept per page.
 HISTORY_LIMIT = 50
@@ -564,3 +565,27 @@ def device_flags(session, vg: nx.DiGraph, recipe: Recipe, hover: dict) -> dict[s
             flags[key] = "✗" if f.status == "refused" else "⚠"
             hover[key] = hover.get(key, "") + f"<br>on TFLite: {f.message}"
     return flags
+
+
+# -- per-channel weight ranges (the fold explainer) ------------------------------------------------
+
+def channel_bits(recipe: Recipe, layer: str) -> int:
+    """The width the explainer's channel view opens at: the recipe's weight bits for
+    ``layer``, or 8 when it leaves the weights float."""
+    bits = recipe.bits(layer)
+    return bits.weight_bits if bits is not None and bits.weight_bits else 8
+
+
+def channel_ranges_for(session, layer: str, bits, recipe: Recipe) -> ChannelRanges:
+    """Each output channel's weight range before and after the fold of ``layer``, and
+    each scheme's error at ``bits`` with the recipe's own range options (narrow
+    range, symmetric). Reads constants only: no TensorFlow.
+
+    Raises:
+        ValueError: no foldable batch norm after ``layer``, or ``bits`` not a width.
+    """
+    width = parse_bits_label(bits)
+    if width is None:
+        raise ValueError(f"bits must be a width, not {bits!r}")
+    return channel_ranges(session.graph, layer, width, narrow_range=recipe.narrow_range,
+                          symmetric=recipe.symmetric_weights)

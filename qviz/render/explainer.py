@@ -17,7 +17,13 @@ from plotly.subplots import make_subplots
 from ..layout import layered_routes, view_graph
 from .figure import graph_figure
 
-__all__ = ["fold_channels_figure", "layer_neighbourhood_figure"]
+__all__ = ["fold_channels_figure", "channel_ranges_figure", "layer_neighbourhood_figure"]
+
+#: Before / after the fold, and the per-tensor / per-channel error lines.
+BEFORE_COLOR, AFTER_COLOR = "#9aa", "#1f77b4"
+SCHEME_STYLES = {("after fold", "per-tensor"): dict(color="#d62728"),
+                 ("after fold", "per-channel"): dict(color="#1f77b4"),
+                 ("before fold", "per-tensor"): dict(color="#7f7f7f", dash="dot")}
 
 
 def fold_channels_figure(explanation) -> go.Figure:
@@ -34,6 +40,49 @@ def fold_channels_figure(explanation) -> go.Figure:
     fig.add_trace(go.Bar(x=ch, y=v.folded_bias, name="b'", marker_color="#ff7f0e", showlegend=False), 1, 2)
     fig.update_layout(height=250, margin=dict(l=30, r=10, t=30, b=36), barmode="group")
     fig.update_xaxes(title=dict(text="output channel", standoff=2))
+    return fig
+
+
+def channel_ranges_figure(r) -> go.Figure:
+    """Each output channel's weight range before and after the fold (bars from its
+    min to its max; the dashed lines are the one per-tensor range after the fold),
+    and each channel's SQNR at ``r.bits`` per scheme. ``r`` is a
+    :class:`qviz.analysis.channel_ranges.ChannelRanges`.
+
+    >>> import qviz
+    >>> from qviz.samples import sample_path
+    >>> from qviz.analysis.channel_ranges import channel_ranges
+    >>> fig = channel_ranges_figure(channel_ranges(qviz.load(sample_path("lenet_digits")), "conv1", 4))
+    >>> [t.name for t in fig.data]
+    ['range before the fold', 'range after the fold', 'after, per-tensor', 'after, per-channel', 'before, per-tensor']
+    """
+    import numpy as np
+
+    ch = list(range(r.channels))
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.12, subplot_titles=(
+        "weight range per output channel (dashes: the one per-tensor range after the fold)",
+        f"quantization error per channel at {r.bits} bits (higher is better)"))
+    for name, span, color in (("range before the fold", r.before, BEFORE_COLOR),
+                              ("range after the fold", r.after, AFTER_COLOR)):
+        # plain lists: a reader of the figure (a test, the HTML report) sees numbers, not base64
+        fig.add_trace(go.Bar(x=ch, y=span.width.tolist(), base=span.lo.tolist(), name=name, marker_color=color,
+                             customdata=np.stack([span.lo, span.hi], axis=-1).tolist(),
+                             hovertemplate="channel %{x}: [%{customdata[0]:.3g}, %{customdata[1]:.3g}]<extra></extra>"),
+                      1, 1)
+    m = float(max(abs(r.after.lo.min()), abs(r.after.hi.max())))
+    for y in (-m, m):
+        fig.add_hline(y=y, line=dict(color=AFTER_COLOR, dash="dash", width=1), row=1, col=1)
+    for (stage, scheme), line in SCHEME_STYLES.items():
+        db = r.error(stage, scheme).channel_sqnr_db
+        fig.add_trace(go.Scatter(x=ch, y=[float(v) if np.isfinite(v) else None for v in db],
+                                 name=f"{stage.split()[0]}, {scheme}", mode="lines+markers", line=line,
+                                 marker=dict(size=4), hovertemplate="channel %{x}: %{y:.1f} dB<extra></extra>"),
+                      2, 1)
+    fig.update_layout(height=420, margin=dict(l=50, r=10, t=30, b=40), barmode="group",
+                      legend=dict(orientation="h", y=-0.14))
+    fig.update_xaxes(title=dict(text="output channel", standoff=2), row=2, col=1)
+    fig.update_yaxes(title_text="weight", row=1, col=1)
+    fig.update_yaxes(title_text="SQNR (dB)", row=2, col=1)
     return fig
 
 

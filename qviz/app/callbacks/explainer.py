@@ -3,13 +3,15 @@ training-mode fold (QAT) beside it, with the formulas of each mode."""
 
 from __future__ import annotations
 
-from dash import Input, Output, State, ctx, dcc, html, no_update
+from dash import MATCH, Input, Output, State, ctx, dcc, html, no_update
 
 from ...ir.ops import DEPTHWISE
 from ...layout import ViewKey
-from ...render import fold_channels_figure, layer_neighbourhood_figure
-from .. import ids
+from ...choices import SWEEP_BITS, bits_label
+from ...render import channel_ranges_figure, fold_channels_figure, layer_neighbourhood_figure
+from .. import ids, services
 from ..jobs import poll
+from ..services import current
 
 PHASES = {"before": "before the freeze (batch statistics)", "after": "after the freeze (moving statistics)"}
 
@@ -41,9 +43,10 @@ def register(app, store) -> None:
     @app.callback(
         output=dict(view=Output(ids.FOLD_EXPLAINER, "children"), stop_polling=Output(ids.FOLD_EXPLAIN_POLL, "disabled")),
         inputs=dict(_n=Input(ids.FOLD_EXPLAIN_BUTTON, "n_clicks"), _tick=Input(ids.FOLD_EXPLAIN_POLL, "n_intervals")),
-        state=dict(selected=State(ids.SELECTED, "data"), session=State(ids.SESSION, "data")),
+        state=dict(selected=State(ids.SELECTED, "data"), session=State(ids.SESSION, "data"),
+                   history=State(ids.RECIPE, "data")),
         prevent_initial_call=True)
-    def explain_fold_panel(_n, _tick, selected, session):
+    def explain_fold_panel(_n, _tick, selected, session, history):
         # The fold is checked by running the graph: a job, polled (no TensorFlow on a request).
         s = store.require(session)
         if s is None or not selected:
@@ -54,9 +57,26 @@ def register(app, store) -> None:
         answer = poll(s.jobs.get("explain"),
                       running=dict(view=html.Div("explaining the fold: running the layer and its batch norm…",
                                                  className="verify-running"), stop_polling=False),
-                      done=lambda e: dict(view=[*_explainer_view(e), _training_controls()], stop_polling=True),
+                      done=lambda e: dict(view=[*_explainer_view(e), _channel_controls(e.layer, history),
+                                                _training_controls()], stop_polling=True),
                       failed=lambda exc: dict(view=html.Div(str(exc), className="error"), stop_polling=True))
         return answer or dict(view=no_update, stop_polling=True)
+
+    @app.callback(Output({"type": ids.CHANNEL_RANGES, "layer": MATCH}, "children"),
+                  Input({"type": ids.CHANNEL_BITS, "layer": MATCH}, "value"),
+                  State(ids.SESSION, "data"), State(ids.RECIPE, "data"))
+    def channel_ranges_view(bits, session, history):
+        # weight constants only (no TensorFlow): ~1 ms a layer, fine on a request
+        s = store.require(session)
+        if s is None or not history:
+            return no_update
+        try:
+            r = services.channel_ranges_for(s, ctx.outputs_list["id"]["layer"], bits, current(history))
+        except ValueError as exc:
+            return html.Div(str(exc), className="error")
+        return [html.P(r.summary(), className="fold-note channel-summary"),
+                _scheme_table(r),
+                dcc.Graph(figure=channel_ranges_figure(r), config={"displayModeBar": False})]
 
     @app.callback(
         output=dict(view=Output(ids.TRAIN_FOLD_VIEW, "children"), stop_polling=Output(ids.TRAIN_FOLD_POLL, "disabled")),
@@ -87,6 +107,38 @@ def _training_view(e, layer, mode, phase):
                    f"and {e.reference} = {e.max_abs_diff:.3g}.", id=ids.TRAIN_FOLD_CHECK),
             html.Div([_layer_figure(e.inference, layer, "inference fold"),
                       _layer_figure(e.graph, layer, f"training fold: {mode}")], className="fold-graphs")]
+
+
+def _channel_controls(layer, history):
+    recipe = current(history) if history else services.START_RECIPE
+    bits = services.channel_bits(recipe, layer)
+    scheme = "per-channel" if recipe.per_channel else "per-tensor"
+    return html.Div([
+        html.H5("Per-channel weight ranges: why the fold can hurt per-tensor quantization"),
+        html.P(["The fold multiplies each output channel's weights by its own s. A per-tensor scale is one "
+                "step for all channels, set by the widest; a per-channel scale fits each channel. ",
+                html.B(f"Your recipe quantizes weights {scheme}"),
+                f" ({'narrow' if recipe.narrow_range else 'full'} range, "
+                f"{'symmetric' if recipe.symmetric_weights else 'asymmetric'})."], className="fold-note"),
+        dcc.RadioItems(id={"type": ids.CHANNEL_BITS, "layer": layer}, value=bits_label(bits), inline=True,
+                       options=[{"label": f"{b} bits", "value": bits_label(b)}
+                                for b in sorted({*SWEEP_BITS, bits}, reverse=True)]),
+        dcc.Loading(html.Div(id={"type": ids.CHANNEL_RANGES, "layer": layer}), type="dot"),
+    ], className="channel-ranges")
+
+
+def _scheme_table(r):
+    """SQNR of the whole kernel, per scheme, before and after the fold."""
+    from ...analysis.channel_ranges import SCHEMES, STAGES
+
+    head = html.Tr([html.Th(f"whole kernel at {r.bits} bits")] + [html.Th(s) for s in SCHEMES])
+    rows = [html.Tr([html.Th(stage)] + [html.Td(_db(r.error(stage, scheme).sqnr_db)) for scheme in SCHEMES])
+            for stage in STAGES]
+    return html.Table([head, *rows], className="scheme-table")
+
+
+def _db(x):
+    return "∞ (exact)" if x == float("inf") else f"{x:.1f} dB"
 
 
 def _training_controls():

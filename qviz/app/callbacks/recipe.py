@@ -87,18 +87,18 @@ def register(app, store) -> None:
                 return dict(history=no_update, error="")
             log.info("session %s: table edits up to #%d applied", session["sid"][:8], edited["applied"])
             return dict(history=edited, error="")
-        if trig in PRESET_OF_BUTTON:
+        if isinstance(trig, dict):   # a side-panel control (a pattern-matching id: not hashable)
+            # the panel's controls were (re)drawn showing the recipe: a selection, not an edit
+            value = ctx.triggered[0]["value"]
+            field = FIELD_OF_CONTROL[trig["type"]]
+            edited = services.edit_layer(history, trig["layer"], field, bool(value) if field == "fold" else value)
+        elif trig in PRESET_OF_BUTTON:
             edited = services.push(history, current(history).with_preset(PRESET_OF_BUTTON[trig], s.graph))
         elif trig == ids.RECIPE_UPLOAD:
             try:
                 edited = services.push(history, services.recipe_from_upload(upload, s.graph))
             except RecipeError as exc:
                 return dict(history=no_update, error=f"recipe not loaded: {exc}")
-        elif isinstance(trig, dict):
-            # the panel's controls were (re)drawn showing the recipe: a selection, not an edit
-            value = ctx.triggered[0]["value"]
-            field = FIELD_OF_CONTROL[trig["type"]]
-            edited = services.edit_layer(history, trig["layer"], field, bool(value) if field == "fold" else value)
         if current(edited) == current(history):
             return dict(history=no_update, error="")
         log.info("session %s: recipe edited (%s)", session["sid"][:8], trig)

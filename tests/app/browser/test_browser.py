@@ -462,3 +462,15 @@ def test_two_table_edits_faster_than_a_round_trip_are_both_kept(dash_duo, monkey
     # each edit is its own undo step
     dash_duo.find_element("#undo").click()
     wait_for(lambda: dash_duo.driver.execute_script(_BADGE_TEXT) == {"layer:conv1": "w4"}, what="one edit undone")
+
+
+def test_the_side_panel_controls_edit_the_recipe(dash_duo):
+    start_app(dash_duo)
+    dash_duo.find_element("#search").send_keys("conv1\n")
+    wait_for(lambda: "layer conv1" in dash_duo.find_element("#node-panel").text, what="conv1 selected")
+    dash_duo.driver.execute_script("document.querySelector('#node-panel [id*=\"layer-fold\"] input').click();")
+    wait_for(lambda: dash_duo.driver.execute_script(_BADGE_TEXT) == {"layer:conv1": "+bn"},
+             what=lambda: f"conv1 folded; badges {dash_duo.driver.execute_script(_BADGE_TEXT)}")
+    assert dash_duo.find_element("#alert").text == ""
+    dash_duo.find_element("#undo").click()
+    wait_for(lambda: dash_duo.driver.execute_script(_BADGE_TEXT) == {}, what="the fold undone")
