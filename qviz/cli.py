@@ -177,6 +177,32 @@ def _cmd_node_data(args) -> int:
     return 0
 
 
+def _cmd_render(args) -> int:
+    from .render.image import graph_svg_of, svg_to_png
+
+    _check_output(args.output, (".svg", ".png"), "images")
+    recipe = _read_recipe(args.recipe) if args.recipe else None
+    graph = _load(args)
+    result = None
+    if recipe is not None:
+        from .passes import RecipeError
+        from .pipeline import apply
+
+        try:
+            result = apply(graph, recipe, **data_for(graph).apply_kwargs())
+        except RecipeError as exc:
+            raise RecipeError(f"--recipe {args.recipe}: {exc}") from None
+    name = Path(args.model).name
+    title = f"{name}, {args.view} view" + (f", rewritten by {Path(args.recipe).name}" if recipe else "")
+    svg = graph_svg_of(graph, result, recipe, view=args.view, direction=args.direction, title=title)
+    if Path(args.output).suffix.lower() == ".svg":
+        Path(args.output).write_text(svg, encoding="utf-8")
+    else:
+        svg_to_png(svg, args.output, scale=args.scale)
+    print(f"wrote {args.output} ({args.view} view of {name})")
+    return 0
+
+
 def _cmd_recipe(args) -> int:
     from .passes import LayerBits, Recipe, apply_rules, parse_rule
 
@@ -504,6 +530,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", help="the JSON file to write (default: print it)")
     p.set_defaults(func=_cmd_node_data)
 
+    p = sub.add_parser("render", help="draw the graph (or a recipe's rewrite, changes marked) as SVG or PNG")
+    _add_model_args(p)
+    p.add_argument("-o", "--output", required=True, help="a .svg (needs nothing) or a .png (drawn by Chromium)")
+    p.add_argument("--view", choices=("layer", "op"), default="layer", help="one node a layer, or every op")
+    p.add_argument("--direction", choices=("LR", "TB"), default="LR", help="left to right, or top to bottom")
+    p.add_argument("--recipe", help="draw this recipe's rewrite, with its changes and bits")
+    p.add_argument("--scale", type=float, default=2.0, help="PNG pixels per SVG pixel (default 2)")
+    p.set_defaults(func=_cmd_render)
+
     p = sub.add_parser("serve", help="open the app in the browser (default model: the lenet_digits sample)")
     p.add_argument("model", nargs="?", help="a model file or SavedModel directory")
     p.add_argument("--input-shape", type=_shape, action="append", metavar="D1,D2,…")
@@ -541,6 +576,10 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("qviz: interrupted", file=sys.stderr)
         return 130
+    except OSError as exc:   # an output that cannot be written: no such folder, disk full, read-only
+        where = exc.filename if exc.filename is not None else getattr(args, "output", None) or "output"
+        print(one_line(f"qviz: error: {where}: {exc.strerror or exc}"), file=sys.stderr)
+        return 2
     except (RecursionError, MemoryError) as exc:
         print(one_line(f"qviz: error: {args.model if hasattr(args, 'model') else 'input'}: too large or too "
                        f"deeply nested to process ({type(exc).__name__})"), file=sys.stderr)

@@ -35,6 +35,8 @@ SEARCH_STATUS = "search-status"
 EXPAND = "expand-button"
 COLLAPSE_ALL = "collapse-all-button"
 NODE_COUNT = "node-count"
+SAVE_SVG_BUTTON = "save-svg-button"
+SAVE_SVG = "save-svg"                # dcc.Download: the graph drawn as SVG
 
 # patterns
 PATTERN_BUILTIN = "pattern-builtin"

@@ -78,6 +78,10 @@ def page(default_sample: str | None, session_id: str, max_upload_bytes: int = 20
                     html.Button("expand layer", id=ids.EXPAND),
                     html.Button("collapse all", id=ids.COLLAPSE_ALL),
                     html.Span(id=ids.NODE_COUNT, className="status"),
+                    html.Button("save SVG", id=ids.SAVE_SVG_BUTTON,
+                                title="the whole graph as drawn (view, changes, bits) as an SVG file; the camera "
+                                      "above the graph saves what is in view as PNG"),
+                    dcc.Download(id=ids.SAVE_SVG),
                     html.Span([
                         html.Label("colour by", htmlFor=ids.COLOR_BY),
                         dcc.Dropdown(id=ids.COLOR_BY, options=color_options(), value="", clearable=False,
@@ -89,7 +93,9 @@ def page(default_sample: str | None, session_id: str, max_upload_bytes: int = 20
                     ], className="color-by-bar"),
                 ], className="toolbar"),
                 html.Div([
-                    dcc.Loading(dcc.Graph(id=ids.GRAPH, config={"scrollZoom": True, "displaylogo": False},
+                    dcc.Loading(dcc.Graph(id=ids.GRAPH, config={"scrollZoom": True, "displaylogo": False,
+                                                                  "toImageButtonOptions": {"filename": "qviz_graph",
+                                                                                           "scale": 2}},
                                           style={"height": "62vh"}, **({"figure": figure} if figure else {}))),
                     html.Div(id=ids.MINIMAP, className="minimap", title="the whole graph: click to look there"),
                 ], className="graph-wrap"),

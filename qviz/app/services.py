@@ -34,7 +34,6 @@ import networkx as nx
 
 from .._text import one_line
 from ..choices import bits_label, parse_bits_label
-from ..ir.ops import ADD_OPS, LAYER_OPS
 from ..layout import ViewKey, default_cache, diff_status, key_showing, view_graph
 from ..analysis.budget import budget
 from ..analysis.channel_ranges import ChannelRanges, channel_ranges
@@ -43,6 +42,8 @@ from ..analysis.weight_stats import WEIGHT_METRICS, weight_metrics
 from ..matcher import explain, explain_layer
 from ..passes import LayerBits, Recipe, RecipeError, fold_candidates, quantizable_layers, quantizable_units
 from ..render.figure import Badge
+from ..render.image import recipe_badges
+from ..render.svg import graph_svg
 
 __all__ = ["HISTORY_LIMIT", "START_RECIPE", "new_history", "current", "push", "undo", "redo", "edit_layer",
            "EDITED_FIELDS", "apply_edits",
@@ -50,7 +51,7 @@ __all__ = ["HISTORY_LIMIT", "START_RECIPE", "new_history", "current", "push", "u
            "shown", "draw_view", "match_marks", "MatchItem", "why", "search", "hover_lines", "hover_shapes", "warm_up",
            "device_flags", "bit_badges", "cost_line", "metric_of", "recipe_sqnr", "RECIPE_SQNR", "metric_waiting",
            "painted", "metric_fill", "node_data_from_upload",
-           "layer_of_key", "with_expanded", "channel_bits", "channel_ranges_for"]
+           "layer_of_key", "with_expanded", "channel_bits", "channel_ranges_for", "graph_svg_file"]
 
 #: Undo steps kept per page.
 HISTORY_LIMIT = 50
@@ -394,44 +395,38 @@ def hover_lines(session, graph, vg: nx.DiGraph, recipe: Recipe, shapes: dict) ->
 
 
 def bit_badges(session, vg: nx.DiGraph, recipe: Recipe) -> dict[str, Badge]:
-    """View key → the :class:`~qviz.render.figure.Badge` saying what ``recipe`` does to
-    the layer drawn there (``w4a8+bn``): on a layer's node in the layer view, on the
-    op that carries the layer's weights (or its bypass Add) in the op view. Layers
-    the recipe leaves alone get none, nor do nodes the rewrite removed.
+    """View key → the badge saying what ``recipe`` does to the layer drawn there
+    (:func:`qviz.render.image.recipe_badges` on the session's float graph).
 
     >>> import qviz
     >>> from qviz.samples import sample_path
     >>> from qviz.app.session import Session
-    >>> s = Session(qviz.load(sample_path("lenet_digits")), "lenet")
-    >>> r = qviz.Recipe.default(s.graph).with_bits("conv2", LayerBits(4, 8))
-    >>> badges = bit_badges(s, draw_view(s, r, ViewChoice()).graph, r)
-    >>> badges["layer:conv1"].text, badges["layer:conv2"].text, "layer:relu1" in badges
-    ('w8a8+bn', 'w4a8+bn', False)
-
-    A bypass Add has activations only:
-
     >>> s = Session(qviz.load(sample_path("resnet_block")), "resnet")
     >>> r = qviz.Recipe.default(s.graph)
     >>> bit_badges(s, draw_view(s, r, ViewChoice(mode="op")).graph, r)["op:resnet_block_1/add1_1/Add"].text
     'a8'
     """
-    units = set(quantizable_units(session.graph))
-    weighted = set(quantizable_layers(session.graph))
-    folded = {c.layer for c in fold_candidates(session.graph) if c.foldable and recipe.folds(c.layer)}
-    out = {}
-    for key, d in vg.nodes(data=True):
-        k = ViewKey.parse(key)
-        layer = d.get("layer")
-        if k is None or d.get("ghost_of") or d.get("status") == "removed" or layer not in units | folded:
-            continue
-        if not k.is_layer and d["op"] not in (LAYER_OPS if layer in weighted else ADD_OPS):
-            continue
-        bits = recipe.bits(layer) if layer in units else None
-        badge = Badge.of(bits.weight_bits if bits and layer in weighted else None,   # an Add has no weights
-                         bits.activation_bits if bits else None, folded=layer in folded)
-        if badge is not None:
-            out[key] = badge
-    return out
+    return recipe_badges(session.graph, vg, recipe)
+
+
+def graph_svg_file(session, recipe: Recipe, choice: ViewChoice) -> tuple[str, str]:
+    """``(file name, SVG)`` of the graph as the page draws it: the same view, layout,
+    changes and badges (:func:`qviz.render.svg.graph_svg`, standalone).
+
+    >>> import qviz
+    >>> from qviz.samples import sample_path
+    >>> from qviz.app.session import Session
+    >>> s = Session(qviz.load(sample_path("lenet_digits")), "lenet_digits.keras")
+    >>> name, svg = graph_svg_file(s, START_RECIPE, ViewChoice(mode="op"))
+    >>> name, svg.count("<circle") == len(draw_view(s, START_RECIPE, ViewChoice(mode="op")).graph)
+    ('lenet_digits_op_rewritten.svg', True)
+    """
+    view = draw_view(session, recipe, choice)
+    badges = None if choice.original else bit_badges(session, view.graph, recipe)
+    title = f"{session.name}: {choice.mode} view, {'float' if choice.original else 'rewritten by the recipe'}"
+    svg = graph_svg(view.graph, view.pos, view.routes, direction=choice.direction, badges=badges,
+                    show_status=not choice.original, standalone=True, title=title)
+    return f"{session.name.rsplit('.', 1)[0]}_{choice.mode}_{choice.show}.svg", svg
 
 
 #: The "colour by" entry for the verification report's per-layer SQNR of the recipe drawn.

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import time
 
-from dash import ALL, Input, Output, State, ctx, html, no_update
+from dash import ALL, Input, Output, State, ctx, dcc, html, no_update
 from dash.exceptions import PreventUpdate
 
 from ...analysis.match_fates import summary as summarize_matches
@@ -212,3 +212,18 @@ def register(app, store) -> None:
         s = store.require(session)
         menu = color_options(services.painted(s) if s is not None else ())
         return dict(options=menu, value=value if any(o["value"] == value for o in menu) else OP_KIND)
+
+    @app.callback(
+        output=Output(ids.SAVE_SVG, "data"), inputs=dict(_n=Input(ids.SAVE_SVG_BUTTON, "n_clicks")),
+        state=dict(history=State(ids.RECIPE, "data"), view_state=State(ids.VIEW, "data"),
+                   mode=State(ids.VIEW_MODE, "value"), show=State(ids.SHOW, "value"),
+                   direction=State(ids.DIRECTION, "value"), session=State(ids.SESSION, "data")),
+        prevent_initial_call=True,
+    )
+    def save_svg(_n, history, view_state, mode, show, direction, session):
+        # the view drawn is cached on the session: this lays nothing out again
+        s = store.require(session)
+        if s is None or not history:
+            return no_update
+        name, svg = services.graph_svg_file(s, current(history), view_choice(mode, show, direction, view_state))
+        return dcc.send_string(svg, name, type="image/svg+xml")

@@ -129,3 +129,26 @@ def test_nodes_coloured_by_the_recipes_per_layer_sqnr_once_verified(dash_duo):
     assert fills[f"layer:{worst}"] == SQNR_GRADIENT[0][1], "the layer with the most error is red"
     assert "colour: per-layer SQNR (dB)" in dash_duo.find_element("#metric-legend").text
     shot(dash_duo, "graph_colour_by_sqnr.png")
+
+
+def test_save_svg_downloads_the_graph_as_drawn(dash_duo):
+    """Issue 20.2 in the app: the whole graph, with the recipe's changes and bits, as an SVG file."""
+    import xml.etree.ElementTree as ET
+    from pathlib import Path
+
+    start_app(dash_duo)
+    before = dash_duo.find_element("#diff-summary").text
+    dash_duo.find_element("#bulk-fold-all").click()
+    wait_for(lambda: dash_duo.find_element("#diff-summary").text != before, what="fold all applied")
+    config = dash_duo.driver.execute_script(
+        "return document.querySelector('#graph .js-plotly-plot')._context.toImageButtonOptions;")
+    assert config == {"filename": "qviz_graph", "scale": 2}    # the camera saves the view as PNG
+    dash_duo.find_element("#save-svg-button").click()
+    path = Path(dash_duo.download_path) / "lenet_digits_layer_rewritten.svg"
+    wait_for(lambda: path.exists() and path.stat().st_size > 0, what="the SVG on disk")
+    svg = path.read_text()
+    root = ET.fromstring(svg.split("?>", 1)[1])
+    ns = "{http://www.w3.org/2000/svg}"
+    titles = [c.find(f"{ns}title").text for c in root.iter(f"{ns}circle")]
+    assert "bn1 (removed)" in titles and "conv1 (modified)" in titles
+    assert {t.text for t in root.iter(f"{ns}text") if t.get("class") == "badge"} == {"+bn"}

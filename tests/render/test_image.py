@@ -1,0 +1,82 @@
+"""Issue 20.2: the graph as an image file — SVG with a recipe's changes and bits,
+PNG drawn by Chromium — from the library and the CLI."""
+
+import struct
+import xml.etree.ElementTree as ET
+
+import pytest
+
+import qviz
+from qviz.cli import main
+from qviz.passes import LayerBits
+from qviz.render.image import ImageError, find_chromium, graph_svg_of, svg_to_png
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def _circles(svg):
+    return ET.fromstring(svg.split("?>", 1)[1]).iter(f"{SVG}circle")
+
+
+def test_the_rewrite_is_drawn_with_its_changes_and_bits(samples):
+    g = qviz.load(samples["lenet_digits"])
+    recipe = qviz.Recipe(fold_default=True, quantize_default=None).with_bits("conv2", LayerBits(4, None))
+    result = qviz.apply(g, qviz.Recipe(fold_default=True, quantize_default=None))   # fold: no calibration
+    svg = graph_svg_of(g, result, recipe, title="lenet <folded>")
+    root = ET.fromstring(svg.split("?>", 1)[1])          # well-formed XML, names escaped
+    assert root.get("width") and root.get("height")
+    titles = {c.find(f"{SVG}title").text: c for c in _circles(svg)}
+    for bn in ("bn1", "bn2", "bn3"):      # each batch norm removed, drawn faded where it was
+        assert titles[f"{bn} (removed)"].get("opacity") == "0.35"
+    assert titles["conv1 (modified)"].get("stroke") == "#f5a623"
+    badges = {t.text for t in root.iter(f"{SVG}text") if t.get("class") == "badge"}
+    assert badges == {"+bn", "w4+bn"}          # conv1, fc1 folded; conv2 folded and at 4 bits
+    assert "lenet &lt;folded&gt;" in svg and "batch norm folded in" in svg
+
+
+def test_the_float_graph_has_no_marks_and_the_op_view_every_op(samples):
+    g = qviz.load(samples["lenet_digits"])
+    layer_svg, op_svg = graph_svg_of(g), graph_svg_of(g, view="op", direction="TB")
+    assert sum(1 for _ in _circles(layer_svg)) == len(g.layers)
+    assert "stroke=\"#f5a623\"" not in layer_svg and "class=\"legend\"" not in layer_svg
+    assert sum(1 for _ in _circles(op_svg)) > len(g.layers)
+    with pytest.raises(ValueError, match="view must be 'layer' or 'op'"):
+        graph_svg_of(g, view="ops")
+
+
+def _png_size(path):
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    return struct.unpack(">II", data[16:24])
+
+
+@pytest.mark.skipif(find_chromium() is None, reason="needs chromium (apt-get install chromium; .ci/run does)")
+def test_png_is_the_svg_drawn_at_its_scale(samples, tmp_path):
+    svg = graph_svg_of(qviz.load(samples["lenet_digits"]), title="lenet")
+    root = ET.fromstring(svg.split("?>", 1)[1])
+    out = svg_to_png(svg, tmp_path / "g.png", scale=1.5)
+    assert _png_size(out) == (round(int(root.get("width")) * 1.5), round(int(root.get("height")) * 1.5))
+
+
+def test_png_without_chromium_says_so_in_one_line(samples, tmp_path, monkeypatch):
+    monkeypatch.setattr("qviz.render.image.find_chromium", lambda: None)
+    with pytest.raises(ImageError, match=r"PNG needs Chromium .* write a \.svg"):
+        svg_to_png(graph_svg_of(qviz.load(samples["lenet_digits"])), tmp_path / "g.png")
+    monkeypatch.undo()
+    monkeypatch.setenv("QVIZ_CHROMIUM", str(tmp_path / "no-such-browser"))
+    with pytest.raises(ImageError, match="Chromium could not be started"):
+        svg_to_png(graph_svg_of(qviz.load(samples["lenet_digits"])), tmp_path / "g.png")
+    assert not (tmp_path / "g.png").exists()
+
+
+def test_cli_render_writes_svg_and_refuses_other_suffixes(samples, tmp_path, capsys):
+    out = tmp_path / "lenet.svg"
+    model = str(samples["lenet_digits"])
+    assert main(["render", model, "-o", str(out), "--view", "op"]) == 0
+    assert out.read_text().startswith("<?xml") and "wrote" in capsys.readouterr().out
+    assert main(["render", model, "-o", str(tmp_path / "g.gif")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "g.gif" in err and "*.svg or *.png" in err
+    assert main(["render", model, "-o", str(tmp_path / "no-such-folder" / "g.svg")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no-such-folder/g.svg: No such file or directory" in err
