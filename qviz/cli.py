@@ -203,6 +203,36 @@ def _cmd_render(args) -> int:
     return 0
 
 
+def _cmd_report(args) -> int:
+    from .passes import RecipeError, fold_candidates
+    from .render.report import make_report
+
+    _check_output(args.output, (".html", ".htm"), "an HTML page")
+    recipe = _read_recipe(args.recipe)
+    graph = _load(args)
+    foldable = {c.layer: c for c in fold_candidates(graph)}
+    for layer in args.explain or ():   # said before the seconds of running the model
+        cand = foldable.get(layer)
+        if cand is None or not cand.foldable:
+            why = (f"its batch norm cannot be folded: {cand.reason}" if cand else "no batch norm after it"
+                   if layer in graph.layers else "no layer of that name in the model")
+            raise _UsageError(f"--explain {layer}: {why}")
+    sweep = None
+    if args.sensitivity:
+        from .analysis.sensitivity import sensitivity
+
+        sweep = sensitivity(graph, **data_for(graph).sweep_kwargs(), progress=_ProgressBar("measuring"),
+                            checkpoint=args.sensitivity)
+    try:
+        page = make_report(graph, recipe, name=Path(args.model).name, explain=args.explain, sensitivity=sweep,
+                           target_sqnr_db=args.target_sqnr)
+    except RecipeError as exc:
+        raise RecipeError(f"--recipe {args.recipe}: {exc}") from None
+    Path(args.output).write_text(page, encoding="utf-8")
+    print(f"wrote {args.output} ({len(page) / 2**20:.1f} MB; opens from disk, no network)")
+    return 0
+
+
 def _cmd_recipe(args) -> int:
     from .passes import LayerBits, Recipe, apply_rules, parse_rule
 
@@ -529,6 +559,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--metric", required=True, choices=WEIGHT_METRICS, help="what to measure per layer")
     p.add_argument("-o", "--output", help="the JSON file to write (default: print it)")
     p.set_defaults(func=_cmd_node_data)
+
+    p = sub.add_parser("report", help="one HTML file with the recipe's graph, verification, device check, "
+                                      "sensitivity and fold explained (opens from disk, no network)")
+    _add_model_args(p)
+    p.add_argument("--recipe", required=True, help="the recipe (JSON) to report on")
+    p.add_argument("-o", "--output", required=True, help="the .html file to write")
+    p.add_argument("--explain", action="append", metavar="LAYER",
+                   help="explain this layer's batch-norm fold (repeat; default: the first one the recipe folds)")
+    p.add_argument("--sensitivity", metavar="CHECKPOINT.json",
+                   help="include the sensitivity sweep saved in this file (qviz sensitivity --checkpoint), "
+                        "measuring what it lacks")
+    p.add_argument("--target-sqnr", type=float, default=30.0, help="the overall SQNR the heatmap marks (dB)")
+    p.set_defaults(func=_cmd_report)
 
     p = sub.add_parser("render", help="draw the graph (or a recipe's rewrite, changes marked) as SVG or PNG")
     _add_model_args(p)

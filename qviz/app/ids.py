@@ -109,6 +109,12 @@ SWEEP_SUGGESTION = "sweep-suggestion"
 SWEEP_SUGGESTED = "sweep-suggested"   # the line under the heatmap saying what the suggestion reaches
 SWEEP_APPLY = "sweep-apply"
 
+# the HTML report (a background job in the worker; polled)
+REPORT_BUTTON = "report-button"
+REPORT_POLL = "report-poll"
+REPORT_STATUS = "report-status"
+REPORT_DOWNLOAD = "report-download"
+
 # QAT export (a background job in the worker; polled)
 QAT_MODE = "qat-folding-mode"
 QAT_BUTTON = "qat-export-button"

@@ -61,6 +61,7 @@ KINDS = {
     "tflite": "the .tflite file, what TFLite runs of it, and the device next to the simulation",
     "explain_fold": "the inference fold explained on the model's numbers",
     "explain_training": "a training-mode fold and its check",
+    "html_report": "the recipe's self-contained HTML report (rewrite, verification, folds explained)",
 }
 #: Kinds a user waits on interactively: their own lane, never behind a report or a sweep.
 INTERACTIVE = frozenset({"calibrate", "samples", "explain_fold", "explain_training"})

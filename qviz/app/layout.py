@@ -134,6 +134,13 @@ def page(default_sample: str | None, session_id: str, max_upload_bytes: int = 20
                        html.Button("undo", id=ids.UNDO), html.Button("redo", id=ids.REDO),
                        html.Button("download recipe", id=ids.DOWNLOAD_RECIPE_BUTTON),
                        html.Button("download model (.pb)", id=ids.DOWNLOAD_MODEL_BUTTON),
+                       html.Button("download report (.html)", id=ids.REPORT_BUTTON,
+                                   title="one HTML file that opens anywhere with no server: the graph with the "
+                                         "recipe's changes, verification, TFLite check, the sweep if run, and the "
+                                         "fold of the selected layer (else the first folded) explained"),
+                       html.Span(id=ids.REPORT_STATUS, className="status"),
+                       dcc.Interval(id=ids.REPORT_POLL, interval=400, disabled=True),
+                       dcc.Download(id=ids.REPORT_DOWNLOAD),
                        dcc.Upload(id=ids.RECIPE_UPLOAD, children=html.A("upload recipe"), className="inline-upload"),
                        html.Span(id=ids.RECIPE_ERROR, className="error"),
                    ], className="toolbar"),

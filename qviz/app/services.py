@@ -51,7 +51,8 @@ __all__ = ["HISTORY_LIMIT", "START_RECIPE", "new_history", "current", "push", "u
            "shown", "draw_view", "match_marks", "MatchItem", "why", "search", "hover_lines", "hover_shapes", "warm_up",
            "device_flags", "bit_badges", "cost_line", "metric_of", "recipe_sqnr", "RECIPE_SQNR", "metric_waiting",
            "painted", "metric_fill", "node_data_from_upload",
-           "layer_of_key", "with_expanded", "channel_bits", "channel_ranges_for", "graph_svg_file"]
+           "layer_of_key", "with_expanded", "channel_bits", "channel_ranges_for", "graph_svg_file",
+           "report_explains"]
 
 #: Undo steps kept per page.
 HISTORY_LIMIT = 50
@@ -584,3 +585,23 @@ def channel_ranges_for(session, layer: str, bits, recipe: Recipe) -> ChannelRang
         raise ValueError(f"bits must be a width, not {bits!r}")
     return channel_ranges(session.graph, layer, width, narrow_range=recipe.narrow_range,
                           symmetric=recipe.symmetric_weights)
+
+
+def report_explains(session, selected_key: str | None, recipe: Recipe) -> list[str]:
+    """The folds the HTML report explains: the selected layer's, if its batch norm
+    folds; else the first one the recipe folds; else none.
+
+    >>> import qviz
+    >>> from qviz.samples import sample_path
+    >>> from qviz.app.session import Session
+    >>> s = Session(qviz.load(sample_path("lenet_digits")), "lenet")
+    >>> folded = qviz.Recipe(fold_default=True, quantize_default=None)
+    >>> report_explains(s, "layer:conv2", START_RECIPE), report_explains(s, "layer:relu1", folded)
+    (['conv2'], ['conv1'])
+    """
+    foldable = [c.layer for c in fold_candidates(session.graph) if c.foldable]
+    key = ViewKey.parse(selected_key) if selected_key else None
+    layer = key.layer_in(session.graph) if key is not None else None
+    if layer in foldable:
+        return [layer]
+    return [c for c in foldable if recipe.folds(c)][:1]

@@ -218,6 +218,13 @@ class Session:
         return self.start("qat", "qat", self.graph.source, recipe.to_json(indent=None), folding_mode,
                           freeze_bn_delay)
 
+    def start_report(self, recipe: Recipe, explain: list[str], sensitivity, target_sqnr_db: float) -> Job:
+        """The recipe's HTML report (a string): explaining the folds of ``explain``, with a sweep if given."""
+        recipe_json = recipe.to_json(indent=None)
+        return self.start("html_report", "html_report", self.key, self.graph, recipe_json, self.name, explain,
+                          sensitivity, target_sqnr_db, key=(recipe_json, tuple(explain), id(sensitivity),
+                                                             target_sqnr_db))
+
     def start_tflite(self, recipe: Recipe, int8_io: bool) -> Job:
         """``(tflite bytes, DeployCheck, DeviceReport)`` of the recipe."""
         return self.start("tflite", "tflite", self.key, self.graph, recipe.to_json(indent=None), int8_io)

@@ -194,6 +194,16 @@ def explain_training(key, graph, layer, mode, frozen, progress=None):
 
 #: Job kind (:data:`qviz.app.jobs.KINDS`) → the function that does it. Each takes
 #: its arguments and ``progress``, a ``(done, total)`` callback.
+def html_report(key, graph, recipe_json, name, explain, sensitivity, target_sqnr_db, progress=None):
+    """The recipe's HTML report (:func:`qviz.render.report.make_report`), as a string."""
+    from ..passes import Recipe
+    from ..render.report import make_report
+
+    graph = _graph(key, graph)
+    return make_report(graph, Recipe.from_json(recipe_json), name=name, explain=explain, sensitivity=sensitivity,
+                       target_sqnr_db=target_sqnr_db)
+
+
 JOBS: dict[str, Callable] = {
     "open": open_model,
     "calibrate": calibrate,
@@ -204,4 +214,5 @@ JOBS: dict[str, Callable] = {
     "tflite": tflite_export,
     "explain_fold": explain_fold,
     "explain_training": explain_training,
+    "html_report": html_report,
 }

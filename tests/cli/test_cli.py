@@ -58,3 +58,22 @@ def test_input_shape_flag(tmp_path, capsys):
     assert "--input-shape" in capsys.readouterr().err
     out = _info(capsys, tmp_path / "dyn.keras", "--input-shape", "9,9,3")
     assert "Identity:0  (?, 7, 7, 2)" in out
+
+
+def test_report_writes_one_html_file_and_says_what_it_cannot_explain(tmp_path, capsys, samples):
+    model = str(samples["lenet_digits"])
+    recipe = tmp_path / "r.json"
+    assert main(["recipe", model, "--rule", "name~conv2: w4a8"]) == 0
+    recipe.write_text(capsys.readouterr().out)
+    out = tmp_path / "report.html"
+    assert main(["report", model, "--recipe", str(recipe), "-o", str(out), "--explain", "conv2"]) == 0
+    assert "opens from disk, no network" in capsys.readouterr().out
+    page = out.read_text()
+    assert "conv2 absorbs bn2" in page and "name~conv2: w4a8" in page and '<script src="http' not in page
+    for args, words in ((["--explain", "relu1"], "--explain relu1: no batch norm after it"),
+                        (["--explain", "nope"], "--explain nope: no layer of that name in the model")):
+        assert main(["report", model, "--recipe", str(recipe), "-o", str(out), *args]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and words in err
+    assert main(["report", model, "--recipe", str(recipe), "-o", str(tmp_path / "r.txt")]) == 2
+    assert "*.html" in capsys.readouterr().err

@@ -8,7 +8,7 @@ from dash import Input, Output, State, ctx, dcc, html, no_update
 
 from ...choices import is_keras_file
 from ...render import sensitivity_figure
-from .. import ids
+from .. import ids, services
 from ..jobs import JobState, poll
 from ..services import current, push
 
@@ -122,4 +122,33 @@ def register(app, store) -> None:
             done=lambda blob: dict(file=dcc.send_bytes(blob, name), stop_polling=True,
                                    status=f"downloaded {name} ({len(blob) / 1024:.0f} KB)"),
             failed=lambda exc: dict(file=no_update, stop_polling=True, status=f"QAT export failed: {exc}"))
+        return idle if answer is None else answer
+
+    @app.callback(
+        output=dict(file=Output(ids.REPORT_DOWNLOAD, "data"), stop_polling=Output(ids.REPORT_POLL, "disabled"),
+                    status=Output(ids.REPORT_STATUS, "children")),
+        inputs=dict(_n=Input(ids.REPORT_BUTTON, "n_clicks"), _tick=Input(ids.REPORT_POLL, "n_intervals")),
+        state=dict(history=State(ids.RECIPE, "data"), selected=State(ids.SELECTED, "data"),
+                   target=State(ids.SWEEP_TARGET, "value"), session=State(ids.SESSION, "data")),
+        prevent_initial_call=True,
+    )
+    def html_report(_n, _tick, history, selected, target, session):
+        # the rewrite is run, verified and explained in the worker: a job, polled
+        s = store.require(session)
+        idle = dict(file=no_update, stop_polling=True, status="")
+        if s is None or not history:
+            return idle
+        if ctx.triggered_id == ids.REPORT_BUTTON:
+            recipe = current(history)
+            sweep = s.jobs.get("sweep")
+            done = sweep.handle.result() if sweep is not None and sweep.state is JobState.DONE else None
+            s.start_report(recipe, services.report_explains(s, (selected or {}).get("key"), recipe), done,
+                           30.0 if target is None else float(target))
+        name = f"{Path(s.name).stem}_report.html"
+        answer = poll(
+            s.jobs.get("html_report"),
+            running=dict(file=no_update, stop_polling=False, status="making the report: running the recipe…"),
+            done=lambda page: dict(file=dcc.send_string(page, name, type="text/html"), stop_polling=True,
+                                   status=f"downloaded {name} ({len(page) / 2**20:.1f} MB)"),
+            failed=lambda exc: dict(file=no_update, stop_polling=True, status=f"report failed: {exc}"))
         return idle if answer is None else answer
