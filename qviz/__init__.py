@@ -14,5 +14,14 @@ from .pipeline import Result, apply
 from .runtime import RunError, run
 
 __all__ = ["QvizError", "Graph", "Node", "GraphError", "load", "LoadError", "RunError",
-           "run", "apply", "Result", "Recipe", "RecipeError", "LayerBits"]
+           "run", "apply", "Result", "Recipe", "RecipeError", "LayerBits", "show"]
 __version__ = "0.1.0"
+
+
+def __getattr__(name):
+    # qviz.show is the app (Dash): imported when asked for, not with the library
+    if name == "show":
+        from .notebook import show
+
+        return show
+    raise AttributeError(f"module 'qviz' has no attribute {name!r}")

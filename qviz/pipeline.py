@@ -17,6 +17,12 @@ the sample's own digits (with no data given, fixed-seed noise is used).
 ['FakeQuantWithMinMaxVars']
 >>> result.report.accuracy >= 0.97
 True
+
+In a notebook a result shows itself as a short summary:
+
+>>> html = result._repr_html_()
+>>> html.startswith('<div class="qviz-result">'), "ops added" in html, "test accuracy: 99.78%" in html
+(True, True, True)
 """
 
 from __future__ import annotations
@@ -48,6 +54,19 @@ class Result:
     @property
     def skipped(self) -> tuple[Skipped, ...]:
         return self.folded.skipped + self.quantized.skipped
+
+    def _repr_html_(self) -> str:
+        """A notebook's view of the result: what changed, how far outputs moved, what was skipped."""
+        from html import escape
+
+        c = self.changes
+        lines = [f"{len(c.added)} ops added, {len(c.removed)} removed, {len(c.modified)} modified; "
+                 f"{len(self.graph)} ops now"]
+        if self.report is not None:
+            lines += self.report.format().splitlines()
+        lines += [f"skipped {s}" for s in self.skipped]
+        items = "".join(f"<li>{escape(line)}</li>" for line in lines)
+        return f'<div class="qviz-result"><b>qviz.apply</b><ul style="margin:2px 0">{items}</ul></div>'
 
 
 def apply(graph: Graph, recipe: Recipe, *, calibration: Sequence[np.ndarray] | None = None,

@@ -27,7 +27,7 @@ LAYERS = (
     ("qviz.pipeline",),
     ("qviz.analysis", "qviz.qat", "qviz.exporters", "qviz.summary", "qviz.samples"),
     ("qviz.layout", "qviz.render"),
-    ("qviz.app", "qviz.cli", "qviz.__main__", "qviz"),
+    ("qviz.app", "qviz.cli", "qviz.notebook", "qviz.__main__", "qviz"),
 )
 
 

@@ -23,7 +23,7 @@ ASSETS = Path(__file__).resolve().parent.parent.parent / "assets"
 def create_app(model=None, *, model_name: str | None = None, default_sample: str = "lenet_digits",
                max_upload_mb: float = 200, sessions: int = 32, worker: bool = True,
                allowed_hosts: Iterable[str] = (), token: str | None = None, load_workers: int = 2,
-               load_options: dict | None = None):
+               load_options: dict | None = None, recipe=None):
     """Build the app.
 
     Args:
@@ -47,6 +47,8 @@ def create_app(model=None, *, model_name: str | None = None, default_sample: str
         token: an access token every request must carry (default: ``QVIZ_TOKEN``;
             none). See :mod:`qviz.app.guard`.
         load_workers: how many models open at once (the rest wait in line).
+        recipe: the :class:`qviz.Recipe` the page starts ``model`` with (default:
+            nothing folded or quantized); other models open without it.
     """
     import atexit
     import os
@@ -69,7 +71,7 @@ def create_app(model=None, *, model_name: str | None = None, default_sample: str
     served = ServedModel(model, name, store.loads, load_options) if model is not None else None
     options = {"served": served, "model_name": name,
                "max_upload_bytes": max_upload_bytes, "default_sample": default_sample,
-               "runner": _runner() if worker else ThreadRunner()}
+               "runner": _runner() if worker else ThreadRunner(), "start_recipe": recipe}
     # What the page shows before any callback: the first model's layer view.
     first = None
     if served is not None:

@@ -153,6 +153,11 @@ def register(app, store, options) -> None:
         pending.answer = answer
         return answer
 
+    def _start_recipe(origin):
+        """The served model opens with the recipe it was served with (``qviz.show``); others with none."""
+        given = options.get("start_recipe")
+        return given if given is not None and origin.kind == "served" else services.START_RECIPE
+
     def _opened(graph, origin, sid, view_state, upload, keep_recipe=False):
         store.put(sid, Session(graph, origin.name, runner=options["runner"], origin=origin,
                                upload_dir=upload.directory if upload is not None else None,
@@ -160,7 +165,7 @@ def register(app, store, options) -> None:
         view_state = view_state if isinstance(view_state, dict) else {"mode": "layer", "direction": "LR"}
         return dict(status=f"{origin.name}: {len(graph)} ops, {len(graph.layers)} layers", figure=no_update,
                     version={"name": origin.name, "sid": sid, "n": len(graph), "t": time.monotonic()},
-                    history=no_update if keep_recipe else services.new_history(services.START_RECIPE),
+                    history=no_update if keep_recipe else services.new_history(_start_recipe(origin)),
                     view_state={**view_state, "expanded": []}, stop_polling=True)
 
 
