@@ -3,6 +3,8 @@
 # stores (what the browser holds: ids, the recipe history, view state — never graphs)
 SESSION = "session-store"
 RECIPE = "recipe-store"
+URL = "url"                      # dcc.Location: the page's state in the URL fragment (url_state.py)
+URL_RESTORED = "url-restored-store"   # set once a link's state is applied (or there was none)
 EDIT_LOG = "edit-log-store"      # every layer-table edit, numbered in the browser (services.apply_edits)
 VIEW = "view-store"
 SELECTED = "selected-store"

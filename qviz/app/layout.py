@@ -39,6 +39,8 @@ def page(default_sample: str | None, session_id: str, max_upload_bytes: int = 20
         default_sample = SERVED_MODEL
     return html.Div([
         dcc.Store(id=ids.SESSION, data={"sid": session_id}),
+        dcc.Location(id=ids.URL, refresh=False),
+        dcc.Store(id=ids.URL_RESTORED, data=False),
         dcc.Store(id=ids.RECIPE),
         dcc.Store(id=ids.EDIT_LOG, data={"seq": 0, "edits": []}),
         dcc.Store(id=ids.VIEW, data={"mode": "layer", "expanded": [], "direction": "LR"}),

@@ -1,7 +1,7 @@
 """Callbacks, grouped by feature. Each is thin: component properties in, a
 :mod:`qviz.app.services` (or library) call, properties out."""
 
-from . import analysis, device, explainer, graph, model, panels, recipe
+from . import analysis, device, explainer, graph, model, panels, recipe, url
 
 
 def register(app, store, options) -> None:
@@ -19,3 +19,4 @@ def register(app, store, options) -> None:
     explainer.register(app, store)
     analysis.register(app, store)
     device.register(app, store)
+    url.register(app, store, options)

@@ -1,0 +1,152 @@
+"""What the page shows, in its URL: a link or a reload restores it, and the
+browser's back and forward step through the edits.
+
+The state is the URL's fragment (``#…``), so changing it loads nothing:
+``m`` the model (a bundled sample, or ``served:`` for the model the server was
+started with; an uploaded model is not in the link: its file stays on the
+server that had it), ``v``/``s``/``d`` the view (layer or op, rewritten or
+original, → or ↓; left out when default), ``sel`` the selected node, and ``r``
+the recipe — its JSON, deflated and base64url-encoded (a MobileNetV2 recipe of
+every layer is ~1 KB). Expanded layers are not kept.
+
+>>> from qviz.passes import LayerBits, Recipe
+>>> r = Recipe(fold_default=True, quantize_default=None).with_bits("conv2", LayerBits(4, 8))
+>>> link = page_hash(PageState("lenet_digits", mode="op", selected="layer:conv2", recipe=r))
+>>> link[:36]
+'#m=lenet_digits&v=op&sel=layer%3Acon'
+>>> back = parse_page_hash(link)
+>>> back.model, back.mode, back.show, back.selected, back.recipe == r
+('lenet_digits', 'op', 'rewritten', 'layer:conv2', True)
+
+A fragment that is not qviz's says why, in one line:
+
+>>> parse_page_hash("#m=lenet_digits&r=AAAA")
+Traceback (most recent call last):
+...
+qviz.app.url_state.PageStateError: the link's recipe (r=) is not a deflated qviz recipe: ...
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import zlib
+from dataclasses import dataclass
+from urllib.parse import parse_qs, urlencode
+
+from .._text import one_line
+from ..errors import QvizError
+from ..passes import Recipe, RecipeError
+from .services import current, push, redo, undo
+
+__all__ = ["PageState", "PageStateError", "page_hash", "parse_page_hash", "history_following", "MAX_HASH_CHARS",
+           "MAX_RECIPE_BYTES"]
+
+#: Longer fragments are refused before anything is decoded.
+MAX_HASH_CHARS = 64 * 1024
+#: A recipe inflates to at most this (a link is not a zip bomb).
+MAX_RECIPE_BYTES = 2 * 2**20
+
+_DEFAULTS = {"v": "layer", "s": "rewritten", "d": "LR"}
+_CHOICES = {"v": ("layer", "op"), "s": ("rewritten", "original"), "d": ("LR", "TB")}
+
+
+class PageStateError(QvizError, ValueError):
+    """A URL fragment that does not describe a qviz page; the message says which part."""
+
+
+@dataclass(frozen=True)
+class PageState:
+    model: str | None                 # a sample's name, "served:", or None (an upload)
+    mode: str = "layer"
+    show: str = "rewritten"
+    direction: str = "LR"
+    selected: str | None = None       # a view key ("layer:conv1")
+    recipe: Recipe | None = None
+
+
+def _encode(recipe: Recipe) -> str:
+    packed = zlib.compress(recipe.to_json(indent=None).encode("utf-8"), 9)
+    return base64.urlsafe_b64encode(packed).decode("ascii").rstrip("=")
+
+
+def _decode(text: str) -> Recipe:
+    try:
+        packed = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+        inflate = zlib.decompressobj()
+        raw = inflate.decompress(packed, MAX_RECIPE_BYTES)
+        if inflate.unconsumed_tail:
+            raise PageStateError(f"the link's recipe (r=) inflates past {MAX_RECIPE_BYTES // 2**20} MB")
+        if not inflate.eof:
+            raise zlib.error("the data ends early")
+    except (binascii.Error, ValueError, zlib.error) as exc:
+        if isinstance(exc, PageStateError):
+            raise
+        raise PageStateError(one_line(f"the link's recipe (r=) is not a deflated qviz recipe: {exc}")) from None
+    try:
+        return Recipe.from_json(raw)
+    except RecipeError as exc:
+        raise PageStateError(one_line(f"the link's recipe (r=): {exc}")) from None
+
+
+def page_hash(state: PageState) -> str:
+    """The URL fragment (with its ``#``) for ``state``."""
+    fields = {"m": state.model, "v": state.mode, "s": state.show, "d": state.direction, "sel": state.selected}
+    parts = {k: v for k, v in fields.items() if v and v != _DEFAULTS.get(k)}
+    if state.recipe is not None:
+        parts["r"] = _encode(state.recipe)
+    return "#" + urlencode(parts)
+
+
+def parse_page_hash(fragment: str | None) -> PageState | None:
+    """The state a URL fragment (``#…``, as ``location.hash`` gives it) describes;
+    None for an empty one.
+
+    Raises:
+        PageStateError: too long, a field given twice or not one of its choices, or a
+            recipe that does not decode.
+    """
+    text = (fragment or "").lstrip("#")
+    if not text:
+        return None
+    if len(text) > MAX_HASH_CHARS:
+        raise PageStateError(f"the link's state is {len(text)} characters; qviz reads at most {MAX_HASH_CHARS}")
+    try:
+        fields = parse_qs(text, strict_parsing=True, max_num_fields=16)
+    except ValueError as exc:
+        raise PageStateError(one_line(f"the link's state (after #) is not qviz's: {exc}")) from None
+    unknown = set(fields) - {"m", "v", "s", "d", "sel", "r"}
+    if unknown:
+        raise PageStateError(f"the link's state has fields qviz does not know: {', '.join(sorted(unknown))}")
+    one = {}
+    for key, values in fields.items():
+        if len(values) > 1:
+            raise PageStateError(f"the link's state gives {key}= {len(values)} times")
+        one[key] = values[0]
+    for key, allowed in _CHOICES.items():
+        if key in one and one[key] not in allowed:
+            raise PageStateError(one_line(f"the link's {key}= must be one of {', '.join(allowed)}, "
+                                          f"not {one[key][:40]!r}"))
+    return PageState(one.get("m"), one.get("v", "layer"), one.get("s", "rewritten"), one.get("d", "LR"),
+                     one.get("sel"), _decode(one["r"]) if "r" in one else None)
+
+
+def history_following(history: dict, recipe: Recipe) -> dict:
+    """The page's recipe history with ``recipe`` current: one step back or forward
+    when it is the previous or next edit (the browser's back and forward), else
+    a new step.
+
+    >>> from qviz.app.services import new_history
+    >>> a, b = Recipe(fold_default=False), Recipe(fold_default=True)
+    >>> h = push(new_history(a), b)
+    >>> history_following(h, a)["pos"], history_following(undo(h), b)["pos"], history_following(h, b) is h
+    (0, 1, True)
+    """
+    pos, steps = history["pos"], history["history"]
+    if current(history) == recipe:
+        return history
+    if pos > 0 and Recipe.from_dict(steps[pos - 1]) == recipe:
+        return undo(history)
+    if pos + 1 < len(steps) and Recipe.from_dict(steps[pos + 1]) == recipe:
+        return redo(history)
+    return push(history, recipe)

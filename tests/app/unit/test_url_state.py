@@ -1,0 +1,40 @@
+"""The URL fragment a page writes is read back to the same state; a hostile one is one
+line, never a zip bomb or a crash."""
+
+import base64
+import zlib
+
+import pytest
+
+import qviz
+from qviz.app.url_state import MAX_RECIPE_BYTES, PageState, PageStateError, page_hash, parse_page_hash
+from qviz.passes import LayerBits
+
+
+def test_round_trip_of_every_field(samples):
+    g = qviz.load(samples["mobilenet_block"])
+    recipe = qviz.Recipe.default(g).with_bits("dw", LayerBits(4, 8))
+    state = PageState("mobilenet_block", "op", "original", "TB", "op:mobilenet_block_1/dw_1/depthwise", recipe)
+    assert parse_page_hash(page_hash(state)) == state
+    assert page_hash(PageState("lenet_digits")) == "#m=lenet_digits"     # defaults left out
+    assert parse_page_hash("") is None and parse_page_hash("#") is None
+
+
+def _bomb() -> str:
+    packed = zlib.compress(b" " * (MAX_RECIPE_BYTES * 4), 9)
+    return base64.urlsafe_b64encode(packed).decode().rstrip("=")
+
+
+@pytest.mark.parametrize("fragment, words", [
+    ("#m=a&m=b", "gives m= 2 times"),
+    ("#v=sideways", "v= must be one of layer, op, not 'sideways'"),
+    ("#x=1", "fields qviz does not know: x"),
+    ("#r=" + _bomb(), "inflates past 2 MB"),
+    ("#r=" + base64.urlsafe_b64encode(zlib.compress(b'{"fold": 3}')).decode(), "the link's recipe (r=): fold"),
+    ("#r=" + base64.urlsafe_b64encode(zlib.compress(b"{" * 10)[:-3]).decode(), "not a deflated qviz recipe"),
+    ("#" + "m=x&" * 40000, "qviz reads at most"),
+])
+def test_a_bad_fragment_is_one_line_naming_the_part(fragment, words):
+    with pytest.raises(PageStateError) as err:
+        parse_page_hash(fragment)
+    assert words in str(err.value) and "\n" not in str(err.value)
