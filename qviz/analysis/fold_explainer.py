@@ -6,6 +6,11 @@ the multiplier, old and new weights and bias, and a numeric check.
 >>> e = explain_fold(qviz.load(sample_path("lenet_digits")), "conv1")
 >>> e.bn_layer, e.kind, e.values.multiplier.shape, e.max_abs_diff < 1e-4
 ('bn1', 'unfused', (16,), True)
+
+The formula worked through for one channel, on the model's own numbers:
+
+>>> print(e.worked(0)[0])
+s₀ = γ₀ / √(σ²₀ + ε) = 1.046 / √(0.008646 + 0.001) = 1.046 / 0.09822 = 10.65
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from ..passes.fold_batch_norms import FoldValues
 from ..metrics import layer_outputs
 from .. import runtime
 
-__all__ = ["FoldExplanation", "explain_fold", "FORMULAS"]
+__all__ = ["FoldExplanation", "explain_fold", "FORMULAS", "worked_channel"]
 
 #: The fold, in Markdown with LaTeX (render with MathJax).
 FORMULAS = r"""
@@ -48,10 +53,41 @@ class FoldExplanation:
     max_abs_diff: float        # folded layer output vs layer → batch norm, on sample inputs
     examples: int
 
+    def worked(self, channel: int = 0) -> list[str]:
+        """The fold's formulas for output ``channel`` with this model's numbers, one line each."""
+        return worked_channel(self.values, self.op, channel)
+
     @property
     def channel_norms(self) -> tuple[np.ndarray, np.ndarray]:
         """L2 norm of each output channel's weights, before and after."""
         return _channel_norms(self.values.weights, self.op), _channel_norms(self.values.folded_weights, self.op)
+
+
+_SUB = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
+
+
+def worked_channel(v: FoldValues, op: str, c: int = 0) -> list[str]:
+    """The fold of output channel ``c`` worked through with the numbers in ``v``:
+    the multiplier s, the offset t, the new bias b′, and what happens to the
+    channel's weights (its largest one, before and after)."""
+    n = str(c).translate(_SUB)
+    g, b, mu, var = (float(np.ravel(x)[c]) for x in (v.gamma, v.beta, v.mean, v.variance))
+    s, t = float(np.ravel(v.multiplier)[c]), float(np.ravel(v.offset)[c])
+    bias, new_bias = float(np.ravel(v.bias)[c]), float(np.ravel(v.folded_bias)[c])
+    w = v.weights.reshape(channels_last_shape(op, v.weights.shape))
+    w2 = v.folded_weights.reshape(w.shape)
+    col, col2 = w.reshape(-1, w.shape[-1])[:, c], w2.reshape(-1, w.shape[-1])[:, c]
+    k = int(np.argmax(np.abs(col)))
+    root = float(np.sqrt(var + v.epsilon))
+
+    def f(x: float) -> str:
+        return f"{x:.4g}" if x >= 0 else f"({x:.4g})"
+
+    return [f"s{n} = γ{n} / √(σ²{n} + ε) = {g:.4g} / √({var:.4g} + {v.epsilon:g}) = {g:.4g} / {root:.4g} = {s:.4g}",
+            f"t{n} = β{n} − μ{n}·s{n} = {b:.4g} − {f(mu)}·{s:.4g} = {t:.4g}",
+            f"b′{n} = s{n}·b{n} + t{n} = {s:.4g}·{f(bias)} + {f(t)} = {new_bias:.4g}",
+            f"w′{n} = s{n}·w{n}: each of channel {c}'s {col.size} weights times {s:.4g}; its largest, "
+            f"{col[k]:.4g}, becomes {col2[k]:.4g}"]
 
 
 def _channel_norms(w: np.ndarray, op: str) -> np.ndarray:

@@ -80,6 +80,8 @@ FOLD_EXPLAINER_PANEL = "fold-explainer-panel"   # hidden until a fold is explain
 FOLD_EXPLAINER_CLOSE = "fold-explainer-close"
 FOLD_EXPLAIN_POLL = "fold-explain-poll"        # polls the explainer's job
 FOLD_EXPLAINER_BODY = "fold-explainer-body"     # formulas, this model's numbers, the check
+FOLD_WORKED = "fold-worked"                     # one channel's fold worked through with the model's numbers
+LEARN_BUTTON = "learn-button"                   # "Learn BN folding": the first fold, explained from the top
 CHANNEL_BITS = "channel-bits"                  # pattern-matching {"type", "layer"}: the width of the channel view
 CHANNEL_RANGES = "channel-ranges"              # pattern-matching {"type", "layer"}: ranges and error per channel
 

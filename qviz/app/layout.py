@@ -58,6 +58,9 @@ def page(default_sample: str | None, session_id: str, max_upload_bytes: int = 20
                                                          " (.keras .h5 .pb .pbtxt, zipped SavedModel)"]),
                        className="upload"),
             html.Span(status, id=ids.MODEL_STATUS, className="status"),
+            html.Button("Learn BN folding", id=ids.LEARN_BUTTON, className="learn",
+                        title="new here? start with the model's first batch-norm fold, explained step by step "
+                              "with its own numbers"),
             dcc.Interval(id=ids.MODEL_POLL, interval=250, disabled=True),
             # read by assets/upload_limit.js: a file over the limit is refused before it is sent
             html.Div(id=ids.UPLOAD_LIMIT, hidden=True, **{"data-bytes": str(max_upload_bytes)}),

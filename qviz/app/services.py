@@ -52,7 +52,7 @@ __all__ = ["HISTORY_LIMIT", "START_RECIPE", "new_history", "current", "push", "u
            "device_flags", "bit_badges", "cost_line", "metric_of", "recipe_sqnr", "RECIPE_SQNR", "metric_waiting",
            "painted", "metric_fill", "node_data_from_upload",
            "layer_of_key", "with_expanded", "channel_bits", "channel_ranges_for", "graph_svg_file",
-           "report_explains"]
+           "report_explains", "fold_layer_of"]
 
 #: Undo steps kept per page.
 HISTORY_LIMIT = 50
@@ -605,3 +605,20 @@ def report_explains(session, selected_key: str | None, recipe: Recipe) -> list[s
     if layer in foldable:
         return [layer]
     return [c for c in foldable if recipe.folds(c)][:1]
+
+
+def fold_layer_of(graph, layer: str | None) -> str | None:
+    """The layer whose batch-norm fold ``layer`` takes part in: itself if its batch
+    norm folds, the layer before it if it is that batch norm; else None. ``None``
+    asks for the first fold of the graph (where a newcomer starts).
+
+    >>> import qviz
+    >>> from qviz.samples import sample_path
+    >>> g = qviz.load(sample_path("lenet_digits"))
+    >>> fold_layer_of(g, "conv2"), fold_layer_of(g, "bn2"), fold_layer_of(g, "relu2"), fold_layer_of(g, None)
+    ('conv2', 'conv2', None, 'conv1')
+    """
+    cands = [c for c in fold_candidates(graph) if c.foldable]
+    if layer is None:
+        return cands[0].layer if cands else None
+    return next((c.layer for c in cands if layer in (c.layer, c.bn_layer)), None)

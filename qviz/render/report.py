@@ -153,12 +153,7 @@ def _sensitivity_section(sens, target_db: float) -> str:
 
 def _fold_section(e, bits: int, recipe: Recipe, n: int) -> str:
     v = e.values
-    c = 0
-    den = math.sqrt(float(v.variance[c]) + v.epsilon)
-    worked = (f"s<sub>0</sub> = γ<sub>0</sub> / √(σ²<sub>0</sub> + ε) = {v.gamma[c]:.4g} / √({v.variance[c]:.4g} + "
-              f"{v.epsilon:g}) = {v.gamma[c]:.4g} / {den:.4g} = {v.multiplier.ravel()[c]:.4g}; "
-              f"t<sub>0</sub> = β<sub>0</sub> − μ<sub>0</sub> s<sub>0</sub> = {v.beta[c]:.4g} − {v.mean[c]:.4g} × "
-              f"{v.multiplier.ravel()[c]:.4g} = {v.offset.ravel()[c]:.4g}")
+    worked = "<br>".join(escape(line) for line in e.worked(0))
     head = "".join(f"<th>{h}</th>" for h in ("channel", "γ", "β", "μ", "σ²", "s", "t", "b", "b′"))
     rows = "".join("<tr>" + "".join(f"<td>{x:.4g}</td>" if not isinstance(x, int) else f"<td>{x}</td>" for x in (
         ch, v.gamma[ch], v.beta[ch], v.mean[ch], v.variance[ch], v.multiplier.ravel()[ch], v.offset.ravel()[ch],

@@ -3,13 +3,14 @@ training-mode fold (QAT) beside it, with the formulas of each mode."""
 
 from __future__ import annotations
 
-from dash import MATCH, Input, Output, State, ctx, dcc, html, no_update
+from dash import ALL, MATCH, Input, Output, State, ctx, dcc, html, no_update
 
 from ...ir.ops import DEPTHWISE
 from ...layout import ViewKey
 from ...choices import SWEEP_BITS, bits_label
 from ...render import channel_ranges_figure, fold_channels_figure, layer_neighbourhood_figure
 from .. import ids, services
+from ..glossary import glossary_view, term
 from ..jobs import poll
 from ..services import current
 
@@ -21,38 +22,51 @@ def _layer_of(s, selected):
     return key.layer_in(s.graph) if key is not None else None
 
 
-#: Opens the explainer panel (and brings it into view) on *explain this fold*,
-#: closes it on *close* or when another model is opened.
-SHOW_PANEL = """function (_explain, _close, _model) {
-    const opening = dash_clientside.callback_context.triggered_id === '%s';
-    if (opening && !_explain) {        // the button was redrawn, not clicked
+#: Opens the explainer panel (and brings it into view) on *explain this fold* (a
+#: pattern-matching button in the side panel: there only while a fold's layer is
+#: selected) or *Learn BN folding*; closes it on *close* or when another model is opened.
+SHOW_PANEL = """function (_explain, _learn, _close, _model) {
+    const trig = dash_clientside.callback_context.triggered_id;
+    const opening = trig === '%s' || (trig && trig.type === '%s');
+    if (opening && !dash_clientside.callback_context.triggered[0].value) {   // a button drawn, not clicked
         return dash_clientside.no_update;
     }
     if (opening) {
         requestAnimationFrame(() => document.getElementById('%s').scrollIntoView({block: 'start'}));
     }
     return !opening;
-}""" % (ids.FOLD_EXPLAIN_BUTTON, ids.FOLD_EXPLAINER_PANEL)
+}""" % (ids.LEARN_BUTTON, ids.FOLD_EXPLAIN_BUTTON, ids.FOLD_EXPLAINER_PANEL)
+
+#: The side panel's *explain this fold* buttons (one at most: the selected layer's).
+EXPLAIN_BUTTONS = Input({"type": ids.FOLD_EXPLAIN_BUTTON, "layer": ALL}, "n_clicks")
 
 
 def register(app, store) -> None:
     app.clientside_callback(SHOW_PANEL, Output(ids.FOLD_EXPLAINER_PANEL, "hidden"),
-                            Input(ids.FOLD_EXPLAIN_BUTTON, "n_clicks"), Input(ids.FOLD_EXPLAINER_CLOSE, "n_clicks"),
+                            EXPLAIN_BUTTONS, Input(ids.LEARN_BUTTON, "n_clicks"),
+                            Input(ids.FOLD_EXPLAINER_CLOSE, "n_clicks"),
                             Input(ids.MODEL_VERSION, "data"), prevent_initial_call=True)
 
     @app.callback(
         output=dict(view=Output(ids.FOLD_EXPLAINER, "children"), stop_polling=Output(ids.FOLD_EXPLAIN_POLL, "disabled")),
-        inputs=dict(_n=Input(ids.FOLD_EXPLAIN_BUTTON, "n_clicks"), _tick=Input(ids.FOLD_EXPLAIN_POLL, "n_intervals")),
-        state=dict(selected=State(ids.SELECTED, "data"), session=State(ids.SESSION, "data"),
-                   history=State(ids.RECIPE, "data")),
+        inputs=dict(_n=EXPLAIN_BUTTONS, _learn=Input(ids.LEARN_BUTTON, "n_clicks"),
+                    _tick=Input(ids.FOLD_EXPLAIN_POLL, "n_intervals")),
+        state=dict(session=State(ids.SESSION, "data"), history=State(ids.RECIPE, "data")),
         prevent_initial_call=True)
-    def explain_fold_panel(_n, _tick, selected, session, history):
+    def explain_fold_panel(_n, _learn, _tick, session, history):
         # The fold is checked by running the graph: a job, polled (no TensorFlow on a request).
         s = store.require(session)
-        if s is None or not selected:
+        trig = ctx.triggered_id
+        if s is None:
             return dict(view=no_update, stop_polling=True)
-        if ctx.triggered_id == ids.FOLD_EXPLAIN_BUTTON:
-            layer = _layer_of(s, selected)
+        if trig != ids.FOLD_EXPLAIN_POLL:
+            if not ctx.triggered[0]["value"]:      # a button drawn with the panel, not clicked
+                return dict(view=no_update, stop_polling=no_update)
+            # the layer whose button it is (a conv, or named for its batch norm); "learn": the first fold
+            layer = services.fold_layer_of(s.graph, trig["layer"] if isinstance(trig, dict) else None)
+            if layer is None:
+                return dict(view=html.Div(f"{s.name} has no batch norm that folds: nothing to explain here "
+                                          "(try the lenet_digits sample)", className="error"), stop_polling=True)
             s.start("explain", "explain_fold", s.key, s.graph, layer, key=layer)
         answer = poll(s.jobs.get("explain"),
                       running=dict(view=html.Div("explaining the fold: running the layer and its batch norm…",
@@ -61,6 +75,13 @@ def register(app, store) -> None:
                                                 _training_controls()], stop_polling=True),
                       failed=lambda exc: dict(view=html.Div(str(exc), className="error"), stop_polling=True))
         return answer or dict(view=no_update, stop_polling=True)
+
+    @app.callback(Output(ids.SELECTED, "data", allow_duplicate=True), Input(ids.LEARN_BUTTON, "n_clicks"),
+                  State(ids.SESSION, "data"), prevent_initial_call=True)
+    def learn_selects_the_first_fold(_n, session):
+        s = store.require(session)
+        layer = services.fold_layer_of(s.graph, None) if s is not None else None
+        return {"key": str(ViewKey.layer(layer)), "center": True} if layer else no_update
 
     @app.callback(Output({"type": ids.CHANNEL_RANGES, "layer": MATCH}, "children"),
                   Input({"type": ids.CHANNEL_BITS, "layer": MATCH}, "value"),
@@ -85,10 +106,13 @@ def register(app, store) -> None:
         state=dict(selected=State(ids.SELECTED, "data"), session=State(ids.SESSION, "data")))
     def training_fold(mode, phase, _tick, selected, session):
         s = store.require(session)
-        if s is None or not selected or mode is None:
+        if s is None or mode is None:
             return dict(view=no_update, stop_polling=True)
         if ctx.triggered_id != ids.TRAIN_FOLD_POLL:
-            layer = _layer_of(s, selected)
+            # the layer the explainer above explains (the selection may have moved on since)
+            explained = s.jobs.get("explain")
+            layer = explained.key if explained is not None else services.fold_layer_of(
+                s.graph, _layer_of(s, selected) if selected else None)
             s.start("training", "explain_training", s.key, s.graph, layer, mode, phase == "after",
                     key=(layer, mode, phase))
         job = s.jobs.get("training")
@@ -161,7 +185,9 @@ def _layer_figure(graph, layer, title):
 
 
 def _explainer_view(e):
-    """The fold explainer panel: formulas, this model's numbers, the check."""
+    """The fold explainer panel, in the order a newcomer reads it: what a batch norm
+    computes, why it merges, one channel worked through with this model's numbers,
+    every channel, the check, and the words used (glossary)."""
     from ...analysis.fold_explainer import FORMULAS
 
     v = e.values
@@ -169,23 +195,32 @@ def _explainer_view(e):
     fig = fold_channels_figure(e)
     head = ["channel", "γ", "β", "μ", "σ²", "s = γ/√(σ²+ε)", "t = β − μ·s", "b", "b'"]
     rows = [html.Tr([html.Th(h) for h in head])]
-    for c in ch[:8]:
+    for c in ch:
         cells = [c, v.gamma[c], v.beta[c], v.mean[c], v.variance[c], v.multiplier[c], v.offset[c],
                  v.bias[c], v.folded_bias[c]]
         rows.append(html.Tr([html.Td(f"{x:.4g}" if isinstance(x, float) or hasattr(x, "dtype") else x)
                              for x in cells]))
-    notes = [f"{e.layer} ({e.op}, weights {list(e.weights_shape)}) absorbs {e.bn_layer} "
-             f"({e.kind} batch norm), ε = {v.epsilon:g}."]
+    notes = [html.P([f"{e.layer} ({e.op}, weights {list(e.weights_shape)}) absorbs {e.bn_layer} (",
+                     term("unfused", e.kind), " ", term("batch norm"), f"), ε = {v.epsilon:g}."],
+                    className="fold-note")]
     if e.op == DEPTHWISE:
-        notes.append(f"Depthwise: s is laid out as [in, multiplier] = {list(e.weights_shape[2:])} "
-                     "to scale the kernel [h, w, in, multiplier].")
-    notes.append(f"Check on {e.examples} inputs: max |Δ| between the folded layer and "
-                 f"layer → batch norm = {e.max_abs_diff:.3g}.")
+        notes.append(html.P(f"Depthwise: s is laid out as [in, multiplier] = {list(e.weights_shape[2:])} "
+                            "to scale the kernel [h, w, in, multiplier].", className="fold-note"))
+    notes.append(html.P([f"Check on {e.examples} inputs: ", term("max |Δ|"), " between the folded layer and "
+                         f"layer → batch norm = {e.max_abs_diff:.3g}."], className="fold-note"))
+    steps = html.Ol([html.Li("What the batch norm computes, and why it can move into the layer (the formulas)."),
+                     html.Li("Channel 0 worked through with this model's own numbers."),
+                     html.Li(f"Every channel's numbers (all {len(ch)}), and what the fold did to weights and "
+                             "biases (the bars)."),
+                     html.Li("Below: why the fold can hurt per-tensor quantization, and the fold as "
+                             "quantization-aware training does it.")], className="lesson-steps")
+    worked = html.Div([html.B("Channel 0, with this model's numbers:"),
+                       *[html.Div(line, className="worked-line") for line in e.worked(0)]],
+                      className="worked", id=ids.FOLD_WORKED)
     return [html.Div([
-        html.Div([dcc.Markdown(FORMULAS, mathjax=True), *[html.P(n, className="fold-note") for n in notes]]),
-        html.Div([html.Div(html.Table(rows, className="fold-table"), className="table-scroll"),
-                  html.Div(f"(first {min(8, len(ch))} of {len(ch)} channels)"),
+        html.Div([steps, dcc.Markdown(FORMULAS, mathjax=True), worked, *notes]),
+        html.Div([html.Div(html.Table(rows, className="fold-table"), className="table-scroll fold-table-box"),
+                  html.Div(f"(all {len(ch)} channels; the table scrolls)"),
                   dcc.Graph(figure=fig, config={"displayModeBar": False})]),
-    ], id=ids.FOLD_EXPLAINER_BODY, className="explainer-columns")]
-
+    ], id=ids.FOLD_EXPLAINER_BODY, className="explainer-columns"), glossary_view()]
 

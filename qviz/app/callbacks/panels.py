@@ -21,6 +21,7 @@ from ...render import histogram_figure, layer_error_figure
 from ...render.figure import WORST_LAYERS
 from .. import ids, services
 from ..layout import BITS, NO_FIGURE
+from ..glossary import term
 from ..services import current
 from .graph import fates_of, pattern_of, view_choice
 
@@ -166,8 +167,9 @@ def _grids(s, graph, layer, recipe):
 
 def _report_view(rep, origin: str):
     sq = "∞" if math.isinf(rep.sqnr_db) else f"{rep.sqnr_db:.1f}"
-    lines = [html.Div(f"output error on {rep.examples} examples ({origin}): max |Δ| {rep.max_abs:.3g}, "
-                      f"relative {rep.rel_err:.3g}, SQNR {sq} dB", className="verify-output")]
+    lines = [html.Div([f"output error on {rep.examples} examples ({origin}): ", term("max |Δ|"),
+                       f" {rep.max_abs:.3g}, relative {rep.rel_err:.3g}, ", term("SQNR"), f" {sq} dB"],
+                      className="verify-output")]
     if rep.accuracy is not None:
         lines.append(html.Div(f"test accuracy: {rep.accuracy_before:.2%} → {rep.accuracy:.2%}",
                               id=ids.VERIFY_ACCURACY))
@@ -197,7 +199,12 @@ def _controls(graph, recipe, layer):
             menus.append(html.Label([label, dcc.Dropdown(id={"type": type_, "layer": layer}, options=BITS,
                                                          value=bits_label(value), clearable=False)]))
         out.append(html.Div(menus, className="bit-menus"))
-    if layer in foldable:
+    pair = services.fold_layer_of(graph, layer)
+    if pair is not None and pair != layer:     # the batch norm of a fold: the lesson starts here too
+        out.append(html.Div(f"{layer} is the batch norm after {pair}: folding merges it into {pair}'s "
+                            "weights and bias.", className="fold-note"))
+    if pair is not None:
         # the explainer opens full width under the graph (callbacks/explainer.py)
-        out.append(html.Button("explain this fold", id=ids.FOLD_EXPLAIN_BUTTON))
+        out.append(html.Button("explain this fold" + (f" ({pair} + {layer})" if pair != layer else ""),
+                               id={"type": ids.FOLD_EXPLAIN_BUTTON, "layer": pair}, className="fold-explain-button"))
     return html.Div(out, className="layer-controls")

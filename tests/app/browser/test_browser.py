@@ -182,13 +182,13 @@ def test_fold_explainer_shows_this_models_numbers(dash_duo):
     start_app(dash_duo)
     dash_duo.find_element("#search").send_keys("conv1\n")
     wait_for(lambda: "layer conv1" in dash_duo.find_element("#node-panel").text, what="conv1 selected")
-    dash_duo.find_element("#fold-explain-button").click()
+    dash_duo.find_element(".fold-explain-button").click()
     wait_for(lambda: "max |Δ|" in dash_duo.find_element("#fold-explainer").text, timeout=60, what="explainer")
     text = dash_duo.find_element("#fold-explainer").text
     assert "conv1 (Conv2D, weights [3, 3, 1, 16]) absorbs bn1 (unfused batch norm)" in text
     delta = float(text.split("layer → batch norm = ")[1].split()[0].rstrip("."))
     assert delta < 1e-4
-    assert len(dash_duo.find_elements("#fold-explainer .fold-table tr")) == 9   # header + 8 channels
+    assert len(dash_duo.find_elements("#fold-explainer .fold-table tr")) == 17   # header + all 16 channels
     assert dash_duo.find_elements("#fold-explainer mjx-container, #fold-explainer .MathJax")  # formulas typeset
     # quantization grid: conv1 at 4-bit weights shows 15 levels (narrow range) over the histogram
     set_cell(dash_duo, "conv1", "weight_bits", "4")
@@ -224,7 +224,7 @@ def test_training_fold_view_switches_modes_and_phases(dash_duo):
     start_app(dash_duo)
     dash_duo.find_element("#search").send_keys("conv2\n")
     wait_for(lambda: "layer conv2" in dash_duo.find_element("#node-panel").text, what="conv2 selected")
-    dash_duo.find_element("#fold-explain-button").click()
+    dash_duo.find_element(".fold-explain-button").click()
     wait_for(lambda: "batch norm with batch statistics" in dash_duo.find_element("#train-fold-check").text,
           timeout=60, what="training fold (tf_contrib, before the freeze)")
     check = dash_duo.find_element("#train-fold-check").text

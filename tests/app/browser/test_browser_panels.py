@@ -97,7 +97,7 @@ def test_every_panel_fits_at_both_window_sizes(dash_duo):
     wait_for(lambda: len(dash_duo.find_elements("#node-panel .quant-grid")) == 2, timeout=60,
              what="conv1's weight and activation grids")
     assert not dash_duo.find_element("#fold-explainer-panel").is_displayed()   # until a fold is explained
-    click(dash_duo, "#fold-explain-button")
+    click(dash_duo, ".fold-explain-button")
     wait_for(lambda: "max |Δ|" in dash_duo.find_element("#fold-explainer").text, timeout=60, what="the explainer")
     wait_for(lambda: len(dash_duo.find_elements("#train-fold-view .fold-graph .js-plotly-plot")) == 2,
              timeout=60, what="the training-fold graphs")

@@ -29,7 +29,7 @@ def test_channel_ranges_before_and_after_the_fold_at_the_recipes_bits(dash_duo):
     wait_for(lambda: dash_duo.find_element("#diff-summary").text != before, what="conv2 at 4 bits applied")
     dash_duo.find_element("#search").send_keys("conv2\n")
     wait_for(lambda: "layer conv2" in dash_duo.find_element("#node-panel").text, what="conv2 selected")
-    dash_duo.find_element("#fold-explain-button").click()
+    dash_duo.find_element(".fold-explain-button").click()
     # opens at the recipe's width for conv2, with the library's numbers
     want = channel_ranges(qviz.load(sample_path("lenet_digits")), "conv2", 4)
     wait_for(lambda: _text(dash_duo, ".channel-summary").startswith("At 4 bits"), timeout=60,
