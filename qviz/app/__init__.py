@@ -20,6 +20,19 @@ __all__ = ["create_app"]
 ASSETS = Path(__file__).resolve().parent.parent.parent / "assets"
 
 
+def _linked_model() -> str | None:
+    """The model the page's link names (``?m=``, see :mod:`qviz.app.url_state`): the
+    page asks for its layout from that URL, which the request's Referer carries."""
+    from urllib.parse import urlparse
+
+    import flask
+
+    from .url_state import linked_model
+
+    referrer = flask.request.referrer if flask.has_request_context() else None
+    return linked_model(urlparse(referrer).query) if referrer else None
+
+
 def create_app(model=None, *, model_name: str | None = None, default_sample: str = "lenet_digits",
                max_upload_mb: float = 200, sessions: int = 32, worker: bool = True,
                allowed_hosts: Iterable[str] = (), token: str | None = None, load_workers: int = 2,
@@ -95,7 +108,7 @@ def create_app(model=None, *, model_name: str | None = None, default_sample: str
     app.layout = lambda: page(default_sample, store.new_id(), max_upload_bytes,
                               served_name=name if served is not None else None,
                               figure=first.figure if first else None,
-                              status=first.status(first_name) if first else "")
+                              status=first.status(first_name) if first else "", linked=_linked_model())
     app.server.config["MAX_CONTENT_LENGTH"] = int(max_upload_bytes * 1.4) + 2**20  # base64 overhead
     hosts = set(LOOPBACK_HOSTS) | set(allowed_hosts)
     hosts |= {h.strip() for h in os.environ.get("QVIZ_ALLOWED_HOSTS", "").split(",") if h.strip()}

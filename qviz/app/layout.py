@@ -29,14 +29,17 @@ SERVED_MODEL = "served:"
 
 
 def page(default_sample: str | None, session_id: str, max_upload_bytes: int = 200 * 2**20,
-         served_name: str | None = None, figure=None, status: str = ""):
+         served_name: str | None = None, figure=None, status: str = "", linked: str | None = None):
     """The page; ``served_name``: the served model's name, listed first and picked
     (``default_sample`` is then ignored). ``figure``: the graph drawn in the page
-    itself (the first model's layer view, before any callback), with ``status``."""
+    itself (the first model's layer view, before any callback), with ``status``.
+    ``linked``: the model the page's link names (``?m=``), picked instead, if it is one."""
     samples = [{"label": name, "value": name} for name in list_samples()]
     if served_name is not None:
         samples.insert(0, {"label": f"{Path(served_name).name} (served)", "value": SERVED_MODEL})
         default_sample = SERVED_MODEL
+    if linked is not None and linked != default_sample and any(o["value"] == linked for o in samples):
+        default_sample, figure, status = linked, None, f"loading {linked}…"   # the drawing was the other model
     return html.Div([
         dcc.Store(id=ids.SESSION, data={"sid": session_id}),
         dcc.Location(id=ids.URL, refresh=False),

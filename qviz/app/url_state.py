@@ -1,26 +1,27 @@
 """What the page shows, in its URL: a link or a reload restores it, and the
 browser's back and forward step through the edits.
 
-The state is the URL's fragment (``#…``), so changing it loads nothing:
-``m`` the model (a bundled sample, or ``served:`` for the model the server was
-started with; an uploaded model is not in the link: its file stays on the
-server that had it), ``v``/``s``/``d`` the view (layer or op, rewritten or
-original, → or ↓; left out when default), ``sel`` the selected node, and ``r``
-the recipe — its JSON, deflated and base64url-encoded (a MobileNetV2 recipe of
-every layer is ~1 KB). Expanded layers are not kept.
+The model is the query (``?m=…``: a bundled sample, or ``served:`` for the model
+the server was started with; an uploaded model is not in the link, its file
+stays on the server that had it). The server reads it when it builds the page,
+so a link opens its model straight away. The rest is the fragment (``#…``),
+which changing loads nothing: ``v``/``s``/``d`` the view (layer or op,
+rewritten or original, → or ↓; left out when default), ``sel`` the selected
+node, and ``r`` the recipe — its JSON, deflated and base64url-encoded (a
+MobileNetV2 recipe of every layer is ~1 KB). Expanded layers are not kept.
 
 >>> from qviz.passes import LayerBits, Recipe
 >>> r = Recipe(fold_default=True, quantize_default=None).with_bits("conv2", LayerBits(4, 8))
->>> link = page_hash(PageState("lenet_digits", mode="op", selected="layer:conv2", recipe=r))
->>> link[:36]
-'#m=lenet_digits&v=op&sel=layer%3Acon'
->>> back = parse_page_hash(link)
+>>> query, fragment = page_location(PageState("lenet_digits", mode="op", selected="layer:conv2", recipe=r))
+>>> query, fragment[:22]
+('?m=lenet_digits', '#v=op&sel=layer%3Aconv')
+>>> back = parse_page_hash(fragment, query)
 >>> back.model, back.mode, back.show, back.selected, back.recipe == r
 ('lenet_digits', 'op', 'rewritten', 'layer:conv2', True)
 
 A fragment that is not qviz's says why, in one line:
 
->>> parse_page_hash("#m=lenet_digits&r=AAAA")
+>>> parse_page_hash("#r=AAAA")
 Traceback (most recent call last):
 ...
 qviz.app.url_state.PageStateError: the link's recipe (r=) is not a deflated qviz recipe: ...
@@ -39,8 +40,8 @@ from ..errors import QvizError
 from ..passes import Recipe, RecipeError
 from .services import current, push, redo, undo
 
-__all__ = ["PageState", "PageStateError", "page_hash", "parse_page_hash", "history_following", "MAX_HASH_CHARS",
-           "MAX_RECIPE_BYTES"]
+__all__ = ["PageState", "PageStateError", "page_location", "parse_page_hash", "linked_model", "history_following",
+           "MAX_HASH_CHARS", "MAX_RECIPE_BYTES"]
 
 #: Longer fragments are refused before anything is decoded.
 MAX_HASH_CHARS = 64 * 1024
@@ -89,18 +90,33 @@ def _decode(text: str) -> Recipe:
         raise PageStateError(one_line(f"the link's recipe (r=): {exc}")) from None
 
 
-def page_hash(state: PageState) -> str:
-    """The URL fragment (with its ``#``) for ``state``."""
-    fields = {"m": state.model, "v": state.mode, "s": state.show, "d": state.direction, "sel": state.selected}
+def page_location(state: PageState) -> tuple[str, str]:
+    """``(query, fragment)`` of the URL for ``state``, each with its ``?`` / ``#`` (or empty)."""
+    fields = {"v": state.mode, "s": state.show, "d": state.direction, "sel": state.selected}
     parts = {k: v for k, v in fields.items() if v and v != _DEFAULTS.get(k)}
     if state.recipe is not None:
         parts["r"] = _encode(state.recipe)
-    return "#" + urlencode(parts)
+    query = "?" + urlencode({"m": state.model}) if state.model else ""
+    return query, ("#" + urlencode(parts)) if parts else ""
 
 
-def parse_page_hash(fragment: str | None) -> PageState | None:
-    """The state a URL fragment (``#…``, as ``location.hash`` gives it) describes;
-    None for an empty one.
+def linked_model(query: str | None) -> str | None:
+    """The model a URL's query (``?m=…``) names, unchecked; None when it names none
+    or is not one qviz writes.
+
+    >>> linked_model("?m=mobilenet_block"), linked_model(""), linked_model("?m=a&m=b")
+    ('mobilenet_block', None, None)
+    """
+    try:
+        values = parse_qs((query or "").lstrip("?"), max_num_fields=8).get("m", [])
+    except ValueError:
+        return None
+    return values[0][:200] if len(values) == 1 else None
+
+
+def parse_page_hash(fragment: str | None, query: str | None = None) -> PageState | None:
+    """The state a URL fragment (``#…``, as ``location.hash`` gives it) describes,
+    with the model its query names; None for an empty fragment.
 
     Raises:
         PageStateError: too long, a field given twice or not one of its choices, or a
@@ -115,7 +131,7 @@ def parse_page_hash(fragment: str | None) -> PageState | None:
         fields = parse_qs(text, strict_parsing=True, max_num_fields=16)
     except ValueError as exc:
         raise PageStateError(one_line(f"the link's state (after #) is not qviz's: {exc}")) from None
-    unknown = set(fields) - {"m", "v", "s", "d", "sel", "r"}
+    unknown = set(fields) - {"v", "s", "d", "sel", "r"}
     if unknown:
         raise PageStateError(f"the link's state has fields qviz does not know: {', '.join(sorted(unknown))}")
     one = {}
@@ -127,7 +143,7 @@ def parse_page_hash(fragment: str | None) -> PageState | None:
         if key in one and one[key] not in allowed:
             raise PageStateError(one_line(f"the link's {key}= must be one of {', '.join(allowed)}, "
                                           f"not {one[key][:40]!r}"))
-    return PageState(one.get("m"), one.get("v", "layer"), one.get("s", "rewritten"), one.get("d", "LR"),
+    return PageState(linked_model(query), one.get("v", "layer"), one.get("s", "rewritten"), one.get("d", "LR"),
                      one.get("sel"), _decode(one["r"]) if "r" in one else None)
 
 

@@ -8,11 +8,10 @@ import logging
 from dash import Input, Output, State, ctx, no_update
 
 from ...passes import RecipeError
-from ...samples import SAMPLES
 from .. import ids
 from ..layout import SERVED_MODEL
 from ..services import START_RECIPE, current, new_history
-from ..url_state import PageState, PageStateError, history_following, page_hash, parse_page_hash
+from ..url_state import PageState, PageStateError, history_following, page_location, parse_page_hash
 
 log = logging.getLogger(__name__)
 
@@ -28,62 +27,64 @@ def _model_of(s) -> str | None:
 def register(app, store, options) -> None:
     # One callback reads and writes the URL: Dash drops callbacks that feed each
     # other in a circle (URL → recipe → URL), but a callback may take its own outputs.
-    nothing = dict(url=no_update, history=no_update, mode=no_update, show=no_update, direction=no_update,
-                   selected=no_update, picker=no_update, restored=no_update, alert=no_update)
+    # The model is not switched from here: that would close a circle through the model's
+    # opening (picker → open → recipe → here → picker); the server reads the link's
+    # model (?m=) when it builds the page instead (create_app's layout).
+    nothing = dict(url=no_update, query=no_update, history=no_update, mode=no_update, show=no_update,
+                   direction=no_update, selected=no_update, restored=no_update, alert=no_update)
 
     @app.callback(
-        output=dict(url=Output(ids.URL, "hash"),
+        output=dict(url=Output(ids.URL, "hash"), query=Output(ids.URL, "search"),
                     history=Output(ids.RECIPE, "data", allow_duplicate=True),
                     mode=Output(ids.VIEW_MODE, "value", allow_duplicate=True),
                     show=Output(ids.SHOW, "value", allow_duplicate=True),
                     direction=Output(ids.DIRECTION, "value", allow_duplicate=True),
                     selected=Output(ids.SELECTED, "data", allow_duplicate=True),
-                    picker=Output(ids.MODEL_PICKER, "value", allow_duplicate=True),
                     restored=Output(ids.URL_RESTORED, "data"),
                     alert=Output(ids.ALERT, "children", allow_duplicate=True)),
         inputs=dict(fragment=Input(ids.URL, "hash"), _version=Input(ids.MODEL_VERSION, "data"),
                     history=Input(ids.RECIPE, "data"), mode=Input(ids.VIEW_MODE, "value"),
                     show=Input(ids.SHOW, "value"), direction=Input(ids.DIRECTION, "value"),
                     selected=Input(ids.SELECTED, "data")),
-        state=dict(picker=State(ids.MODEL_PICKER, "value"), restored=State(ids.URL_RESTORED, "data"),
+        state=dict(query=State(ids.URL, "search"), restored=State(ids.URL_RESTORED, "data"),
                    session=State(ids.SESSION, "data")),
         prevent_initial_call=True,
     )
-    def sync_url(fragment, _version, history, mode, show, direction, selected, picker, restored, session):
+    def sync_url(fragment, _version, history, mode, show, direction, selected, query, restored, session):
         trig = ctx.triggered_id
         if trig == ids.URL or (trig == ids.MODEL_VERSION and not restored):
-            return _read(fragment, history, mode, show, direction, selected, picker, restored, session)
+            return _read(fragment, query, history, mode, show, direction, selected, restored, session)
         if trig == ids.MODEL_VERSION:
             return nothing     # the user opened a model: the URL follows once its recipe is set
-        return _write(fragment, history, mode, show, direction, selected, restored, session)
+        return _write(fragment, query, history, mode, show, direction, selected, restored, session)
 
-    def _write(fragment, history, mode, show, direction, selected, restored, session):
+    def _write(fragment, query, history, mode, show, direction, selected, restored, session):
         # not before a link's own state is read: it would be overwritten
         s = store.require(session)
         if not restored or s is None or not history:
             return nothing
         recipe = current(history)
-        wanted = page_hash(PageState(_model_of(s), mode or "layer", show or "rewritten", direction or "LR",
-                                     (selected or {}).get("key"), None if recipe == START_RECIPE else recipe))
-        return nothing if wanted == fragment else dict(nothing, url=wanted)
+        where = page_location(PageState(_model_of(s), mode or "layer", show or "rewritten", direction or "LR",
+                                        (selected or {}).get("key"), None if recipe == START_RECIPE else recipe))
+        if where == ((query or ""), (fragment or "")):
+            return nothing
+        return dict(nothing, query=where[0] if where[0] != (query or "") else no_update,
+                    url=where[1] if where[1] != (fragment or "") else no_update)
 
-    def _read(fragment, history, mode, show, direction, selected, picker, restored, session):
+    def _read(fragment, query, history, mode, show, direction, selected, restored, session):
         try:
-            state = parse_page_hash(fragment)
+            state = parse_page_hash(fragment, query)
         except PageStateError as exc:
             return {**nothing, "restored": True, "alert": f"the link: {exc}"}
         if state is None:
             return nothing if restored else {**nothing, "restored": True}
-        if not restored and state.model is not None and state.model != picker:
-            # a link to another model than the page opened: open that one first
-            known = state.model in SAMPLES or (state.model == SERVED_MODEL and options.get("served") is not None)
-            if not known:
-                return {**nothing, "restored": True,
-                        "alert": f"the link names a model this server does not have: {state.model[:80]}"}
-            return {**nothing, "picker": state.model}
         s = store.require(session)
         if s is None or not history or (state.model is not None and _model_of(s) != state.model):
-            return nothing     # that model is not open yet (or, going back, another one is)
+            # that model is not open yet (or, going back, another one is: the page keeps it)
+            if not restored and s is not None and history and state.model is not None:
+                return {**nothing, "restored": True,
+                        "alert": f"the link names a model this server does not have: {state.model[:80]}"}
+            return nothing
         recipe = state.recipe or START_RECIPE
         try:
             recipe.validate(s.graph)

@@ -4,7 +4,7 @@ or a shared link restores what was on screen, and back/forward step through edit
 from urllib.parse import parse_qs
 
 import qviz
-from qviz.app.url_state import PageState, page_hash
+from qviz.app.url_state import PageState, page_location
 from qviz.passes import LayerBits
 
 from .helpers import needs_browser, set_cell, start_app, wait_for, wait_open
@@ -37,7 +37,8 @@ def test_reload_restores_the_page_and_back_steps_through_edits(dash_duo):
     dash_duo.find_element("#search").send_keys("conv2\n")
     wait_for(lambda: "layer conv2" in dash_duo.find_element("#node-panel").text, what="conv2 selected")
     wait_for(lambda: _fragment(dash_duo).get("sel") == "layer:conv2", what=lambda: f"the URL; {_fragment(dash_duo)}")
-    assert _fragment(dash_duo)["m"] == "lenet_digits" and "r" in _fragment(dash_duo)
+    assert dash_duo.driver.execute_script("return location.search") == "?m=lenet_digits"
+    assert "r" in _fragment(dash_duo)
     want = {"layer:conv1": "+bn", "layer:conv2": "w4"}
     assert _badges(dash_duo) == want
     # a reload (the server still has the session; the page starts afresh) restores it all
@@ -57,17 +58,23 @@ def test_reload_restores_the_page_and_back_steps_through_edits(dash_duo):
 
 def test_a_shared_link_opens_its_model_view_and_recipe_and_a_bad_one_says_why(dash_duo):
     start_app(dash_duo)
-    base = dash_duo.driver.current_url.split("#")[0]
+    base = dash_duo.driver.current_url.split("?")[0].split("#")[0]
     g = qviz.load(qviz.samples.sample_path("mobilenet_block"))
     recipe = qviz.Recipe(fold_default=True, quantize_default=None).with_bits("dw", LayerBits(4, 8))
     dash_duo.driver.get("about:blank")     # a link opened afresh (not a jump within the page)
-    dash_duo.driver.get(base + page_hash(PageState("mobilenet_block", mode="op", recipe=recipe.validate(g))))
+    dash_duo.driver.get(base + "".join(page_location(PageState("mobilenet_block", mode="op",
+                                                               recipe=recipe.validate(g)))))
     wait_open(dash_duo, "mobilenet_block")
     wait_for(lambda: dash_duo.find_element("#view-mode input[value='op']").is_selected(), what="the op view")
     wait_for(lambda: "w4a8+bn" in _badges(dash_duo).values(), timeout=60,
              what=lambda: f"the link's recipe; badges {_badges(dash_duo)}")
     dash_duo.driver.get("about:blank")
-    dash_duo.driver.get(base + "#m=lenet_digits&r=not-a-recipe")
+    dash_duo.driver.get(base + "?m=lenet_digits#r=not-a-recipe")
     wait_for(lambda: "the link's recipe (r=) is not a deflated qviz recipe" in dash_duo.find_element("#alert").text,
              what=lambda: f"the alert; it reads {dash_duo.find_element('#alert').text!r}")
     assert "\n" not in dash_duo.find_element("#alert").text
+    dash_duo.driver.get("about:blank")
+    dash_duo.driver.get(base + "?m=no_such_model#v=op")
+    wait_for(lambda: "the link names a model this server does not have: no_such_model"
+             in dash_duo.find_element("#alert").text, what="the unknown model said")
+    wait_open(dash_duo, "lenet_digits")      # and the page opens its default model

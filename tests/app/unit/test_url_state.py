@@ -7,7 +7,7 @@ import zlib
 import pytest
 
 import qviz
-from qviz.app.url_state import MAX_RECIPE_BYTES, PageState, PageStateError, page_hash, parse_page_hash
+from qviz.app.url_state import MAX_RECIPE_BYTES, PageState, PageStateError, page_location, parse_page_hash
 from qviz.passes import LayerBits
 
 
@@ -15,8 +15,9 @@ def test_round_trip_of_every_field(samples):
     g = qviz.load(samples["mobilenet_block"])
     recipe = qviz.Recipe.default(g).with_bits("dw", LayerBits(4, 8))
     state = PageState("mobilenet_block", "op", "original", "TB", "op:mobilenet_block_1/dw_1/depthwise", recipe)
-    assert parse_page_hash(page_hash(state)) == state
-    assert page_hash(PageState("lenet_digits")) == "#m=lenet_digits"     # defaults left out
+    query, fragment = page_location(state)
+    assert parse_page_hash(fragment, query) == state
+    assert page_location(PageState("lenet_digits")) == ("?m=lenet_digits", "")     # defaults left out
     assert parse_page_hash("") is None and parse_page_hash("#") is None
 
 
@@ -26,13 +27,13 @@ def _bomb() -> str:
 
 
 @pytest.mark.parametrize("fragment, words", [
-    ("#m=a&m=b", "gives m= 2 times"),
+    ("#v=op&v=layer", "gives v= 2 times"),
     ("#v=sideways", "v= must be one of layer, op, not 'sideways'"),
-    ("#x=1", "fields qviz does not know: x"),
+    ("#x=1&m=a", "fields qviz does not know: m, x"),
     ("#r=" + _bomb(), "inflates past 2 MB"),
     ("#r=" + base64.urlsafe_b64encode(zlib.compress(b'{"fold": 3}')).decode(), "the link's recipe (r=): fold"),
     ("#r=" + base64.urlsafe_b64encode(zlib.compress(b"{" * 10)[:-3]).decode(), "not a deflated qviz recipe"),
-    ("#" + "m=x&" * 40000, "qviz reads at most"),
+    ("#" + "v=op&" * 40000, "qviz reads at most"),
 ])
 def test_a_bad_fragment_is_one_line_naming_the_part(fragment, words):
     with pytest.raises(PageStateError) as err:
