@@ -189,7 +189,8 @@ def _cmd_render(args) -> int:
         from .pipeline import apply
 
         try:
-            result = apply(graph, recipe, **data_for(graph).apply_kwargs())
+            # calibrated (activation ranges), not verified: the picture needs no error figures
+            result = apply(graph, recipe, **data_for(graph).apply_kwargs(), report=False)
         except RecipeError as exc:
             raise RecipeError(f"--recipe {args.recipe}: {exc}") from None
     name = Path(args.model).name
