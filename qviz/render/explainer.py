@@ -6,11 +6,12 @@ what the fold did to each output channel (on the user's own numbers).
 >>> v = SimpleNamespace(multiplier=np.ones(3), bias=np.zeros(3), folded_bias=np.ones(3))
 >>> e = SimpleNamespace(values=v, channel_norms=(np.ones(3), 2 * np.ones(3)))
 >>> [t.name for t in fold_channels_figure(e).data]
-['before', 'after', 'b', "b'"]
+['s', 'before', 'after', 'b', "b'"]
 """
 
 from __future__ import annotations
 
+import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
@@ -27,18 +28,23 @@ SCHEME_STYLES = {("after fold", "per-tensor"): dict(color="#d62728"),
 
 
 def fold_channels_figure(explanation) -> go.Figure:
-    """Per output channel: the weights' L2 norm before and after the fold, and
-    the bias before (``b``) and after (``b'``). ``explanation`` is a
+    """Per output channel: the multiplier s = γ/√(σ²+ε) the fold scales it by, the
+    weights' L2 norm before and after the fold, and the bias before (``b``) and
+    after (``b'``). ``explanation`` is a
     :class:`qviz.analysis.fold_explainer.FoldExplanation`."""
     v = explanation.values
     before, after = explanation.channel_norms
-    ch = list(range(len(v.multiplier)))
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("weight norm per channel", "bias per channel"))
-    fig.add_trace(go.Bar(x=ch, y=before, name="before", marker_color="#9aa"), 1, 1)
-    fig.add_trace(go.Bar(x=ch, y=after, name="after", marker_color="#1f77b4"), 1, 1)
-    fig.add_trace(go.Bar(x=ch, y=v.bias, name="b", marker_color="#9aa", showlegend=False), 1, 2)
-    fig.add_trace(go.Bar(x=ch, y=v.folded_bias, name="b'", marker_color="#ff7f0e", showlegend=False), 1, 2)
-    fig.update_layout(height=250, margin=dict(l=30, r=10, t=30, b=36), barmode="group")
+    s = [float(x) for x in np.ravel(v.multiplier)]
+    ch = list(range(len(s)))
+    fig = make_subplots(rows=1, cols=3, subplot_titles=("multiplier s = γ/√(σ²+ε)", "weight norm per channel",
+                                                        "bias per channel"))
+    fig.add_trace(go.Bar(x=ch, y=s, name="s", marker_color="#7b4ea3", showlegend=False), 1, 1)
+    fig.add_trace(go.Bar(x=ch, y=before, name="before", marker_color=BEFORE_COLOR), 1, 2)
+    fig.add_trace(go.Bar(x=ch, y=after, name="after", marker_color=AFTER_COLOR), 1, 2)
+    fig.add_trace(go.Bar(x=ch, y=v.bias, name="b", marker_color=BEFORE_COLOR, showlegend=False), 1, 3)
+    fig.add_trace(go.Bar(x=ch, y=v.folded_bias, name="b'", marker_color="#ff7f0e", showlegend=False), 1, 3)
+    fig.update_layout(height=260, margin=dict(l=30, r=10, t=30, b=36), barmode="group",
+                      legend=dict(title_text="weights"))
     fig.update_xaxes(title=dict(text="output channel", standoff=2))
     return fig
 
@@ -56,8 +62,6 @@ def channel_ranges_figure(r) -> go.Figure:
     >>> [t.name for t in fig.data]
     ['range before the fold', 'range after the fold', 'after, per-tensor', 'after, per-channel', 'before, per-tensor']
     """
-    import numpy as np
-
     ch = list(range(r.channels))
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.12, subplot_titles=(
         "weight range per output channel (dashes: the one per-tensor range after the fold)",
