@@ -29,32 +29,13 @@ from ..ir import Graph
 from ..ir.ops import channels_last_shape
 from ..passes import fold_candidates
 from ..passes.quantize import weight_range
+from .quant_grid import fake_quant
 
-__all__ = ["fake_quant", "sqnr_db", "ChannelSpan", "SchemeError", "ChannelRanges", "channel_ranges",
+__all__ = ["sqnr_db", "ChannelSpan", "SchemeError", "ChannelRanges", "channel_ranges",
            "channel_ranges_of", "STAGES", "SCHEMES"]
 
 STAGES = ("before fold", "after fold")
 SCHEMES = ("per-tensor", "per-channel")
-
-
-def fake_quant(values: np.ndarray, lo, hi, bits: int, narrow_range: bool = True) -> np.ndarray:
-    """``values`` through a FakeQuant with range ``[lo, hi]`` (scalars, or one per
-    last-axis slice as the per-channel op takes them), as TensorFlow computes it:
-    nudge the range so zero is a level, clamp, round half up, in float32.
-
-    >>> [round(float(v), 4) for v in fake_quant(np.array([-1.0, -0.4, 0.1, 0.26, 2.0]), -1.0, 1.0, 3)]
-    [-1.0, -0.3333, 0.0, 0.3333, 1.0]
-    """
-    x = np.asarray(values, np.float32)
-    lo, hi = np.asarray(lo, np.float32), np.asarray(hi, np.float32)
-    qmin, qmax = np.float32(1 if narrow_range else 0), np.float32(2 ** bits - 1)
-    scale = (hi - lo) / (qmax - qmin)
-    zero_from_min = qmin - lo / scale
-    zero = np.clip(np.where(zero_from_min < 0, np.ceil(zero_from_min - 0.5), np.floor(zero_from_min + 0.5)),
-                   qmin, qmax)   # std::round: half away from zero
-    nudged_lo, nudged_hi = (qmin - zero) * scale, (qmax - zero) * scale
-    clamped = np.clip(x, nudged_lo, nudged_hi)
-    return (np.floor((clamped - nudged_lo) / scale + np.float32(0.5)) * scale + nudged_lo).astype(np.float32)
 
 
 def sqnr_db(reference: np.ndarray, quantized: np.ndarray, axis=None) -> np.ndarray:

@@ -21,18 +21,76 @@ from ..ir import Graph
 from ..ir.ops import FAKE_QUANT_OPS
 from ..passes.constants import constant_value
 
-__all__ = ["quant_levels", "QuantGrid", "quant_grids", "grids_of_layer", "activation_tensors", "subsample"]
+__all__ = ["quant_levels", "fake_quant", "ErrorSplit", "error_split", "QuantGrid", "quant_grids", "grids_of_layer",
+           "activation_tensors", "subsample"]
 
 
 def quant_levels(lo: float, hi: float, bits: int, narrow_range: bool = False) -> np.ndarray:
-    """The values a FakeQuant with this range can output (TF's nudging included)."""
-    qmin = 1 if narrow_range else 0
-    qmax = 2 ** bits - 1
-    scale = (hi - lo) / (qmax - qmin)
-    zero = qmin - lo / scale
-    zero = float(np.clip(np.round(zero), qmin, qmax))
+    """The values a FakeQuant with this range can output (TF's nudging included,
+    in float32 as TF computes it: a zero point at exactly .5 rounds as TF's does)."""
+    qmin, qmax = np.float32(1 if narrow_range else 0), np.float32(2 ** bits - 1)
+    scale = (np.float32(hi) - np.float32(lo)) / (qmax - qmin)
+    zero_from_min = qmin - np.float32(lo) / scale
+    zero = np.clip(np.floor(zero_from_min + np.float32(0.5)) if zero_from_min >= 0
+                   else np.ceil(zero_from_min - np.float32(0.5)), qmin, qmax)
     nudged_lo = (qmin - zero) * scale
-    return nudged_lo + scale * np.arange(qmax - qmin + 1)
+    return (nudged_lo + scale * np.arange(qmax - qmin + 1, dtype=np.float32)).astype(np.float64)
+
+
+def fake_quant(values: np.ndarray, lo, hi, bits: int, narrow_range: bool = True) -> np.ndarray:
+    """``values`` through a FakeQuant with range ``[lo, hi]`` (scalars, or one per
+    last-axis slice as the per-channel op takes them), as TensorFlow computes it:
+    nudge the range so zero is a level, clamp, round half up, in float32.
+
+    >>> [round(float(v), 4) for v in fake_quant(np.array([-1.0, -0.4, 0.1, 0.26, 2.0]), -1.0, 1.0, 3)]
+    [-1.0, -0.3333, 0.0, 0.3333, 1.0]
+    """
+    x = np.asarray(values, np.float32)
+    lo, hi = np.asarray(lo, np.float32), np.asarray(hi, np.float32)
+    qmin, qmax = np.float32(1 if narrow_range else 0), np.float32(2 ** bits - 1)
+    scale = (hi - lo) / (qmax - qmin)
+    zero_from_min = qmin - lo / scale
+    zero = np.clip(np.where(zero_from_min < 0, np.ceil(zero_from_min - 0.5), np.floor(zero_from_min + 0.5)),
+                   qmin, qmax)   # std::round: half away from zero
+    nudged_lo, nudged_hi = (qmin - zero) * scale, (qmax - zero) * scale
+    clamped = np.clip(x, nudged_lo, nudged_hi)
+    return (np.floor((clamped - nudged_lo) / scale + np.float32(0.5)) * scale + nudged_lo).astype(np.float32)
+
+
+@dataclass(frozen=True)
+class ErrorSplit:
+    """A tensor's quantization error at one width, split by where it comes from:
+    *rounding* (values inside the range, moved to the nearest level) and
+    *clipping* (values outside it, cut to the end of the range). Both are mean
+    squares over all values, so they add up to the total."""
+
+    bits: int
+    rounding: float
+    clipping: float
+    clipped: float      # the share of values outside the range
+
+    def summary(self) -> str:
+        total = self.rounding + self.clipping
+        share = f"{self.clipping / total:.0%}" if total > 0 else "0%"
+        return (f"error at {self.bits} bits (mean square): rounding {self.rounding:.3g}, clipping "
+                f"{self.clipping:.3g} ({share} of it; {self.clipped:.2%} of values outside the range)")
+
+
+def error_split(values: np.ndarray, lo: float, hi: float, bits: int, narrow_range: bool = False) -> ErrorSplit:
+    """:class:`ErrorSplit` of ``values`` through a FakeQuant with range ``[lo, hi]``.
+
+    >>> e = error_split(np.array([-1.0, -0.4, 0.1, 0.26, 2.0]), -1.0, 1.0, 3, narrow_range=True)
+    >>> e.clipped, round(e.clipping, 3), e.rounding < e.clipping     # 2.0 is cut to 1.0: (1.0)² / 5
+    (0.2, 0.2, True)
+    """
+    v = np.asarray(values, np.float32).ravel()
+    if v.size == 0:
+        return ErrorSplit(bits, 0.0, 0.0, 0.0)
+    levels = quant_levels(lo, hi, bits, narrow_range)
+    inside = (v >= levels[0]) & (v <= levels[-1])
+    err = (v.astype(np.float64) - fake_quant(v, lo, hi, bits, narrow_range)) ** 2
+    return ErrorSplit(bits, float(err[inside].sum() / v.size), float(err[~inside].sum() / v.size),
+                      float((~inside).mean()))
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,10 @@ GLOSSARY = {
     "narrow range": "Using 2^b − 1 levels instead of 2^b (for 8 bits: −127…127, not −128…127) so the grid is "
                     "symmetric around zero, as TFLite wants for weights.",
     "symmetric": "A range centred on zero (−m … m), so zero is exactly a level with zero point 0.",
+    "rounding": "The error of a value inside the quantization range: it moves to the nearest level, at most half "
+                "a step away. Fewer bits, wider steps, more rounding error.",
+    "clipping": "The error of a value outside the range: it is cut to the range's end. A wider range clips less "
+                "but makes every step wider.",
     "freeze_batch_norm_delay": "In quantization-aware training, the step after which the batch norm uses its "
                                "moving mean and variance instead of each batch's.",
     "correction_*": "In TF's training-mode fold, the factors (correction_scale, correction_recip, "

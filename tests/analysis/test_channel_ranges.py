@@ -9,7 +9,8 @@ import pytest
 import tensorflow as tf
 
 import qviz
-from qviz.analysis.channel_ranges import channel_ranges, channel_ranges_of, fake_quant, sqnr_db
+from qviz.analysis.channel_ranges import channel_ranges, channel_ranges_of, sqnr_db
+from qviz.analysis.quant_grid import fake_quant
 from qviz.passes import fold_batch_norms, fold_candidates
 from qviz.passes.constants import constant_value
 
@@ -76,3 +77,17 @@ def test_a_layer_without_a_batch_norm_or_a_bad_width_says_so(samples):
         channel_ranges(g, "logits")
     with pytest.raises(ValueError, match="bits must be 2 to 16, not 1"):
         channel_ranges(g, "conv1", bits=1)
+
+
+@pytest.mark.parametrize("lo, hi, bits, narrow", [(-1.0, 1.0, 3, False), (-0.5, 2.0, 4, False), (0.0, 6.0, 8, False),
+                                                  (-1.0, 1.0, 2, True)])
+def test_error_split_adds_up_to_tensorflows_error_and_the_levels_are_its_outputs(lo, hi, bits, narrow):
+    from qviz.analysis.quant_grid import error_split, quant_levels
+
+    v = np.random.default_rng(bits).normal(0.3, 1.2, size=5000).astype(np.float32)
+    q = tf.quantization.fake_quant_with_min_max_vars(v, lo, hi, num_bits=bits, narrow_range=narrow).numpy()
+    e = error_split(v, lo, hi, bits, narrow)
+    assert e.rounding + e.clipping == pytest.approx(float(np.mean((v.astype(np.float64) - q) ** 2)), rel=1e-6)
+    levels = quant_levels(lo, hi, bits, narrow)
+    assert np.isclose(np.unique(q)[:, None], levels[None, :], atol=1e-6).any(axis=1).all()   # (-1, 1, 3): a .5 tie
+    assert e.clipped == pytest.approx(float(np.mean((v < levels[0]) | (v > levels[-1]))), abs=1e-3)

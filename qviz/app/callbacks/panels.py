@@ -9,9 +9,9 @@ import math
 import time
 
 import numpy as np
-from dash import Input, Output, State, dcc, html, no_update
+from dash import MATCH, Input, Output, State, ctx, dcc, html, no_update
 
-from ...analysis.quant_grid import grids_of_layer
+from ...analysis.quant_grid import error_split, grids_of_layer, quant_levels
 from ...choices import bits_label
 from ...layout import ViewKey
 from ...passes import Recipe, fold_candidates, quantizable_layers
@@ -29,6 +29,18 @@ log = logging.getLogger(__name__)
 
 
 def register(app, store) -> None:
+    @app.callback(Output({"type": ids.GRID_VIEW, "layer": MATCH, "tensor": MATCH}, "children"),
+                  Input({"type": ids.GRID_BITS, "layer": MATCH, "tensor": MATCH}, "value"),
+                  State(ids.RECIPE, "data"), State(ids.SESSION, "data"), prevent_initial_call=True)
+    def grid_at_width(bits, history, session):
+        # the grid's values are at hand (weights, or the samples already drawn): numpy only
+        s = store.require(session)
+        where = ctx.outputs_list["id"]
+        found = _grid_at(s, current(history), where["layer"], where["tensor"]) if s and history else None
+        if found is None or not isinstance(bits, int) or not 2 <= bits <= 16:
+            return no_update
+        return grid_parts(*found, bits)
+
     @app.callback(
         output=dict(body=Output(ids.NODE_PANEL, "children"), why=Output(ids.EXPLAIN, "children"),
                     stop_polling=Output(ids.NODE_PANEL_POLL, "disabled")),
@@ -124,6 +136,21 @@ def _node_panel(s, key: ViewKey, recipe: Recipe, builtin, text, show):
     return html.Div([b for b in body if b is not None] + grids), why, waiting
 
 
+def _grid_at(s, recipe, layer: str, tensor: str):
+    """(the quantization grid of ``tensor`` in the recipe's rewrite, its values), or
+    None when the rewrite or the activation samples are not ready (or it is gone)."""
+    if not s.result_ready(recipe):
+        return None
+    grid = next((g for g in grids_of_layer(s.result(recipe).graph, layer) if g.tensor == tensor), None)
+    if grid is None:
+        return None
+    if grid.kind == "weights":
+        return grid, grid.values
+    samples = s.samples_future(recipe)
+    values = samples.result().get(tensor) if samples.done() and samples.exception() is None else None
+    return (grid, values) if values is not None else None
+
+
 def _constant_histogram(graph, tensor):
     """The histogram of a float constant input (weights, a bias), or None (numpy
     only: a constant TensorFlow would have to evaluate gets none on a request)."""
@@ -157,12 +184,26 @@ def _grids(s, graph, layer, recipe):
         if values is None:   # should not happen: the job samples every activation quantizer
             out.append(html.Div(f"no activation samples of {g.tensor}", className="error"))
             continue
-        lo, hi = float(np.ravel(g.lo)[0]), float(np.ravel(g.hi)[0])
-        title = (f"{g.kind} at {g.bits} bits ({'narrow' if g.narrow_range else 'full'} range, "
-                 f"{'per-channel, channel 0' if g.per_channel else 'per-tensor'}): [{lo:.3g}, {hi:.3g}]")
-        fig = histogram_figure(values if not g.per_channel else np.asarray(values)[..., 0], title, g.levels(0))
-        out.append(dcc.Graph(figure=fig, config={"displayModeBar": False}, className="quant-grid"))
+        where = {"layer": layer, "tensor": g.tensor}
+        out.append(html.Div(grid_parts(g, values, g.bits), id={"type": ids.GRID_VIEW, **where}))
+        # other widths on the same range: the levels and the error redrawn (numpy, no job)
+        out.append(html.Div([html.Span("try another width: ", className="muted"), dcc.Slider(
+            id={"type": ids.GRID_BITS, **where}, min=2, max=max(8, g.bits), step=1, value=g.bits,
+            marks={b: str(b) for b in range(2, max(8, g.bits) + 1)})], className="grid-bits"))
     return out, samples is not None and not samples.done()
+
+
+def grid_parts(g, values, bits: int):
+    """A quantization grid at ``bits`` on the grid's own range: the histogram with the
+    levels over it, and the error split into rounding and clipping."""
+    lo, hi = float(np.ravel(g.lo)[0]), float(np.ravel(g.hi)[0])
+    title = (f"{g.kind} at {bits} bits ({'narrow' if g.narrow_range else 'full'} range, "
+             f"{'per-channel, channel 0' if g.per_channel else 'per-tensor'}): [{lo:.3g}, {hi:.3g}]")
+    shown = values if not g.per_channel else np.asarray(values)[..., 0]
+    fig = histogram_figure(shown, title, quant_levels(lo, hi, bits, g.narrow_range))
+    split = error_split(shown, lo, hi, bits, g.narrow_range)
+    return [dcc.Graph(figure=fig, config={"displayModeBar": False}, className="quant-grid"),
+            html.Div([term("rounding"), " and ", term("clipping"), ": " + split.summary()], className="grid-error")]
 
 
 def _report_view(rep, origin: str):

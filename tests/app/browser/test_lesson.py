@@ -52,3 +52,40 @@ def test_learn_starts_at_the_first_fold_and_the_batch_norm_opens_its_fold(dash_d
     terms = "return [...document.querySelectorAll('#verify-panel abbr.term')].map(a => a.textContent);"
     wait_for(lambda: dash_duo.driver.execute_script(terms) == ["max |Δ|", "SQNR"], timeout=60,
              what=lambda: f"the verification's terms; {dash_duo.driver.execute_script(terms)}")
+
+
+def _grid_errors(dash_duo):
+    return [d.text for d in dash_duo.find_elements("#node-panel .grid-error")]
+
+
+def test_a_grid_splits_its_error_and_redraws_at_another_width(dash_duo):
+    import re
+
+    from .helpers import set_cell
+
+    start_app(dash_duo)
+    before = dash_duo.find_element("#diff-summary").text
+    set_cell(dash_duo, "conv1", "weight_bits", "4")
+    wait_for(lambda: dash_duo.find_element("#diff-summary").text != before, what="conv1 at 4 bits applied")
+    dash_duo.find_element("#search").send_keys("conv1\n")
+    wait_for(lambda: any(t.startswith("rounding and clipping: error at 4 bits") for t in _grid_errors(dash_duo)),
+             timeout=60, what=lambda: f"the weights' error split; {_grid_errors(dash_duo)}")
+    at4 = _grid_errors(dash_duo)[0]
+    # weights are quantized on their own symmetric range: nothing is clipped
+    assert re.search(r"clipping 0 \(0% of it; 0\.00% of values outside the range\)", at4), at4
+    # the slider as a keyboard user moves it: two steps left, 4 → 2
+    from selenium.webdriver.common.keys import Keys
+
+    handle = dash_duo.find_element("#node-panel .grid-bits [role=slider]")
+    dash_duo.driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", handle)
+    handle.send_keys(Keys.ARROW_LEFT, Keys.ARROW_LEFT)
+    wait_for(lambda: _grid_errors(dash_duo)[0].startswith("rounding and clipping: error at 2 bits"),
+             what=lambda: f"the grid at 2 bits; {_grid_errors(dash_duo)}")
+    levels = dash_duo.driver.execute_script(
+        "const g = document.querySelector('#node-panel .quant-grid .js-plotly-plot');"
+        "return [g.layout.title.text, g.data.find(d => d.name === 'levels').x.length / 3];")
+    assert levels[0].startswith("weights at 2 bits (narrow range") and levels[1] == 3
+    rounding = [float(re.search(r"rounding (\S+),", t).group(1)) for t in (at4, _grid_errors(dash_duo)[0])]
+    assert rounding[1] > 4 * rounding[0]          # a step 5x as wide: far more rounding error
+    dash_duo.driver.execute_script("document.querySelector('#node-panel .grid-error').scrollIntoView();")
+    shot(dash_duo, "grid_error_split.png")
