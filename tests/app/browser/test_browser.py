@@ -196,7 +196,7 @@ def test_fold_explainer_shows_this_models_numbers(dash_duo):
     time.sleep(0.5)
     set_cell(dash_duo, "conv1", "activation_bits", "8")
     # activations are sampled in the worker and polled: as long as the other waits on a loaded machine
-    wait_for(lambda: len(dash_duo.find_elements("#node-panel .quant-grid")) == 2, timeout=60, what="activation grid")
+    wait_for(lambda: len(dash_duo.find_elements("#node-panel .quant-grid")) == 2, timeout=120, what="activation grid")
     levels = dash_duo.driver.execute_script(   # the levels are one trace: 3 points (x, x, gap) per level
         "return [...document.querySelectorAll('#node-panel .quant-grid .js-plotly-plot')]"
         ".map(g => [g.layout.title.text, ((g.data.find(d => d.name === 'levels') || {x: []}).x.length) / 3]);")
@@ -353,7 +353,7 @@ def test_panel_follows_a_bulk_change_at_once_and_says_when_it_is_working(dash_du
     wait_for(lambda: _panel_bits(dash_duo) == ("8", "8"), timeout=30, what="the panel shows 8 / 8")
     took = time.time() - start
     # activations are sampled in the worker: until they are, the panel says so
-    wait_for(lambda: len(dash_duo.find_elements("#node-panel .quant-grid")) >= 2, timeout=60,
+    wait_for(lambda: len(dash_duo.find_elements("#node-panel .quant-grid")) >= 2, timeout=120,
           what=lambda: f"both grids; the panel shows: {dash_duo.find_element('#node-panel').text[-300:]!r}")
     assert took < 2.0, f"the panel took {took:.1f} s to follow the table"
 
@@ -394,7 +394,7 @@ def test_selecting_a_layer_changes_nothing_and_tells_one_op_count(dash_duo):
         "new MutationObserver(() => window.__verifyTexts.push(el.textContent))"
         ".observe(el, {childList: true, subtree: true, characterData: true});")
     dash_duo.find_element("#search").send_keys("conv1\n")
-    wait_for(lambda: len(dash_duo.find_elements("#node-panel .quant-grid")) == 2, timeout=60, what="conv1's grids")
+    wait_for(lambda: len(dash_duo.find_elements("#node-panel .quant-grid")) == 2, timeout=120, what="conv1's grids")
     assert not any("verifying" in t for t in dash_duo.driver.execute_script("return window.__verifyTexts"))
     panel = dash_duo.find_element("#node-panel").text
     hover = dash_duo.driver.execute_script(

@@ -94,7 +94,7 @@ def test_every_panel_fits_at_both_window_sizes(dash_duo):
         "return dash_ag_grid.getApi('layer-grid').getRowNode('conv1').data.weight_bits") == "8", what="all 8-bit")
     set_cell(dash_duo, "conv1", "weight_bits", "4")
     dash_duo.find_element("#search").send_keys("conv1\n")
-    wait_for(lambda: len(dash_duo.find_elements("#node-panel .quant-grid")) == 2, timeout=60,
+    wait_for(lambda: len(dash_duo.find_elements("#node-panel .quant-grid")) == 2, timeout=120,
              what="conv1's weight and activation grids")
     assert not dash_duo.find_element("#fold-explainer-panel").is_displayed()   # until a fold is explained
     click(dash_duo, ".fold-explain-button")
