@@ -27,29 +27,16 @@ import numpy as np
 
 from ..ir import Graph
 from ..ir.ops import channels_last_shape
-from ..passes import fold_candidates
 from ..passes.quantize import weight_range
+from ..metrics.report import sqnr_db
+from .fold_explainer import foldable_candidate
 from .quant_grid import fake_quant
 
-__all__ = ["sqnr_db", "ChannelSpan", "SchemeError", "ChannelRanges", "channel_ranges",
+__all__ = ["ChannelSpan", "SchemeError", "ChannelRanges", "channel_ranges",
            "channel_ranges_of", "STAGES", "SCHEMES"]
 
 STAGES = ("before fold", "after fold")
 SCHEMES = ("per-tensor", "per-channel")
-
-
-def sqnr_db(reference: np.ndarray, quantized: np.ndarray, axis=None) -> np.ndarray:
-    """Signal-to-quantization-noise ratio in dB (∞ where exact, −∞ for a zero signal with noise).
-
-    >>> round(float(sqnr_db(np.array([1.0, -1.0]), np.array([1.1, -0.9]))), 6)
-    20.0
-    """
-    ref = np.asarray(reference, np.float64)
-    noise = np.sum((ref - np.asarray(quantized, np.float64)) ** 2, axis=axis)
-    signal = np.sum(ref ** 2, axis=axis)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out = 10 * np.log10(signal / noise)
-    return np.where(noise == 0, np.inf, np.where(signal == 0, -np.inf, out))
 
 
 @dataclass(frozen=True)
@@ -123,7 +110,8 @@ def _errors(stage: str, w: np.ndarray, bits: int, narrow_range: bool, symmetric:
         lo, hi = weight_range(w, symmetric, axis=axis)
         q = fake_quant(w, lo, hi, bits, narrow_range)
         flat_w, flat_q = w.reshape(-1, w.shape[-1]), q.reshape(-1, w.shape[-1])
-        out.append(SchemeError(stage, scheme, float(sqnr_db(w, q)), sqnr_db(flat_w, flat_q, axis=0)))
+        per_channel = np.array([sqnr_db(flat_q[:, c], flat_w[:, c]) for c in range(w.shape[-1])])
+        out.append(SchemeError(stage, scheme, sqnr_db(q, w), per_channel))
     return out
 
 
@@ -152,11 +140,6 @@ def channel_ranges(graph: Graph, layer: str, bits: int = 8, *, narrow_range: boo
         ValueError: ``layer`` has no foldable batch norm after it (the message says why),
             or ``bits`` is not 2–16.
     """
-    cands = [c for c in fold_candidates(graph) if c.layer == layer]
-    if not cands:
-        raise ValueError(f"layer {layer!r} has no batch norm after it")
-    if not cands[0].foldable:
-        raise ValueError(f"the batch norm after {layer} cannot be folded: {cands[0].reason}")
-    cand = cands[0]
+    cand = foldable_candidate(graph, layer)
     return channel_ranges_of(cand.values, cand.match.layer_op.op, layer, cand.bn_layer, bits,
                              narrow_range=narrow_range, symmetric=symmetric)

@@ -27,7 +27,7 @@ from ..passes.fold_batch_norms import FoldValues
 from ..metrics import layer_outputs
 from .. import runtime
 
-__all__ = ["FoldExplanation", "explain_fold", "FORMULAS", "worked_channel"]
+__all__ = ["FoldExplanation", "explain_fold", "foldable_candidate", "FORMULAS", "worked_channel"]
 
 #: The fold, in Markdown with LaTeX (render with MathJax).
 FORMULAS = r"""
@@ -95,18 +95,27 @@ def _channel_norms(w: np.ndarray, op: str) -> np.ndarray:
     return np.sqrt((w ** 2).reshape(-1, w.shape[-1]).sum(axis=0))
 
 
+def foldable_candidate(graph: Graph, layer: str):
+    """The fold candidate of ``layer`` (:func:`qviz.passes.fold_candidates`), if it folds.
+
+    Raises:
+        ValueError: the layer has no batch norm after it, or that one cannot be folded (why).
+    """
+    cand = next((c for c in fold_candidates(graph) if c.layer == layer), None)
+    if cand is None:
+        raise ValueError(f"layer {layer!r} has no batch norm after it")
+    if not cand.foldable:
+        raise ValueError(f"the batch norm after {layer} cannot be folded: {cand.reason}")
+    return cand
+
+
 def explain_fold(graph: Graph, layer: str, inputs=None, examples: int = 8) -> FoldExplanation:
     """Explain folding the batch norm after ``layer`` (a conv/dense layer name).
 
     Raises:
         ValueError: the layer has no foldable batch norm (the message says why).
     """
-    cands = [c for c in fold_candidates(graph) if c.layer == layer]
-    if not cands:
-        raise ValueError(f"layer {layer!r} has no batch norm after it")
-    cand = cands[0]
-    if not cand.foldable:
-        raise ValueError(f"the batch norm after {layer} cannot be folded: {cand.reason}")
+    cand = foldable_candidate(graph, layer)
     m = cand.match
     folded = fold_batch_norms(graph, [layer]).graph
     x = [a[:examples] for a in (inputs if inputs is not None else noise_inputs(graph))]

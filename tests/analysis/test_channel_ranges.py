@@ -9,8 +9,9 @@ import pytest
 import tensorflow as tf
 
 import qviz
-from qviz.analysis.channel_ranges import channel_ranges, channel_ranges_of, sqnr_db
+from qviz.analysis.channel_ranges import channel_ranges, channel_ranges_of
 from qviz.analysis.quant_grid import fake_quant
+from qviz.metrics.report import sqnr_db
 from qviz.passes import fold_batch_norms, fold_candidates
 from qviz.passes.constants import constant_value
 
@@ -43,7 +44,7 @@ def test_ranges_are_the_weights_before_and_after_the_fold_pass(samples):
     # the per-tensor error after the fold is the error of the kernel through TF's FakeQuant at 4 bits
     m = float(np.abs(new_kernel).max())
     q = tf.quantization.fake_quant_with_min_max_vars(new_kernel, -m, m, num_bits=4, narrow_range=True).numpy()
-    assert r.error("after fold", "per-tensor").sqnr_db == pytest.approx(float(sqnr_db(new_kernel, q)), abs=1e-3)
+    assert r.error("after fold", "per-tensor").sqnr_db == pytest.approx(float(sqnr_db(q, new_kernel)), abs=1e-3)
     assert "At 4 bits, per-tensor SQNR goes from" in r.summary()
 
 
