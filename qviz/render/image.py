@@ -39,7 +39,7 @@ from ..passes import Recipe, fold_candidates, quantizable_layers, quantizable_un
 from .figure import Badge
 from .svg import graph_svg
 
-__all__ = ["recipe_badges", "graph_svg_of", "svg_to_png", "ImageError", "find_chromium", "MAX_PNG_PX"]
+__all__ = ["recipe_badges", "rewrite_view", "graph_svg_of", "svg_to_png", "ImageError", "find_chromium", "MAX_PNG_PX"]
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +87,14 @@ def recipe_badges(graph: Graph, vg: nx.DiGraph, recipe: Recipe) -> dict[str, Bad
     return out
 
 
+def rewrite_view(original: Graph, result=None, view: str = "layer", direction: str = "LR"):
+    """``(view graph, positions, edge routes)`` of ``result``'s rewrite of ``original``,
+    its changes marked (removed ops kept as ghosts), or of ``original`` when ``result`` is None."""
+    status, removed = diff_status(result.changes, original) if result is not None else ({}, [])
+    vg = view_graph(result.graph if result is not None else original, view, removed=removed, status=status)
+    return (vg, *default_cache().routes(vg, direction))
+
+
 def graph_svg_of(original: Graph, result=None, recipe: Recipe | None = None, *, view: str = "layer",
                  direction: str = "LR", title: str = "") -> str:
     """A standalone SVG of ``original``'s graph, or of its rewrite.
@@ -104,9 +112,7 @@ def graph_svg_of(original: Graph, result=None, recipe: Recipe | None = None, *, 
         raise ValueError(f"view must be 'layer' or 'op', not {view!r}")
     if direction not in ("LR", "TB"):
         raise ValueError(f"direction must be 'LR' or 'TB', not {direction!r}")
-    status, removed = diff_status(result.changes, original) if result is not None else ({}, [])
-    vg = view_graph(result.graph if result is not None else original, view, removed=removed, status=status)
-    pos, routes = default_cache().routes(vg, direction)
+    vg, pos, routes = rewrite_view(original, result, view, direction)
     badges = recipe_badges(original, vg, recipe) if recipe is not None else None
     return graph_svg(vg, pos, routes, direction=direction, badges=badges, show_status=result is not None,
                      standalone=True, title=title)

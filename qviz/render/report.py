@@ -30,11 +30,10 @@ from ..analysis.budget import budget
 from ..analysis.channel_ranges import SCHEMES, STAGES, channel_ranges_of
 from ..analysis.deployability import deployability
 from ..ir import Graph
-from ..layout import default_cache, diff_status, view_graph
 from ..passes import Recipe, fold_candidates
 from .explainer import channel_ranges_figure, fold_channels_figure
 from .figure import STATUS_COLORS, graph_figure, layer_error_figure, sensitivity_figure
-from .image import recipe_badges
+from .image import recipe_badges, rewrite_view
 
 __all__ = ["html_report", "make_report"]
 
@@ -83,9 +82,7 @@ def _recipe_section(original: Graph, recipe: Recipe) -> str:
 
 
 def _graph_section(original: Graph, recipe: Recipe, result, shapes) -> str:
-    status, removed = diff_status(result.changes, original)
-    vg = view_graph(result.graph, "layer", removed=removed, status=status)
-    pos, routes = default_cache().routes(vg)
+    vg, pos, routes = rewrite_view(original, result)
     fig = graph_figure(vg, pos, routes=routes, show_status=True, badges=recipe_badges(original, vg, recipe),
                        first_view=True)
     # as tall as the drawing needs at the page's width (the axes keep one scale), within reason
