@@ -52,7 +52,7 @@ __all__ = ["HISTORY_LIMIT", "START_RECIPE", "new_history", "current", "push", "u
            "device_flags", "bit_badges", "cost_line", "metric_of", "recipe_sqnr", "RECIPE_SQNR", "metric_waiting",
            "painted", "metric_fill", "node_data_from_upload",
            "layer_of_key", "with_expanded", "channel_bits", "channel_ranges_for", "graph_svg_file",
-           "report_explains", "fold_layer_of"]
+           "report_explains", "fold_layer_of", "grid_values"]
 
 #: Undo steps kept per page.
 HISTORY_LIMIT = 50
@@ -599,12 +599,12 @@ def report_explains(session, selected_key: str | None, recipe: Recipe) -> list[s
     >>> report_explains(s, "layer:conv2", START_RECIPE), report_explains(s, "layer:relu1", folded)
     (['conv2'], ['conv1'])
     """
-    foldable = [c.layer for c in fold_candidates(session.graph) if c.foldable]
     key = ViewKey.parse(selected_key) if selected_key else None
-    layer = key.layer_in(session.graph) if key is not None else None
-    if layer in foldable:
+    selected = key.layer_in(session.graph) if key is not None else None
+    layer = fold_layer_of(session.graph, selected) if selected is not None else None   # None: "the first"
+    if layer is not None:
         return [layer]
-    return [c for c in foldable if recipe.folds(c)][:1]
+    return [c.layer for c in fold_candidates(session.graph) if c.foldable and recipe.folds(c.layer)][:1]
 
 
 def fold_layer_of(graph, layer: str | None) -> str | None:
@@ -622,3 +622,20 @@ def fold_layer_of(graph, layer: str | None) -> str | None:
     if layer is None:
         return cands[0].layer if cands else None
     return next((c.layer for c in cands if layer in (c.layer, c.bn_layer)), None)
+
+
+def grid_values(session, recipe: Recipe, layer: str, tensor: str):
+    """``(the quantization grid of tensor in the recipe's rewrite, its values)``, or
+    None when the rewrite or its activation samples are not ready (or it is gone)."""
+    from ..analysis.quant_grid import grids_of_layer
+
+    if not session.result_ready(recipe):
+        return None
+    grid = next((g for g in grids_of_layer(session.result(recipe).graph, layer) if g.tensor == tensor), None)
+    if grid is None:
+        return None
+    if grid.kind == "weights":
+        return grid, grid.values
+    samples = session.samples_future(recipe)
+    values = samples.result().get(tensor) if samples.done() and samples.exception() is None else None
+    return (grid, values) if values is not None else None

@@ -36,7 +36,7 @@ def register(app, store) -> None:
         # the grid's values are at hand (weights, or the samples already drawn): numpy only
         s = store.require(session)
         where = ctx.outputs_list["id"]
-        found = _grid_at(s, current(history), where["layer"], where["tensor"]) if s and history else None
+        found = services.grid_values(s, current(history), where["layer"], where["tensor"]) if s and history else None
         if found is None or not isinstance(bits, int) or not 2 <= bits <= 16:
             return no_update
         return grid_parts(*found, bits)
@@ -134,21 +134,6 @@ def _node_panel(s, key: ViewKey, recipe: Recipe, builtin, text, show):
         why = services.why(fates, graph, pattern, layer, node=key.name) if pattern is not None else ""
     grids, waiting = _grids(s, graph, layer, recipe)
     return html.Div([b for b in body if b is not None] + grids), why, waiting
-
-
-def _grid_at(s, recipe, layer: str, tensor: str):
-    """(the quantization grid of ``tensor`` in the recipe's rewrite, its values), or
-    None when the rewrite or the activation samples are not ready (or it is gone)."""
-    if not s.result_ready(recipe):
-        return None
-    grid = next((g for g in grids_of_layer(s.result(recipe).graph, layer) if g.tensor == tensor), None)
-    if grid is None:
-        return None
-    if grid.kind == "weights":
-        return grid, grid.values
-    samples = s.samples_future(recipe)
-    values = samples.result().get(tensor) if samples.done() and samples.exception() is None else None
-    return (grid, values) if values is not None else None
 
 
 def _constant_histogram(graph, tensor):
