@@ -91,3 +91,21 @@ def click(dash_duo, selector, timeout=10):
         return True
 
     wait_for(attempt, timeout=timeout, what=f"a click on {selector}")
+
+
+_BADGE_TEXTS = ("const g = document.querySelector('#graph .js-plotly-plot');"
+                "const t = g && g.data ? g.data.find(d => d.name === 'bits') : null; const out = {};"
+                "if (t) t.customdata.forEach((k, i) => { out[k] = t.text[i]; }); return out;")
+
+
+def badge_texts(dash_duo) -> dict:
+    """View key → the bits badge drawn on the graph (``{"layer:conv2": "w4a8"}``)."""
+    return dash_duo.driver.execute_script(_BADGE_TEXTS)
+
+
+def edit_cell(dash_duo, layer, col, value):
+    """Edit a layer-table cell and wait until the recipe has it (the line under the graph
+    redrawn: the grid shows an edit at once, before the recipe has it)."""
+    before = dash_duo.find_element("#diff-summary").text
+    set_cell(dash_duo, layer, col, value)
+    wait_for(lambda: dash_duo.find_element("#diff-summary").text != before, what=f"{layer}.{col} applied")

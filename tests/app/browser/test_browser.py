@@ -4,7 +4,7 @@ import time
 from pathlib import Path
 
 
-from .helpers import figure_nodes, halos, needs_browser, set_cell, shot, start_app, wait_for, wait_open
+from .helpers import badge_texts, edit_cell, figure_nodes, halos, needs_browser, set_cell, shot, start_app, wait_for, wait_open
 
 pytestmark = needs_browser
 
@@ -123,9 +123,7 @@ def test_fold_and_four_bits_change_graph_and_verification(dash_duo):
           what="folded")
     for layer, col, value in (("conv1", "fold", False), ("conv2", "weight_bits", "4"),
                               ("conv2", "activation_bits", "4")):
-        before = dash_duo.find_element("#diff-summary").text
-        set_cell(dash_duo, layer, col, value)   # one edit at a time, as a person would
-        wait_for(lambda: dash_duo.find_element("#diff-summary").text != before, what=f"{layer}.{col} applied")
+        edit_cell(dash_duo, layer, col, value)   # one edit at a time, as a person would
     wait_for(lambda: "SQNR" in dash_duo.find_element("#verify-panel").text
           and "∞" not in dash_duo.find_element("#verify-panel").text, what="quantized verification")
     text = dash_duo.find_element("#diff-summary").text
@@ -425,11 +423,6 @@ def test_a_served_file_is_named_in_the_model_picker_and_can_be_picked_again(dash
     wait_open(dash_duo, path)
 
 
-_BADGE_TEXT = ("const g = document.querySelector('#graph .js-plotly-plot');"
-               "const t = g && g.data ? g.data.find(d => d.name === 'bits') : null; const out = {};"
-               "if (t) t.customdata.forEach((k, i) => { out[k] = t.text[i]; }); return out;")
-
-
 def test_two_table_edits_faster_than_a_round_trip_are_both_kept(dash_duo, monkeypatch):
     """The second edit is made while the server still works on the first: Dash
     drops the first request's answer then, so the second must carry both."""
@@ -454,14 +447,14 @@ def test_two_table_edits_faster_than_a_round_trip_are_both_kept(dash_duo, monkey
     set_cell(dash_duo, "conv1", "weight_bits", "4")
     wait_for(slow_once.is_set, what="the first edit reaching the server")
     set_cell(dash_duo, "conv2", "weight_bits", "6")
-    wait_for(lambda: dash_duo.driver.execute_script(_BADGE_TEXT) == {"layer:conv1": "w4", "layer:conv2": "w6"},
-             what=lambda: f"both edits on the graph; badges {dash_duo.driver.execute_script(_BADGE_TEXT)}")
+    wait_for(lambda: badge_texts(dash_duo) == {"layer:conv1": "w4", "layer:conv2": "w6"},
+             what=lambda: f"both edits on the graph; badges {badge_texts(dash_duo)}")
     wait_for(slow_done.is_set, what="the first request answered")
     time.sleep(0.5)   # that answer, were it kept, would be on the page by now
-    assert dash_duo.driver.execute_script(_BADGE_TEXT) == {"layer:conv1": "w4", "layer:conv2": "w6"}
+    assert badge_texts(dash_duo) == {"layer:conv1": "w4", "layer:conv2": "w6"}
     # each edit is its own undo step
     dash_duo.find_element("#undo").click()
-    wait_for(lambda: dash_duo.driver.execute_script(_BADGE_TEXT) == {"layer:conv1": "w4"}, what="one edit undone")
+    wait_for(lambda: badge_texts(dash_duo) == {"layer:conv1": "w4"}, what="one edit undone")
 
 
 def test_the_side_panel_controls_edit_the_recipe(dash_duo):
@@ -469,8 +462,8 @@ def test_the_side_panel_controls_edit_the_recipe(dash_duo):
     dash_duo.find_element("#search").send_keys("conv1\n")
     wait_for(lambda: "layer conv1" in dash_duo.find_element("#node-panel").text, what="conv1 selected")
     dash_duo.driver.execute_script("document.querySelector('#node-panel [id*=\"layer-fold\"] input').click();")
-    wait_for(lambda: dash_duo.driver.execute_script(_BADGE_TEXT) == {"layer:conv1": "+bn"},
-             what=lambda: f"conv1 folded; badges {dash_duo.driver.execute_script(_BADGE_TEXT)}")
+    wait_for(lambda: badge_texts(dash_duo) == {"layer:conv1": "+bn"},
+             what=lambda: f"conv1 folded; badges {badge_texts(dash_duo)}")
     assert dash_duo.find_element("#alert").text == ""
     dash_duo.find_element("#undo").click()
-    wait_for(lambda: dash_duo.driver.execute_script(_BADGE_TEXT) == {}, what="the fold undone")
+    wait_for(lambda: badge_texts(dash_duo) == {}, what="the fold undone")

@@ -6,7 +6,7 @@ import qviz
 from qviz.analysis.channel_ranges import channel_ranges
 from qviz.samples import sample_path
 
-from .helpers import click, needs_browser, set_cell, shot, start_app, wait_for
+from .helpers import click, edit_cell, needs_browser, shot, start_app, wait_for
 
 pytestmark = needs_browser
 
@@ -24,9 +24,7 @@ def _text(dash_duo, selector):
 
 def test_channel_ranges_before_and_after_the_fold_at_the_recipes_bits(dash_duo):
     start_app(dash_duo)
-    before = dash_duo.find_element("#diff-summary").text
-    set_cell(dash_duo, "conv2", "weight_bits", "4")
-    wait_for(lambda: dash_duo.find_element("#diff-summary").text != before, what="conv2 at 4 bits applied")
+    edit_cell(dash_duo, "conv2", "weight_bits", "4")
     dash_duo.find_element("#search").send_keys("conv2\n")
     wait_for(lambda: "layer conv2" in dash_duo.find_element("#node-panel").text, what="conv2 selected")
     dash_duo.find_element(".fold-explain-button").click()

@@ -4,7 +4,7 @@ mark means."""
 
 from qviz.render.figure import bits_color
 
-from .helpers import needs_browser, set_cell, shot, start_app, wait_for
+from .helpers import edit_cell, needs_browser, shot, start_app, wait_for
 
 pytestmark = needs_browser
 
@@ -25,9 +25,7 @@ def test_each_layers_bits_and_fold_are_on_the_graph_coloured_by_width(dash_duo):
                               ("conv2", "weight_bits", "4"), ("conv2", "activation_bits", "8")):
         # one edit at a time, as a person would: each applied (the line under the graph
         # redrawn) before the next (the grid shows a cell at once, before the recipe has it)
-        before = dash_duo.find_element("#diff-summary").text
-        set_cell(dash_duo, layer, col, value)
-        wait_for(lambda: dash_duo.find_element("#diff-summary").text != before, what=f"{layer}.{col} applied")
+        edit_cell(dash_duo, layer, col, value)
     wait_for(lambda: dash_duo.driver.execute_script(_BADGES).get("layer:conv2", [""])[0] == "w4a8",
              what=lambda: f"conv2's badge; badges now {dash_duo.driver.execute_script(_BADGES)}")
     badges = dash_duo.driver.execute_script(_BADGES)

@@ -8,7 +8,7 @@ from qviz.app.glossary import GLOSSARY
 from qviz.passes import fold_candidates
 from qviz.samples import sample_path
 
-from .helpers import click, needs_browser, shot, start_app, wait_for
+from .helpers import click, edit_cell, needs_browser, shot, start_app, wait_for
 
 pytestmark = needs_browser
 
@@ -61,12 +61,8 @@ def _grid_errors(dash_duo):
 def test_a_grid_splits_its_error_and_redraws_at_another_width(dash_duo):
     import re
 
-    from .helpers import set_cell
-
     start_app(dash_duo)
-    before = dash_duo.find_element("#diff-summary").text
-    set_cell(dash_duo, "conv1", "weight_bits", "4")
-    wait_for(lambda: dash_duo.find_element("#diff-summary").text != before, what="conv1 at 4 bits applied")
+    edit_cell(dash_duo, "conv1", "weight_bits", "4")
     dash_duo.find_element("#search").send_keys("conv1\n")
     wait_for(lambda: any(t.startswith("rounding and clipping: error at 4 bits") for t in _grid_errors(dash_duo)),
              timeout=60, what=lambda: f"the weights' error split; {_grid_errors(dash_duo)}")

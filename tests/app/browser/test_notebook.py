@@ -9,12 +9,7 @@ import qviz
 from qviz.passes import LayerBits
 from qviz.samples import sample_path
 
-from .helpers import needs_browser, wait_for
-
-_BADGES = ("const g = document.querySelector('#graph .js-plotly-plot');"
-           "const t = g && g.data ? g.data.find(d => d.name === 'bits') : null; const out = {};"
-           "if (t) t.customdata.forEach((k, i) => { out[k] = t.text[i]; }); return out;")
-
+from .helpers import badge_texts, needs_browser, wait_for
 
 @needs_browser
 def test_show_serves_the_app_on_the_recipe_given_and_stops(dash_duo, capsys):
@@ -25,8 +20,8 @@ def test_show_serves_the_app_on_the_recipe_given_and_stops(dash_duo, capsys):
         assert f"qviz is at {shown.url}" in capsys.readouterr().out     # no notebook here: the address
         dash_duo.driver.get(shown.url)
         want = {"layer:conv1": "+bn", "layer:conv2": "w4+bn", "layer:fc1": "+bn"}
-        wait_for(lambda: dash_duo.driver.execute_script(_BADGES) == want, timeout=60,
-                 what=lambda: f"the recipe's badges; they read {dash_duo.driver.execute_script(_BADGES)}")
+        wait_for(lambda: badge_texts(dash_duo) == want, timeout=60,
+                 what=lambda: f"the recipe's badges; they read {badge_texts(dash_duo)}")
     finally:
         shown.stop()
     with pytest.raises(OSError):   # refused, or reset: nothing serves it

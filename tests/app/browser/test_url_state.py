@@ -7,53 +7,38 @@ import qviz
 from qviz.app.url_state import PageState, page_location
 from qviz.passes import LayerBits
 
-from .helpers import needs_browser, set_cell, start_app, wait_for, wait_open
+from .helpers import badge_texts, edit_cell, needs_browser, start_app, wait_for, wait_open
 
 pytestmark = needs_browser
-
-_BADGES = ("const g = document.querySelector('#graph .js-plotly-plot');"
-           "const t = g && g.data ? g.data.find(d => d.name === 'bits') : null; const out = {};"
-           "if (t) t.customdata.forEach((k, i) => { out[k] = t.text[i]; }); return out;")
-
-
-def _badges(dash_duo):
-    return dash_duo.driver.execute_script(_BADGES)
-
 
 def _fragment(dash_duo) -> dict:
     return {k: v[0] for k, v in parse_qs(dash_duo.driver.execute_script("return location.hash").lstrip("#")).items()}
 
 
-def _edit(dash_duo, layer, col, value):
-    before = dash_duo.find_element("#diff-summary").text
-    set_cell(dash_duo, layer, col, value)
-    wait_for(lambda: dash_duo.find_element("#diff-summary").text != before, what=f"{layer}.{col} applied")
-
-
 def test_reload_restores_the_page_and_back_steps_through_edits(dash_duo):
     start_app(dash_duo)
-    _edit(dash_duo, "conv1", "fold", True)
-    _edit(dash_duo, "conv2", "weight_bits", "4")
+    edit_cell(dash_duo, "conv1", "fold", True)
+    edit_cell(dash_duo, "conv2", "weight_bits", "4")
     dash_duo.find_element("#search").send_keys("conv2\n")
     wait_for(lambda: "layer conv2" in dash_duo.find_element("#node-panel").text, what="conv2 selected")
     wait_for(lambda: _fragment(dash_duo).get("sel") == "layer:conv2", what=lambda: f"the URL; {_fragment(dash_duo)}")
     assert dash_duo.driver.execute_script("return location.search") == "?m=lenet_digits"
     assert "r" in _fragment(dash_duo)
     want = {"layer:conv1": "+bn", "layer:conv2": "w4"}
-    assert _badges(dash_duo) == want
+    assert badge_texts(dash_duo) == want
     # a reload (the server still has the session; the page starts afresh) restores it all
     dash_duo.driver.refresh()
-    wait_for(lambda: _badges(dash_duo) == want, timeout=60, what=lambda: f"the recipe back; {_badges(dash_duo)}")
+    wait_for(lambda: badge_texts(dash_duo) == want, timeout=60, what=lambda: f"the recipe back; {badge_texts(dash_duo)}")
     wait_for(lambda: "layer conv2" in dash_duo.find_element("#node-panel").text, what="conv2 selected again")
     # back: first the selection, then conv2's 4 bits (the browser's history outlives the reload)
     dash_duo.driver.back()
     wait_for(lambda: "click a node" in dash_duo.find_element("#node-panel").text, what="the selection undone")
     assert "sel" not in _fragment(dash_duo)
-    assert _badges(dash_duo) == want
+    assert badge_texts(dash_duo) == want
     dash_duo.driver.back()
-    wait_for(lambda: _badges(dash_duo) == {"layer:conv1": "+bn"}, what=lambda: f"one edit back; {_badges(dash_duo)}")
+    wait_for(lambda: badge_texts(dash_duo) == {"layer:conv1": "+bn"}, what=lambda: f"one edit back; {badge_texts(dash_duo)}")
     dash_duo.driver.forward()
-    wait_for(lambda: _badges(dash_duo) == want, what=lambda: f"forward again; {_badges(dash_duo)}")
+    wait_for(lambda: badge_texts(dash_duo) == want, what=lambda: f"forward again; {badge_texts(dash_duo)}")
 
 
 def test_a_shared_link_opens_its_model_view_and_recipe_and_a_bad_one_says_why(dash_duo):
@@ -66,8 +51,8 @@ def test_a_shared_link_opens_its_model_view_and_recipe_and_a_bad_one_says_why(da
                                                                recipe=recipe.validate(g)))))
     wait_open(dash_duo, "mobilenet_block")
     wait_for(lambda: dash_duo.find_element("#view-mode input[value='op']").is_selected(), what="the op view")
-    wait_for(lambda: "w4a8+bn" in _badges(dash_duo).values(), timeout=60,
-             what=lambda: f"the link's recipe; badges {_badges(dash_duo)}")
+    wait_for(lambda: "w4a8+bn" in badge_texts(dash_duo).values(), timeout=60,
+             what=lambda: f"the link's recipe; badges {badge_texts(dash_duo)}")
     dash_duo.driver.get("about:blank")
     dash_duo.driver.get(base + "?m=lenet_digits#r=not-a-recipe")
     wait_for(lambda: "the link's recipe (r=) is not a deflated qviz recipe" in dash_duo.find_element("#alert").text,
