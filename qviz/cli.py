@@ -361,7 +361,7 @@ def _cmd_export_code(args) -> int:
         raise RecipeError(f"--recipe {args.recipe}: {exc}") from None
     print(f"wrote {', '.join(str(p) for p in done.files)}")
     if done.notes:
-        print(f"where {args.tool} does something else than the recipe:")
+        print(f"where {args.tool} does something other than the recipe:")
         for note in done.notes:
             print(f"  - {note}")
     if args.tool == "ai-edge-quantizer":

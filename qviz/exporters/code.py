@@ -16,6 +16,7 @@ QKeras is not written yet: QKeras 0.9 (the release installable here) has no
 
 from __future__ import annotations
 
+import logging
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -132,9 +133,15 @@ def _tfmot(model, graph, recipe, out: Path, calibration, safe_mode, files):
         twin = to_tf_keras(keras_model)
         rebuilt = out.with_name(out.stem + "_tf_keras.h5")
         try:
-            with warnings.catch_warnings():   # "HDF5 is legacy": it is the format tf_keras and tfmot read
-                warnings.simplefilter("ignore")
-                twin.save(rebuilt)
+            tf_log = logging.getLogger("tensorflow")
+            level = tf_log.level
+            tf_log.setLevel(logging.ERROR)    # "compiled metrics not built yet": the twin is not compiled
+            try:
+                with warnings.catch_warnings():   # "HDF5 is legacy": it is the format tf_keras and tfmot read
+                    warnings.simplefilter("ignore")
+                    twin.save(rebuilt)
+            finally:
+                tf_log.setLevel(level)
         except OSError as exc:
             raise ExportError(f"{rebuilt}: cannot write: {exc.strerror or exc}") from None
         files.append((rebuilt, None))
