@@ -194,3 +194,18 @@ def test_cli_export_code_writes_the_files_and_prints_the_notes(tmp_path, capsys)
                  "--tool", "tfmot", "-o", str(tmp_path / "a-file" / "qat.py")]) != 0
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "cannot write" in err
+
+
+def test_why_folded_convs_get_per_channel_weights_in_tfmot(tmp_path):
+    # the claim in the script's notes and in the fold-order lesson: with per-tensor kernels, TFLite's
+    # converter cannot fold a batch norm into a tfmot conv, and the conv runs in float
+    path = sample_path("fused_bn_tf_keras")
+    g = qviz.load(path)
+    done = export_code(path, qviz.Recipe.default(g), "tfmot", tmp_path / "qat.py")
+    text = done.files[0].read_text()
+    assert "PER_CHANNEL = ('conv1', 'dw', 'project')" in text
+    (tmp_path / "per_tensor.py").write_text(text.replace("PER_CHANNEL = ('conv1', 'dw', 'project')",
+                                                         "PER_CHANNEL = ()"))
+    result = _run_tfmot(tmp_path / "per_tensor.py")
+    assert [op[:2] for op in result["ops"]] == [["CONV_2D", "float32"], ["DEPTHWISE_CONV_2D", "float32"],
+                                                ["CONV_2D", "float32"], ["FULLY_CONNECTED", "int8"]]
