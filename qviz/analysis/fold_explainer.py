@@ -52,6 +52,7 @@ class FoldExplanation:
     weights_shape: tuple
     max_abs_diff: float        # folded layer output vs layer → batch norm, on sample inputs
     examples: int
+    orders: object = None      # a qviz.analysis.fold_orders.FoldOrders, when measured (the app's explainer)
 
     def worked(self, channel: int = 0) -> list[str]:
         """The fold's formulas for output ``channel`` with this model's numbers, one line each."""

@@ -86,6 +86,8 @@ GRID_VIEW = "grid-view"      # pattern-matching {"type", "layer", "tensor"}: the
 LEARN_BUTTON = "learn-button"                   # "Learn BN folding": the first fold, explained from the top
 CHANNEL_BITS = "channel-bits"                  # pattern-matching {"type", "layer"}: the width of the channel view
 CHANNEL_RANGES = "channel-ranges"              # pattern-matching {"type", "layer"}: ranges and error per channel
+FOLD_ORDERS = "fold-orders"                    # the three orders of folding and quantizing, with their errors
+FOLD_ORDERS_TABLE = "fold-orders-table"        # …at the recipe's width for the layer
 
 # verification
 VERIFY_PANEL = "verify-panel"

@@ -175,12 +175,18 @@ def tflite_export(key, graph, recipe_json, int8_io, progress=None):
 
 
 def explain_fold(key, graph, layer, progress=None):
-    """The inference fold of ``layer``'s batch norm, explained on the model's own numbers."""
+    """The inference fold of ``layer``'s batch norm, explained on the model's own numbers,
+    with the three orders of folding and quantizing it measured at the sweep's widths."""
+    from dataclasses import replace
+
     from ..analysis.fold_explainer import explain_fold as explain
+    from ..analysis.fold_orders import fold_orders
+    from ..choices import SWEEP_BITS
     from ..samples import data_for
 
     graph = _graph(key, graph)
-    return explain(graph, layer, data_for(graph).calibration)
+    data = data_for(graph).calibration
+    return replace(explain(graph, layer, data), orders=fold_orders(graph, layer, SWEEP_BITS, inputs=data))
 
 
 def explain_training(key, graph, layer, mode, frozen, progress=None):

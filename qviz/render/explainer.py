@@ -18,7 +18,7 @@ from plotly.subplots import make_subplots
 from ..layout import layered_routes, view_graph
 from .figure import graph_figure
 
-__all__ = ["fold_channels_figure", "channel_ranges_figure", "layer_neighbourhood_figure"]
+__all__ = ["fold_channels_figure", "channel_ranges_figure", "fold_orders_figure", "layer_neighbourhood_figure"]
 
 #: Before / after the fold, and the per-tensor / per-channel error lines.
 BEFORE_COLOR, AFTER_COLOR = "#9aa", "#1f77b4"
@@ -87,6 +87,49 @@ def channel_ranges_figure(r) -> go.Figure:
     fig.update_xaxes(title=dict(text="output channel", standoff=2), row=2, col=1)
     fig.update_yaxes(title_text="weight", row=1, col=1)
     fig.update_yaxes(title_text="SQNR (dB)", row=2, col=1)
+    return fig
+
+
+#: The three orders of folding and quantizing (:mod:`qviz.analysis.fold_orders`): a colour each;
+#: per-tensor solid, per-channel dashed.
+ORDER_COLORS = {"fold, then quantize": "#1f77b4", "quantize, then fold": "#ff7f0e", "training-mode fold": "#2ca02c"}
+#: Markers from large to small, so orders that coincide still show one inside the other.
+ORDER_MARKERS = {"fold, then quantize": dict(symbol="circle-open", size=14),
+                 "quantize, then fold": dict(symbol="square-open", size=9),
+                 "training-mode fold": dict(symbol="diamond", size=5)}
+
+
+def fold_orders_figure(orders) -> go.Figure:
+    """Output SQNR against weight bits for each order of folding and quantizing,
+    per tensor (solid) and per channel (dashed). ``orders`` is a
+    :class:`qviz.analysis.fold_orders.FoldOrders`.
+
+    >>> import qviz
+    >>> from qviz.samples import sample_path
+    >>> from qviz.analysis.fold_orders import fold_orders
+    >>> fig = fold_orders_figure(fold_orders(qviz.load(sample_path("lenet_digits")), "conv1", bits=(8, 4)))
+    >>> [t.name for t in fig.data][:3]
+    ['fold, then quantize · per-tensor', 'quantize, then fold · per-tensor', 'training-mode fold · per-tensor']
+    >>> fig.layout.xaxis.title.text, fig.layout.yaxis.title.text
+    ('weight bits', 'output SQNR (dB)')
+    """
+    fig = go.Figure()
+    widths = list(orders.widths)
+    for scheme, dash in (("per-tensor", None), ("per-channel", "dash")):
+        for order, color in ORDER_COLORS.items():
+            db = [orders.result(order, scheme, b).sqnr_db for b in widths]
+            fig.add_trace(go.Scatter(
+                x=widths, y=[float(v) if np.isfinite(v) else None for v in db], name=f"{order} · {scheme}",
+                mode="lines+markers", line=dict(color=color, dash=dash, width=1.5),
+                marker=dict(color=color, **ORDER_MARKERS[order]),
+                hovertemplate=f"{order}, {scheme}<br>%{{x}}-bit weights: %{{y:.1f}} dB<extra></extra>"))
+    fig.update_layout(height=340, margin=dict(l=50, r=10, t=30, b=40),
+                      title=dict(text=f"{orders.layer} + {orders.bn_layer}: error of the batch norm's output, "
+                                      f"weights quantized ({orders.examples} inputs); orders that coincide are "
+                                      "drawn one inside the other", font_size=12),
+                      legend=dict(orientation="h", y=-0.25),
+                      xaxis=dict(title=dict(text="weight bits"), autorange="reversed", tickvals=widths),
+                      yaxis=dict(title=dict(text="output SQNR (dB)")))
     return fig
 
 

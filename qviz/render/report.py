@@ -31,7 +31,7 @@ from ..analysis.channel_ranges import SCHEMES, STAGES, channel_ranges_of
 from ..analysis.deployability import deployability
 from ..ir import Graph
 from ..passes import Recipe, fold_candidates
-from .explainer import channel_ranges_figure, fold_channels_figure
+from .explainer import channel_ranges_figure, fold_channels_figure, fold_orders_figure
 from .figure import STATUS_COLORS, graph_figure, layer_error_figure, sensitivity_figure
 from .image import recipe_badges, rewrite_view
 
@@ -174,7 +174,25 @@ def _fold_section(e, bits: int, recipe: Recipe, n: int) -> str:
             + _figure(fold_channels_figure(e), f"fold-{n}", 280)
             + f"<p>{escape(r.summary())}</p><table><tr><th>whole kernel at {bits} bits</th>"
             + "".join(f"<th>{k}</th>" for k in SCHEMES) + f"</tr>{schemes}</table>"
-            + _figure(channel_ranges_figure(r), f"channels-{n}"))
+            + _figure(channel_ranges_figure(r), f"channels-{n}") + _orders_section(e.orders, bits, recipe, n))
+
+
+def _orders_section(orders, bits: int, recipe: Recipe, n: int) -> str:
+    """The three orders of folding and quantizing the layer (:mod:`qviz.analysis.fold_orders`)."""
+    from ..analysis.fold_orders import ORDERS
+
+    if orders is None:
+        return ""
+    bits = bits if bits in orders.widths else 8
+    scheme = "per-channel" if recipe.per_channel else "per-tensor"
+    rows = "".join(f"<tr><th>{escape(o)}</th><td>{escape(who)}</td><td>{escape(ref)}</td>"
+                   + "".join(f"<td>{_db(orders.result(o, k, bits).sqnr_db)}</td>" for k in SCHEMES)
+                   + f"<td>{escape(orders.deploys(o, scheme))}</td></tr>" for o, (who, ref) in ORDERS.items())
+    return ("<h4>Fold first, or quantize first?</h4>"
+            f"<p>{escape(orders.summary(bits))}</p>"
+            f"<table><tr><th>order (weights at {bits} bits)</th><th>who runs it</th><th>compared with</th>"
+            + "".join(f"<th>{k}</th>" for k in SCHEMES) + f"<th>what TFLite stores ({scheme})</th></tr>{rows}</table>"
+            + _figure(fold_orders_figure(orders), f"orders-{n}"))
 
 
 def html_report(original: Graph, recipe: Recipe, result, *, name: str, explanations=(), sensitivity=None,
@@ -224,7 +242,11 @@ def make_report(graph: Graph, recipe: Recipe, *, name: str, explain=None, sensit
     Raises:
         ValueError: a layer in ``explain`` has no foldable batch norm (the message says why).
     """
+    from dataclasses import replace
+
     from ..analysis.fold_explainer import explain_fold
+    from ..analysis.fold_orders import fold_orders
+    from ..choices import SWEEP_BITS
     from ..pipeline import apply
     from ..runtime import tensor_shapes
     from ..samples import data_for
@@ -233,6 +255,8 @@ def make_report(graph: Graph, recipe: Recipe, *, name: str, explain=None, sensit
     result = apply(graph, recipe, **data.apply_kwargs())
     if explain is None:
         explain = [c.layer for c in fold_candidates(graph) if c.foldable and recipe.folds(c.layer)][:1]
-    explanations = [explain_fold(graph, layer, data.calibration) for layer in explain]
+    explanations = [replace(explain_fold(graph, layer, data.calibration),
+                            orders=fold_orders(graph, layer, SWEEP_BITS, inputs=data.calibration))
+                    for layer in explain]
     return html_report(graph, recipe, result, name=name, explanations=explanations, sensitivity=sensitivity,
                        target_sqnr_db=target_sqnr_db, data_origin=data.origin, shapes=tensor_shapes(graph))

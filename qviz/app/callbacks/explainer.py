@@ -8,7 +8,8 @@ from dash import ALL, MATCH, Input, Output, State, ctx, dcc, html, no_update
 from ...ir.ops import DEPTHWISE
 from ...layout import ViewKey
 from ...choices import SWEEP_BITS, bits_label
-from ...render import channel_ranges_figure, fold_channels_figure, layer_neighbourhood_figure
+from ...render import (channel_ranges_figure, fold_channels_figure, fold_orders_figure,
+                       layer_neighbourhood_figure)
 from .. import ids, services
 from ..glossary import glossary_view, term
 from ..jobs import poll
@@ -72,7 +73,8 @@ def register(app, store) -> None:
                       running=dict(view=html.Div("explaining the fold: running the layer and its batch norm…",
                                                  className="verify-running"), stop_polling=False),
                       done=lambda e: dict(view=[*_explainer_view(e), _channel_controls(e.layer, history),
-                                                _training_controls()], stop_polling=True),
+                                                *_orders_view(e.orders, history), _training_controls()],
+                                          stop_polling=True),
                       failed=lambda exc: dict(view=html.Div(str(exc), className="error"), stop_polling=True))
         return answer or dict(view=no_update, stop_polling=True)
 
@@ -161,6 +163,38 @@ def _scheme_table(r):
     return html.Table([head, *rows], className="scheme-table")
 
 
+def _orders_view(orders, history):
+    """The three orders of folding and quantizing this layer, with each one's output error."""
+    from ...analysis.fold_orders import ORDERS
+
+    if orders is None:
+        return []
+    recipe = current(history) if history else services.START_RECIPE
+    wanted = services.channel_bits(recipe, orders.layer)
+    bits = wanted if wanted in orders.widths else 8
+    scheme = "per-channel" if recipe.per_channel else "per-tensor"
+    head = html.Tr([html.Th(h) for h in (f"order (weights at {bits} bits)", "who runs it", "compared with",
+                                         "per-tensor", "per-channel", f"what TFLite stores ({scheme})")])
+    prose = {"textAlign": "left"}
+    rows = [html.Tr([html.Th(order), html.Td(who, style=prose), html.Td(ref, style=prose),
+                     *[html.Td(_db(orders.result(order, s, bits).sqnr_db)) for s in ("per-tensor", "per-channel")],
+                     html.Td(orders.deploys(order, scheme), style=prose)]) for order, (who, ref) in ORDERS.items()]
+    return [html.Div([
+        html.H5("Fold first, or quantize first? Three orders on this layer"),
+        html.P(["The fold and the quantizer do not commute. ", html.B("Fold, then quantize"), " puts the folded "
+                "kernel s·w on the grid (what TFLite runs after post-training quantization). ",
+                html.B("Quantize, then fold"), " puts the raw kernel w on the grid and folds at conversion "
+                "(tfmot's QAT). The ", html.B("training-mode fold"), " quantizes the folded kernel too, but "
+                "while training it rescales the output to the batch's own statistics (before "
+                "freeze_batch_norm_delay; after it, it is the first order). Only the weights are quantized "
+                f"here, so each error is the order's own: SQNR of the batch norm's output on {orders.examples} "
+                "of the model's inputs."], className="fold-note"),
+        html.P(orders.summary(bits), className="fold-note orders-summary"),
+        html.Table([head, *rows], className="scheme-table", id=ids.FOLD_ORDERS_TABLE),
+        dcc.Graph(figure=fold_orders_figure(orders), config={"displayModeBar": False}),
+    ], className="fold-orders", id=ids.FOLD_ORDERS)]
+
+
 def _db(x):
     return "∞ (exact)" if x == float("inf") else f"{x:.1f} dB"
 
@@ -212,8 +246,9 @@ def _explainer_view(e):
                      html.Li("Channel 0 worked through with this model's own numbers."),
                      html.Li(f"Every channel's numbers (all {len(ch)}), and what the fold did to weights and "
                              "biases (the bars)."),
-                     html.Li("Below: why the fold can hurt per-tensor quantization, and the fold as "
-                             "quantization-aware training does it.")], className="lesson-steps")
+                     html.Li("Below: why the fold can hurt per-tensor quantization, which order of folding "
+                             "and quantizing costs what, and the fold as quantization-aware training does "
+                             "it.")], className="lesson-steps")
     worked = html.Div([html.B("Channel 0, with this model's numbers:"),
                        *[html.Div(line, className="worked-line") for line in e.worked(0)]],
                       className="worked", id=ids.FOLD_WORKED)

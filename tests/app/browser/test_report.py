@@ -51,6 +51,10 @@ def test_report_opens_from_disk_and_draws_with_no_network(dash_duo, tmp_path):
     text = dash_duo.driver.find_element("tag name", "body").text
     assert "SQNR" in text and "Accuracy 99.78% →" in text
     assert "At 4 bits, per-tensor SQNR goes from" in text      # the fold at the recipe's bits for conv2
+    assert "At 4-bit per-tensor weights, folding before quantizing loses" in text    # the three orders
+    titles = dash_duo.driver.execute_script(
+        "return [...document.querySelectorAll('.js-plotly-plot')].map(p => ((p.layout.xaxis || {}).title || {}).text || '')")
+    assert "weight bits" in titles
 
 
 def test_the_app_downloads_the_report_of_its_recipe(dash_duo):
