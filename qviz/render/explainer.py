@@ -6,7 +6,7 @@ what the fold did to each output channel (on the user's own numbers).
 >>> v = SimpleNamespace(multiplier=np.ones(3), bias=np.zeros(3), folded_bias=np.ones(3))
 >>> e = SimpleNamespace(values=v, channel_norms=(np.ones(3), 2 * np.ones(3)))
 >>> [t.name for t in fold_channels_figure(e).data]
-['s', 'before', 'after', 'b', "b'"]
+['s = γ/√(σ²+ε)', 'weight norm before', 'weight norm after', 'bias b (before)', 'bias b′ (after)']
 """
 
 from __future__ import annotations
@@ -38,14 +38,17 @@ def fold_channels_figure(explanation) -> go.Figure:
     ch = list(range(len(s)))
     fig = make_subplots(rows=1, cols=3, subplot_titles=("multiplier s = γ/√(σ²+ε)", "weight norm per channel",
                                                         "bias per channel"))
-    fig.add_trace(go.Bar(x=ch, y=s, name="s", marker_color="#7b4ea3", showlegend=False), 1, 1)
-    fig.add_trace(go.Bar(x=ch, y=before, name="before", marker_color=BEFORE_COLOR), 1, 2)
-    fig.add_trace(go.Bar(x=ch, y=after, name="after", marker_color=AFTER_COLOR), 1, 2)
-    fig.add_trace(go.Bar(x=ch, y=v.bias, name="b", marker_color=BEFORE_COLOR, showlegend=False), 1, 3)
-    fig.add_trace(go.Bar(x=ch, y=v.folded_bias, name="b'", marker_color="#ff7f0e", showlegend=False), 1, 3)
-    fig.update_layout(height=260, margin=dict(l=30, r=10, t=30, b=36), barmode="group",
-                      legend=dict(title_text="weights"))
+    fig.add_trace(go.Bar(x=ch, y=s, name="s = γ/√(σ²+ε)", marker_color="#7b4ea3"), 1, 1)
+    fig.add_trace(go.Bar(x=ch, y=before, name="weight norm before", marker_color=BEFORE_COLOR), 1, 2)
+    fig.add_trace(go.Bar(x=ch, y=after, name="weight norm after", marker_color=AFTER_COLOR), 1, 2)
+    fig.add_trace(go.Bar(x=ch, y=v.bias, name="bias b (before)", marker_color=BEFORE_COLOR,
+                         marker_pattern_shape="/"), 1, 3)
+    fig.add_trace(go.Bar(x=ch, y=v.folded_bias, name="bias b′ (after)", marker_color="#ff7f0e"), 1, 3)
+    fig.update_layout(height=290, margin=dict(l=40, r=10, t=30, b=36), barmode="group",
+                      legend=dict(orientation="h", y=-0.3))
     fig.update_xaxes(title=dict(text="output channel", standoff=2))
+    for col, title in ((1, "multiplier s"), (2, "L2 norm of the channel's weights"), (3, "bias")):
+        fig.update_yaxes(title=dict(text=title, standoff=2), row=1, col=col)
     return fig
 
 

@@ -405,7 +405,8 @@ def histogram_figure(values: np.ndarray, title: str, levels: np.ndarray | None =
     title = wrap_title(title)
     lines = title.count("<br>") + 1
     fig.update_layout(title=dict(text=title, font=dict(size=12)), margin=dict(l=40, r=10, t=14 + 16 * lines, b=40),
-                      height=200 + 16 * lines, showlegend=False,
+                      height=200 + 16 * lines, showlegend=len(fig.data) > 1,
+                      legend=dict(orientation="h", x=1, xanchor="right", y=1, yanchor="bottom", font_size=10),
                       xaxis=dict(title=dict(text="value", standoff=2)), yaxis=dict(title=dict(text="count", standoff=2)),
                       yaxis2=dict(overlaying="y", range=[0, 1], visible=False, fixedrange=True))
     return fig
@@ -445,9 +446,9 @@ def layer_error_figure(layers, sqnr, *, quantized=(), limit: int | None = WORST_
                            textposition="auto", customdata=[ViewKey.layer(name) for _, name in rows],
                            hovertemplate="%{y}: %{text}<extra></extra>"))
     shown = "" if len(rows) == total else f", the worst {len(rows)} of {total}"
-    fig.update_layout(title=f"per-layer SQNR (dB, higher is better; ◆ quantized{shown})",
+    fig.update_layout(title=f"per-layer SQNR (dB, higher is better; ◆ blue: quantized, green: exact{shown})",
                       height=60 + 22 * max(len(rows), 1), margin=dict(l=10, r=10, t=40, b=20),
-                      yaxis=dict(autorange="reversed", automargin=True),
+                      yaxis=dict(autorange="reversed", automargin=True, title=dict(text="layer", standoff=4)),
                       xaxis=dict(rangemode="tozero", title=dict(text="SQNR (dB)", standoff=4)))
     return fig
 
@@ -474,9 +475,12 @@ def sensitivity_figure(layers, bits, weight_sqnr, activation_sqnr, need_db: floa
             hover += ", accuracy %{customdata:.2f} %"
         fig.add_trace(go.Heatmap(z=z, x=x, y=list(layers), text=text, texttemplate="%{text}",
                                  colorscale="RdYlGn", zmin=0, zmax=60, showscale=col == 2,
-                                 colorbar=dict(title="dB"), hovertemplate=hover + "<extra></extra>",
+                                 colorbar=dict(title="output SQNR (dB)"), hovertemplate=hover + "<extra></extra>",
                                  **extra), 1, col)
     fig.update_yaxes(autorange="reversed")
-    fig.update_layout(height=max(220, 40 + 28 * len(layers)), margin=dict(l=10, r=10, t=30, b=30),
+    fig.update_yaxes(title_text="layer", row=1, col=1)
+    fig.update_xaxes(title_text="weight bits", row=1, col=1)
+    fig.update_xaxes(title_text="activation bits", row=1, col=2)
+    fig.update_layout(height=max(240, 60 + 28 * len(layers)), margin=dict(l=10, r=10, t=30, b=40),
                       title=None)
     return fig
