@@ -349,7 +349,8 @@ def _cmd_export_code(args) -> int:
     from .exporters.code import CODE_TOOLS, export_code
     from .passes import RecipeError
 
-    what = {"tfmot": "a tfmot training script", "ai-edge-quantizer": "an AI Edge Quantizer recipe"}[args.tool]
+    what = {"tfmot": "a tfmot training script", "qkeras": "a QKeras training script",
+            "ai-edge-quantizer": "an AI Edge Quantizer recipe"}[args.tool]
     _check_output(args.output, (CODE_TOOLS[args.tool],), what)
     recipe = _read_recipe(args.recipe)
     _check_model_path(args)
@@ -368,7 +369,8 @@ def _cmd_export_code(args) -> int:
         print(f"quantize with: ai_edge_quantizer.quantizer.Quantizer({str(done.files[1])!r}, {str(done.files[0])!r})"
               ", then .calibrate(data) and .quantize(result)")
     else:
-        print(f"train with: from {done.files[0].stem} import qat_model (run `python {done.files[0]}` to see it)")
+        build = "qat_model" if args.tool == "tfmot" else "qkeras_model"
+        print(f"train with: from {done.files[0].stem} import {build} (run `python {done.files[0]}` to see it)")
     return 0
 
 
@@ -571,12 +573,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ema-decay", type=float, default=0.99, help="decay of the activation-range moving average")
     p.set_defaults(func=_cmd_export_qat)
 
-    p = sub.add_parser("export-code", help="write a recipe for tfmot (a training script) or AI Edge Quantizer "
-                                           "(a recipe JSON and the float .tflite it is for)")
+    p = sub.add_parser("export-code", help="write a recipe for tfmot or QKeras (a training script) or AI Edge "
+                                           "Quantizer (a recipe JSON and the float .tflite it is for)")
     p.add_argument("model", help="the model (a Keras file for tfmot)")
     p.add_argument("--recipe", required=True, help="recipe JSON (see `qviz recipe`)")
-    p.add_argument("--tool", required=True, choices=["tfmot", "ai-edge-quantizer"], help="the tool to write for")
-    p.add_argument("-o", "--output", required=True, help="the script (.py, tfmot) or recipe (.json) to write")
+    p.add_argument("--tool", required=True, choices=["tfmot", "qkeras", "ai-edge-quantizer"],
+                   help="the tool to write for")
+    p.add_argument("-o", "--output", required=True, help="the script (.py: tfmot, qkeras) or recipe (.json) to write")
     p.set_defaults(func=_cmd_export_code)
 
     p = sub.add_parser("sensitivity", help="per-layer output SQNR vs bit width, and a suggested recipe")

@@ -10,8 +10,8 @@ differently from the recipe (:attr:`CodeExport.notes`), which the CLI prints.
 - ``ai-edge-quantizer``: ``recipe.json`` (:mod:`.aeq_recipe`) and the float
   model it names ops of, ``recipe_float.tflite``.
 
-QKeras is not written yet: QKeras 0.9 (the release installable here) has no
-``QDenseBatchnorm`` and does not carry weights into the layers it folds.
+- ``qkeras``: ``qat_qkeras.py`` (:mod:`.qkeras_code`), the same tf_keras
+  rebuild beside it.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from ..passes.recipe import Recipe
 __all__ = ["CODE_TOOLS", "CodeExport", "CodeExportError", "export_code"]
 
 #: tool → the suffix of the file it is written to.
-CODE_TOOLS = {"tfmot": ".py", "ai-edge-quantizer": ".json"}
+CODE_TOOLS = {"tfmot": ".py", "qkeras": ".py", "ai-edge-quantizer": ".json"}
 
 
 class CodeExportError(QvizError, ValueError):
@@ -94,13 +94,13 @@ def export_code(model, recipe: Recipe, tool: str, out, *, calibration=None, safe
         raise CodeExportError(f"{out}: {tool} is written as a {CODE_TOOLS[tool]} file")
     if not out.parent.is_dir():
         raise ExportError(f"{out}: cannot write: {out.parent} is not a directory")
-    if tool == "tfmot" and not is_keras_file(str(model)):
-        raise CodeExportError(f"{model}: tfmot trains Keras models; a frozen graph has no layers to annotate")
+    if tool in ("tfmot", "qkeras") and not is_keras_file(str(model)):
+        raise CodeExportError(f"{model}: {tool} trains Keras models; a frozen graph has no layers to rebuild")
     graph = load(model, safe_mode=safe_mode)     # qviz's safety checks run before any Keras reads the file
     recipe.validate(graph)
     files: list[tuple[Path, bytes | None]] = []
-    if tool == "tfmot":
-        code = _tfmot(model, graph, recipe, out, calibration, safe_mode, files)
+    if tool in ("tfmot", "qkeras"):
+        code = _keras_tool(tool, model, graph, recipe, out, calibration, safe_mode, files)
     else:
         from .aeq_recipe import aeq_recipe, float_tflite
 
@@ -119,10 +119,11 @@ def export_code(model, recipe: Recipe, tool: str, out, *, calibration=None, safe
     return CodeExport(tool, tuple(p for p, _ in files), code.notes)
 
 
-def _tfmot(model, graph, recipe, out: Path, calibration, safe_mode, files):
+def _keras_tool(tool, model, graph, recipe, out: Path, calibration, safe_mode, files):
     from ..qat.plan import qat_plan
     from . import ExportError
     from .keras2 import is_tf_keras_model, to_tf_keras
+    from .qkeras_code import qkeras_script
     from .tfmot_code import tfmot_script
 
     path = str(model)
@@ -150,4 +151,5 @@ def _tfmot(model, graph, recipe, out: Path, calibration, safe_mode, files):
         calibration = calibration(graph)
     plan = qat_plan(graph, recipe, calibration=calibration)
     classes = {layer.name: type(layer).__name__ for layer in keras_model.layers}
-    return tfmot_script(plan, classes, model_file, source=f"{Path(path).name} and its recipe", script=out.name)
+    script = tfmot_script if tool == "tfmot" else qkeras_script
+    return script(plan, classes, model_file, source=f"{Path(path).name} and its recipe", script=out.name)

@@ -94,6 +94,53 @@ def test_tfmot_script_of_a_tf_keras_model_loads_the_file_itself(tmp_path):
     assert all(dtype == "int8" for _, dtype, _ in result["ops"])
 
 
+# Runs a generated QKeras script: each layer's class and bits, the rebuilt model's output against the
+# original's (the weights were carried over), and one training epoch.
+_QKERAS_PROBE = textwrap.dedent("""
+    import json, runpy, sys
+    import numpy as np
+    script = runpy.run_path(sys.argv[1])
+    qmodel = script["qkeras_model"]()
+    import tf_keras as keras
+    model = keras.models.load_model(script["MODEL_FILE"], compile=False)
+    layers = {}
+    for layer in qmodel.layers:
+        kernel = getattr(layer, "kernel_quantizer_internal", None) or getattr(layer, "depthwise_quantizer_internal", None)
+        layers[layer.name] = [type(layer).__name__, getattr(kernel, "bits", None),
+                              getattr(getattr(layer, "quantizer", None), "bits", None)]
+    x = np.random.default_rng(0).normal(size=(16, *model.inputs[0].shape[1:])).astype("float32")
+    want, got = model(x, training=False).numpy(), qmodel(x, training=False).numpy()
+    sqnr = 10 * np.log10((want ** 2).sum() / ((want - got) ** 2).sum())
+    qmodel.compile("adam", "mse")
+    qmodel.fit(x, want, epochs=1, verbose=0)
+    print("RESULT" + json.dumps({"layers": layers, "sqnr": float(sqnr)}))
+""")
+
+
+def test_qkeras_script_folds_and_quantizes_at_the_recipes_bits(tmp_path):
+    pytest.importorskip("qkeras", reason="pip install qkeras")
+    path = sample_path("mobilenet_block")        # depthwise (multiplier 2), a residual Add; Keras 3
+    g = qviz.load(path)
+    recipe = qviz.Recipe.default(g).with_bits("dw", LayerBits(4, 8)).with_bits("project", LayerBits(6, 4))
+    done = export_code(path, recipe, "qkeras", tmp_path / "qat.py")
+    assert [p.name for p in done.files] == ["qat.py", "qat_tf_keras.h5"]
+    assert any("least-squares fit" in n and "per-tensor" in n for n in done.notes)
+    env = {**os.environ, "TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "3"}
+    run = subprocess.run([sys.executable, "-c", _QKERAS_PROBE, str(tmp_path / "qat.py")], capture_output=True,
+                         text=True, env=env, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    result = json.loads(next(line for line in run.stdout.splitlines() if line.startswith("RESULT"))[6:])
+    layers = result["layers"]
+    assert layers["stem_conv"] == ["QConv2DBatchnorm", 8, None]
+    assert layers["dw"] == ["QDepthwiseConv2DBatchnorm", 4, None]
+    assert layers["project"] == ["QConv2DBatchnorm", 6, None]
+    assert layers["project_quant"] == ["QActivation", None, 4]       # project's output at 4 bits
+    assert layers["dw_relu_quant"][2] == 8 and layers["residual_quant"][2] == 8
+    assert not {"stem_bn", "dw_bn", "project_bn"} & set(layers)      # folded away
+    assert layers["logits"] == ["QDense", 8, None]
+    assert result["sqnr"] > 15        # the weights came along (a model without them is at ~0 dB)
+
+
 def test_the_tf_keras_rebuild_of_a_keras_3_model_computes_the_same():
     import keras
 
@@ -174,7 +221,7 @@ def test_export_code_refuses_what_a_tool_cannot_take(tmp_path):
     pb = tmp_path / "m.pb"
     from qviz.exporters import save_graph_def
     save_graph_def(g, pb)
-    with pytest.raises(CodeExportError, match="frozen graph has no layers"):
+    with pytest.raises(CodeExportError, match="frozen graph has no layers to rebuild"):
         export_code(pb, recipe, "tfmot", tmp_path / "qat.py")
 
 
