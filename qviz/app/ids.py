@@ -123,6 +123,14 @@ REPORT_POLL = "report-poll"
 REPORT_STATUS = "report-status"
 REPORT_DOWNLOAD = "report-download"
 
+# the recipe as another tool's code: tfmot, QKeras, AI Edge Quantizer (a job in the worker; polled)
+CODE_TOOL = "code-tool"
+CODE_BUTTON = "code-button"
+CODE_POLL = "code-poll"
+CODE_STATUS = "code-status"
+CODE_NOTES = "code-notes"                      # where the tool does something other than the recipe
+CODE_DOWNLOAD = "code-download"
+
 # QAT export (a background job in the worker; polled)
 QAT_MODE = "qat-folding-mode"
 QAT_BUTTON = "qat-export-button"

@@ -58,6 +58,7 @@ KINDS = {
     "report": "the verification report: both graphs run on the model's data",
     "sweep": "the sensitivity sweep (reports progress)",
     "qat": "the QAT Keras model of a Keras file, as .keras bytes",
+    "code": "the recipe as another tool's code (tfmot, QKeras, AI Edge Quantizer): a .zip and the notes",
     "tflite": "the .tflite file, what TFLite runs of it, and the device next to the simulation",
     "explain_fold": "the inference fold explained on the model's numbers",
     "explain_training": "a training-mode fold and its check",

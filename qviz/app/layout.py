@@ -230,4 +230,18 @@ def _qat_panel():
             html.Span(id=ids.QAT_STATUS, className="status"),
         ], className="toolbar"),
         dcc.Interval(id=ids.QAT_POLL, interval=400, disabled=True),
-        dcc.Download(id=ids.QAT_DOWNLOAD))
+        dcc.Download(id=ids.QAT_DOWNLOAD),
+        dcc.Markdown("Or carry the recipe into the tool you train with: a **tfmot** or **QKeras** script, or "
+                     "an **AI Edge Quantizer** recipe with the float `.tflite` it names ops of (one `.zip`). "
+                     "What the tool does differently is listed here and in the files."),
+        html.Div([
+            dcc.Dropdown(id=ids.CODE_TOOL, value="tfmot", clearable=False, style={"width": "14em"},
+                         options=[{"label": "tfmot (Keras 2)", "value": "tfmot"},
+                                  {"label": "QKeras", "value": "qkeras"},
+                                  {"label": "AI Edge Quantizer", "value": "ai-edge-quantizer"}]),
+            html.Button("download code (.zip)", id=ids.CODE_BUTTON),
+            html.Span(id=ids.CODE_STATUS, className="status"),
+        ], className="toolbar"),
+        html.Ul(id=ids.CODE_NOTES, className="code-notes"),
+        dcc.Interval(id=ids.CODE_POLL, interval=400, disabled=True),
+        dcc.Download(id=ids.CODE_DOWNLOAD))

@@ -218,6 +218,11 @@ class Session:
         return self.start("qat", "qat", self.graph.source, recipe.to_json(indent=None), folding_mode,
                           freeze_bn_delay)
 
+    def start_code(self, recipe: Recipe, tool: str, name: str) -> Job:
+        """``(zip bytes, notes)`` of the recipe written for ``tool`` (the model must come from a file)."""
+        recipe_json = recipe.to_json(indent=None)
+        return self.start("code", "code", self.graph.source, recipe_json, tool, name, key=(tool, recipe_json))
+
     def start_report(self, recipe: Recipe, explain: list[str], sensitivity, target_sqnr_db: float) -> Job:
         """The recipe's HTML report (a string): explaining the folds of ``explain``, with a sweep if given."""
         recipe_json = recipe.to_json(indent=None)

@@ -160,6 +160,27 @@ def qat_export(source, recipe_json, folding_mode, freeze_bn_delay, progress=None
         return out.read_bytes()
 
 
+def code_export(source, recipe_json, tool, name, progress=None):
+    """``(zip bytes, notes)``: the recipe written for ``tool`` (:func:`qviz.exporters.code.export_code`),
+    every file it writes in one archive."""
+    import zipfile
+    from io import BytesIO
+
+    from ..exporters.code import CODE_TOOLS, export_code
+    from ..passes import Recipe
+    from ..samples import data_for
+
+    with tempfile.TemporaryDirectory(prefix="qviz-code-") as tmp:
+        out = Path(tmp) / f"{name}{CODE_TOOLS[tool]}"
+        done = export_code(source, Recipe.from_json(recipe_json), tool, out,
+                           calibration=lambda g: data_for(g).calibration)
+        archive = BytesIO()
+        with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as z:
+            for path in done.files:
+                z.write(path, path.name)
+        return archive.getvalue(), done.notes
+
+
 def tflite_export(key, graph, recipe_json, int8_io, progress=None):
     """``(tflite bytes, DeployCheck, DeviceReport)`` of a recipe (see :func:`qviz.exporters.export_tflite`)."""
     from ..exporters.tflite import export_tflite
@@ -217,6 +238,7 @@ JOBS: dict[str, Callable] = {
     "report": report,
     "sweep": sweep,
     "qat": qat_export,
+    "code": code_export,
     "tflite": tflite_export,
     "explain_fold": explain_fold,
     "explain_training": explain_training,

@@ -195,8 +195,9 @@ def qkeras_script(plan: QATPlan, layer_classes: dict[str, str], model_file: str,
     notes.insert(0, "weights: quantized_bits(bits, 0, alpha='auto') scales each output channel by a "
                     "least-squares fit, not by the kernel's max, and QKeras has no per-tensor mode"
                     + ("" if plan.per_channel else " (the recipe says per-tensor)"))
-    notes.insert(1, "outputs: power-of-two ranges (±2^integer, or 0 to 2^integer after a ReLU) covering "
-                    "the ranges qviz calibrated, where TFLite uses the calibrated range itself")
+    if outputs:
+        notes.insert(1, "outputs: power-of-two ranges (±2^integer, or 0 to 2^integer after a ReLU) covering "
+                        "the ranges qviz calibrated, where TFLite uses the calibrated range itself")
     if dense_folds:
         notes.append(f"{', '.join(map(repr, dense_folds))}: QKeras 0.9 has no QDenseBatchnorm; the batch norm "
                      "stays a layer after the quantized dense (quantize, then fold at conversion)")

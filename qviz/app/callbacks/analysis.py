@@ -125,6 +125,39 @@ def register(app, store) -> None:
         return idle if answer is None else answer
 
     @app.callback(
+        output=dict(file=Output(ids.CODE_DOWNLOAD, "data"), stop_polling=Output(ids.CODE_POLL, "disabled"),
+                    status=Output(ids.CODE_STATUS, "children"), notes=Output(ids.CODE_NOTES, "children")),
+        inputs=dict(_n=Input(ids.CODE_BUTTON, "n_clicks"), _tick=Input(ids.CODE_POLL, "n_intervals")),
+        state=dict(tool=State(ids.CODE_TOOL, "value"), history=State(ids.RECIPE, "data"),
+                   session=State(ids.SESSION, "data")),
+        prevent_initial_call=True,
+    )
+    def export_code(_n, _tick, tool, history, session):
+        # the model is read and the recipe calibrated in the worker: a job, polled
+        s = store.require(session)
+        idle = dict(file=no_update, stop_polling=True, status="", notes=no_update)
+        if s is None or not history:
+            return idle
+        stem = Path(s.name).stem
+        if ctx.triggered_id == ids.CODE_BUTTON:
+            if not s.graph.source:
+                return dict(idle, status=f"{s.name} was not opened from a file: there is nothing to write code for")
+            if tool != "ai-edge-quantizer" and not is_keras_file(s.graph.source):
+                return dict(idle, status=f"{s.name} was not opened from a .keras/.h5 file: {tool} trains Keras "
+                                         "models (AI Edge Quantizer takes any model)")
+            s.start_code(current(history), tool, f"{stem}_{tool.replace('-', '_')}")
+        job = s.jobs.get("code")
+        name = f"{stem}_{(job.key[0] if job else tool).replace('-', '_')}.zip"
+        answer = poll(
+            job, running=dict(file=no_update, stop_polling=False, status="writing the code…", notes=[]),
+            done=lambda r: dict(file=dcc.send_bytes(r[0], name), stop_polling=True,
+                                status=f"downloaded {name} ({len(r[0]) / 1024:.0f} KB)",
+                                notes=[html.Li(n) for n in r[1]]),
+            failed=lambda exc: dict(file=no_update, stop_polling=True, status=f"code export failed: {exc}",
+                                    notes=[]))
+        return idle if answer is None else answer
+
+    @app.callback(
         output=dict(file=Output(ids.REPORT_DOWNLOAD, "data"), stop_polling=Output(ids.REPORT_POLL, "disabled"),
                     status=Output(ids.REPORT_STATUS, "children")),
         inputs=dict(_n=Input(ids.REPORT_BUTTON, "n_clicks"), _tick=Input(ids.REPORT_POLL, "n_intervals")),

@@ -117,7 +117,9 @@ def test_a_folded_batch_norm_is_drawn_behind_its_conv_not_as_a_branch(dash_duo):
 
 def test_fold_and_four_bits_change_graph_and_verification(dash_duo):
     start_app(dash_duo)
-    wait_for(lambda: "99.78% → 99.78%" in dash_duo.find_element("#verify-panel").text, what="verification")
+    # the verification runs TensorFlow in the worker: on a loaded machine it can take long, never forever
+    wait_for(lambda: "99.78% → 99.78%" in dash_duo.find_element("#verify-panel").text, timeout=120,
+             what="verification")
     dash_duo.find_element("#bulk-fold-all").click()
     wait_for(lambda: figure_nodes(dash_duo) == 13 and "removed" in dash_duo.find_element("#diff-summary").text,
           what="folded")
@@ -125,7 +127,7 @@ def test_fold_and_four_bits_change_graph_and_verification(dash_duo):
                               ("conv2", "activation_bits", "4")):
         edit_cell(dash_duo, layer, col, value)   # one edit at a time, as a person would
     wait_for(lambda: "SQNR" in dash_duo.find_element("#verify-panel").text
-          and "∞" not in dash_duo.find_element("#verify-panel").text, what="quantized verification")
+          and "∞" not in dash_duo.find_element("#verify-panel").text, timeout=120, what="quantized verification")
     text = dash_duo.find_element("#diff-summary").text
     assert "added" in text
     shot(dash_duo, "rewritten.png")
