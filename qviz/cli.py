@@ -195,7 +195,15 @@ def _cmd_render(args) -> int:
             raise RecipeError(f"--recipe {args.recipe}: {exc}") from None
     name = Path(args.model).name
     title = f"{name}, {args.view} view" + (f", rewritten by {Path(args.recipe).name}" if recipe else "")
-    svg = graph_svg_of(graph, result, recipe, view=args.view, direction=args.direction, title=title)
+    if args.hops < 0:
+        raise _UsageError(f"--hops {args.hops}: must be 0 or more")
+    if args.around:
+        title += f", around {', '.join(args.around)} ({args.hops} step{'s' if args.hops != 1 else ''})"
+    try:
+        svg = graph_svg_of(graph, result, recipe, view=args.view, direction=args.direction, title=title,
+                           around_layers=args.around or (), hops=args.hops)
+    except ValueError as exc:
+        raise _UsageError(f"--around: {exc}") from None
     if Path(args.output).suffix.lower() == ".svg":
         Path(args.output).write_text(svg, encoding="utf-8")
     else:
@@ -619,6 +627,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--direction", choices=("LR", "TB"), default="LR", help="left to right, or top to bottom")
     p.add_argument("--recipe", help="draw this recipe's rewrite, with its changes and bits")
     p.add_argument("--scale", type=float, default=2.0, help="PNG pixels per SVG pixel (default 2)")
+    p.add_argument("--around", action="append", metavar="LAYER",
+                   help="draw only this layer and its neighbours (repeat for more layers)")
+    p.add_argument("--hops", type=int, default=2, help="how many edges away from --around to draw (default 2)")
     p.set_defaults(func=_cmd_render)
 
     p = sub.add_parser("serve", help="open the app in the browser (default model: the lenet_digits sample)")

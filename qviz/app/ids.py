@@ -39,6 +39,8 @@ COLLAPSE_ALL = "collapse-all-button"
 NODE_COUNT = "node-count"
 SAVE_SVG_BUTTON = "save-svg-button"
 SAVE_SVG = "save-svg"                # dcc.Download: the graph drawn as SVG
+SAVE_AROUND_SVG_BUTTON = "save-around-svg-button"   # …only the selected layer and its neighbours
+SAVE_SVG_STATUS = "save-svg-status"
 
 # patterns
 PATTERN_BUILTIN = "pattern-builtin"

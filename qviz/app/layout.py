@@ -89,6 +89,10 @@ def page(default_sample: str | None, session_id: str, max_upload_bytes: int = 20
                     html.Button("save SVG", id=ids.SAVE_SVG_BUTTON,
                                 title="the whole graph as drawn (view, changes, bits) as an SVG file; the camera "
                                       "above the graph saves what is in view as PNG"),
+                    html.Button("save selection SVG", id=ids.SAVE_AROUND_SVG_BUTTON,
+                                title="the selected layer and its neighbours two steps either way, laid out "
+                                      "on their own, as an SVG file: a sub-graph for a slide"),
+                    html.Span(id=ids.SAVE_SVG_STATUS, className="status"),
                     dcc.Download(id=ids.SAVE_SVG),
                     html.Span([
                         html.Label("colour by", htmlFor=ids.COLOR_BY),

@@ -34,7 +34,7 @@ import networkx as nx
 
 from .._text import one_line
 from ..choices import bits_label, parse_bits_label
-from ..layout import ViewKey, default_cache, diff_status, key_showing, view_graph
+from ..layout import ViewKey, around, default_cache, diff_status, key_showing, view_graph
 from ..analysis.budget import budget
 from ..analysis.channel_ranges import ChannelRanges, channel_ranges
 from ..analysis.node_data import MAX_NODE_DATA_BYTES, NodeData, NodeDataError, on_layers
@@ -410,9 +410,12 @@ def bit_badges(session, vg: nx.DiGraph, recipe: Recipe) -> dict[str, Badge]:
     return recipe_badges(session.graph, vg, recipe)
 
 
-def graph_svg_file(session, recipe: Recipe, choice: ViewChoice) -> tuple[str, str]:
+def graph_svg_file(session, recipe: Recipe, choice: ViewChoice, around_layer: str | None = None,
+                   hops: int = 2) -> tuple[str, str]:
     """``(file name, SVG)`` of the graph as the page draws it: the same view, layout,
-    changes and badges (:func:`qviz.render.svg.graph_svg`, standalone).
+    changes and badges (:func:`qviz.render.svg.graph_svg`, standalone); with
+    ``around_layer``, only that layer and what lies within ``hops`` edges of it
+    (laid out anew: a sub-graph for a slide).
 
     >>> import qviz
     >>> from qviz.samples import sample_path
@@ -421,13 +424,23 @@ def graph_svg_file(session, recipe: Recipe, choice: ViewChoice) -> tuple[str, st
     >>> name, svg = graph_svg_file(s, START_RECIPE, ViewChoice(mode="op"))
     >>> name, svg.count("<circle") == len(draw_view(s, START_RECIPE, ViewChoice(mode="op")).graph)
     ('lenet_digits_op_rewritten.svg', True)
+    >>> name, svg = graph_svg_file(s, START_RECIPE, ViewChoice(), around_layer="conv2", hops=1)
+    >>> name, svg.count("<circle")
+    ('lenet_digits_layer_rewritten_around_conv2.svg', 3)
     """
     view = draw_view(session, recipe, choice)
-    badges = None if choice.original else bit_badges(session, view.graph, recipe)
+    vg, pos, routes = view.graph, view.pos, view.routes
+    stem = f"{session.name.rsplit('.', 1)[0]}_{choice.mode}_{choice.show}"
     title = f"{session.name}: {choice.mode} view, {'float' if choice.original else 'rewritten by the recipe'}"
-    svg = graph_svg(view.graph, view.pos, view.routes, direction=choice.direction, badges=badges,
+    if around_layer is not None:
+        vg = around(vg, [around_layer], hops)
+        pos, routes = default_cache().routes(vg, choice.direction)
+        stem += f"_around_{around_layer}"
+        title += f", around {around_layer} ({hops} step{'s' if hops != 1 else ''})"
+    badges = None if choice.original else bit_badges(session, vg, recipe)
+    svg = graph_svg(vg, pos, routes, direction=choice.direction, badges=badges,
                     show_status=not choice.original, standalone=True, title=title)
-    return f"{session.name.rsplit('.', 1)[0]}_{choice.mode}_{choice.show}.svg", svg
+    return f"{stem}.svg", svg
 
 
 #: The "colour by" entry for the verification report's per-layer SQNR of the recipe drawn.

@@ -26,7 +26,7 @@ from ..ir import Graph, Node, parse_tensor_name
 from ..ir.ops import ACTIVATION_OPS, ADD_OPS, BATCH_NORM_OPS, CONV_LIKE_OPS, FAKE_QUANT_OPS
 
 __all__ = ["view_graph", "sketch_view", "kind_of_op", "kind_of_keras_class", "layer_kind", "KINDS", "ViewKey",
-           "diff_status", "key_showing"]
+           "diff_status", "key_showing", "around"]
 
 
 class ViewKey(str):
@@ -183,6 +183,34 @@ def sketch_view(sketch) -> nx.DiGraph:
             if ViewKey.layer(src) in out and src != layer.name:
                 out.add_edge(ViewKey.layer(src), ViewKey.layer(layer.name))
     return out
+
+
+def around(vg: nx.DiGraph, layers: Iterable[str], hops: int = 2) -> nx.DiGraph:
+    """The part of a view graph within ``hops`` edges (either way) of the nodes
+    showing ``layers``: a sub-graph to put on a slide. A removed node drawn behind
+    a kept one (``ghost_of``) comes along with it.
+
+    >>> vg = nx.DiGraph([("layer:a", "layer:b"), ("layer:b", "layer:c"), ("layer:c", "layer:d")])
+    >>> for k in vg:
+    ...     vg.nodes[k]["layer"] = k.split(":")[1]
+    >>> sorted(around(vg, ["b"], hops=1))
+    ['layer:a', 'layer:b', 'layer:c']
+    >>> around(vg, ["nope"])
+    Traceback (most recent call last):
+    ...
+    ValueError: no layer named 'nope' in the graph drawn
+    """
+    wanted = set(layers)
+    centres = [k for k, d in vg.nodes(data=True) if d.get("layer") in wanted and "ghost_of" not in d]
+    missing = wanted - {vg.nodes[k].get("layer") for k in centres}
+    if missing:
+        raise ValueError(f"no layer named {sorted(missing)[0]!r} in the graph drawn")
+    undirected = vg.to_undirected(as_view=True)
+    keep = set()
+    for c in centres:
+        keep.update(nx.single_source_shortest_path_length(undirected, c, cutoff=hops))
+    keep.update(k for k, d in vg.nodes(data=True) if d.get("ghost_of") in keep)
+    return vg.subgraph(keep).copy()
 
 
 def view_graph(graph: Graph, mode: str = "layer", expanded: Iterable[str] = (),

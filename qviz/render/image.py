@@ -27,6 +27,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 import networkx as nx
@@ -34,7 +35,7 @@ import networkx as nx
 from ..errors import QvizError
 from ..ir import Graph
 from ..ir.ops import ADD_OPS, LAYER_OPS
-from ..layout import ViewKey, default_cache, diff_status, view_graph
+from ..layout import ViewKey, around, default_cache, diff_status, view_graph
 from ..passes import Recipe, fold_candidates, quantizable_layers, quantizable_units
 from .figure import Badge
 from .svg import graph_svg
@@ -87,16 +88,20 @@ def recipe_badges(graph: Graph, vg: nx.DiGraph, recipe: Recipe) -> dict[str, Bad
     return out
 
 
-def rewrite_view(original: Graph, result=None, view: str = "layer", direction: str = "LR"):
+def rewrite_view(original: Graph, result=None, view: str = "layer", direction: str = "LR", *,
+                 around_layers: Sequence[str] = (), hops: int = 2):
     """``(view graph, positions, edge routes)`` of ``result``'s rewrite of ``original``,
-    its changes marked (removed ops kept as ghosts), or of ``original`` when ``result`` is None."""
+    its changes marked (removed ops kept as ghosts), or of ``original`` when ``result`` is None;
+    with ``around_layers``, only what lies within ``hops`` edges of them (:func:`qviz.layout.around`)."""
     status, removed = diff_status(result.changes, original) if result is not None else ({}, [])
     vg = view_graph(result.graph if result is not None else original, view, removed=removed, status=status)
+    if around_layers:
+        vg = around(vg, around_layers, hops)
     return (vg, *default_cache().routes(vg, direction))
 
 
 def graph_svg_of(original: Graph, result=None, recipe: Recipe | None = None, *, view: str = "layer",
-                 direction: str = "LR", title: str = "") -> str:
+                 direction: str = "LR", title: str = "", around_layers: Sequence[str] = (), hops: int = 2) -> str:
     """A standalone SVG of ``original``'s graph, or of its rewrite.
 
     Args:
@@ -107,12 +112,17 @@ def graph_svg_of(original: Graph, result=None, recipe: Recipe | None = None, *, 
         view: ``"layer"`` (one node a layer) or ``"op"`` (every op).
         direction: ``"LR"`` (left to right) or ``"TB"`` (top to bottom).
         title: the first line of the image.
+        around_layers: draw only these layers and what lies within ``hops``
+            edges of them (a sub-graph for a slide); empty: the whole graph.
+
+    Raises:
+        ValueError: a bad ``view``/``direction``, or a layer in ``around_layers`` not in the graph.
     """
     if view not in ("layer", "op"):
         raise ValueError(f"view must be 'layer' or 'op', not {view!r}")
     if direction not in ("LR", "TB"):
         raise ValueError(f"direction must be 'LR' or 'TB', not {direction!r}")
-    vg, pos, routes = rewrite_view(original, result, view, direction)
+    vg, pos, routes = rewrite_view(original, result, view, direction, around_layers=around_layers, hops=hops)
     badges = recipe_badges(original, vg, recipe) if recipe is not None else None
     return graph_svg(vg, pos, routes, direction=direction, badges=badges, show_status=result is not None,
                      standalone=True, title=title)

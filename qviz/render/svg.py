@@ -78,6 +78,9 @@ def graph_svg(g, pos: Mapping, routes: Mapping | None = None, *, window=None, cs
     legend = standalone and (show_status or badges)
     if legend:                   # and for the legend below it
         y0 -= 26 * unit
+    if standalone:               # wide enough for the title and the legend (≈0.55 em a character)
+        text_px = max(len(title or "") * 14 * 0.55, _LEGEND_CHARS * 11 * 0.55 if legend else 0) + 20
+        x1 = max(x1, x0 + text_px * unit)
     size = f' width="{round((x1 - x0) * _PX)}" height="{round((y1 - y0) * _PX)}"' if standalone else ""
     parts = ['<?xml version="1.0" encoding="UTF-8"?>\n'] if standalone else []
     parts.append(f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="{_fmt(x0)} {_fmt(-y1)} {_fmt(x1 - x0)} '
@@ -131,12 +134,19 @@ def graph_svg(g, pos: Mapping, routes: Mapping | None = None, *, window=None, cs
     return "".join(parts)
 
 
+def _legend_items():
+    return [(STATUS_COLORS["modified"], "orange outline: changed by the rewrite"),
+            (STATUS_COLORS["added"], "green: added"),
+            (STATUS_COLORS["removed"], "faded red: removed (drawn where it was)"),
+            (Badge.of(4, 8).color, "w4a8: weight / activation bits"), ("#444", "+bn: batch norm folded in")]
+
+
+_LEGEND_CHARS = sum(len(t) for _, t in _legend_items()) + 3 * (len(_legend_items()) - 1)
+
+
 def _legend(x: float, y: float, unit: float) -> str:
     """One line saying what the outlines and badges mean (colours from the figure's constants)."""
-    items = [(STATUS_COLORS["modified"], "orange outline: changed by the rewrite"),
-             (STATUS_COLORS["added"], "green: added"),
-             (STATUS_COLORS["removed"], "faded red: removed (drawn where it was)"),
-             (Badge.of(4, 8).color, "w4a8: weight / activation bits"), ("#444", "+bn: batch norm folded in")]
+    items = _legend_items()
     spans = " · ".join(f'<tspan fill="{c}">{escape(t)}</tspan>' for c, t in items)
     return (f'<text x="{_fmt(x)}" y="{_fmt(y)}" font-family="sans-serif" font-size="{_fmt(11 * unit)}" '
             f'fill="#444" class="legend">{spans}</text>')

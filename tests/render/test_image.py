@@ -80,3 +80,19 @@ def test_cli_render_writes_svg_and_refuses_other_suffixes(samples, tmp_path, cap
     assert main(["render", model, "-o", str(tmp_path / "no-such-folder" / "g.svg")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no-such-folder/g.svg: No such file or directory" in err
+
+
+def test_cli_render_around_a_layer_draws_only_its_neighbourhood(samples, tmp_path, capsys):
+    """Issue 20.2: a sub-graph for a slide — the layers named and what lies within --hops of them."""
+    import xml.etree.ElementTree as ET
+
+    model, out = str(samples["resnet_block"]), tmp_path / "part.svg"
+    assert main(["render", model, "-o", str(out), "--around", "conv2", "--hops", "1"]) == 0
+    root = ET.fromstring(out.read_text().split("?>", 1)[1])
+    ns = "{http://www.w3.org/2000/svg}"
+    assert sorted(c.find(f"{ns}title").text for c in root.iter(f"{ns}circle")) == ["bn2", "conv2", "relu1"]
+    assert "around conv2 (1 step)" in out.read_text()
+    capsys.readouterr()
+    assert main(["render", model, "-o", str(out), "--around", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--around: no layer named 'nope'" in err

@@ -16,6 +16,7 @@ from dash.exceptions import PreventUpdate
 
 from ...analysis.match_fates import summary as summarize_matches
 from ...patterns import BUILTIN, PatternSyntaxError, parse
+from ...layout import ViewKey
 from ...render import graph_figure
 from .. import ids, services
 from ..legend import OP_KIND, color_options, metric_legend
@@ -214,16 +215,25 @@ def register(app, store) -> None:
         return dict(options=menu, value=value if any(o["value"] == value for o in menu) else OP_KIND)
 
     @app.callback(
-        output=Output(ids.SAVE_SVG, "data"), inputs=dict(_n=Input(ids.SAVE_SVG_BUTTON, "n_clicks")),
+        output=dict(file=Output(ids.SAVE_SVG, "data"), status=Output(ids.SAVE_SVG_STATUS, "children")),
+        inputs=dict(_all=Input(ids.SAVE_SVG_BUTTON, "n_clicks"), _around=Input(ids.SAVE_AROUND_SVG_BUTTON, "n_clicks")),
         state=dict(history=State(ids.RECIPE, "data"), view_state=State(ids.VIEW, "data"),
                    mode=State(ids.VIEW_MODE, "value"), show=State(ids.SHOW, "value"),
-                   direction=State(ids.DIRECTION, "value"), session=State(ids.SESSION, "data")),
+                   direction=State(ids.DIRECTION, "value"), selected=State(ids.SELECTED, "data"),
+                   session=State(ids.SESSION, "data")),
         prevent_initial_call=True,
     )
-    def save_svg(_n, history, view_state, mode, show, direction, session):
-        # the view drawn is cached on the session: this lays nothing out again
+    def save_svg(_all, _around, history, view_state, mode, show, direction, selected, session):
+        # the view drawn is cached on the session: the whole graph is laid out already
         s = store.require(session)
         if s is None or not history:
-            return no_update
-        name, svg = services.graph_svg_file(s, current(history), view_choice(mode, show, direction, view_state))
-        return dcc.send_string(svg, name, type="image/svg+xml")
+            return dict(file=no_update, status="")
+        layer = None
+        if ctx.triggered_id == ids.SAVE_AROUND_SVG_BUTTON:
+            key = ViewKey.parse((selected or {}).get("key"))
+            layer = key.layer_in(s.graph) if key is not None else None
+            if layer is None:
+                return dict(file=no_update, status="select a node first: the image is it and its neighbours")
+        name, svg = services.graph_svg_file(s, current(history), view_choice(mode, show, direction, view_state),
+                                            around_layer=layer)
+        return dict(file=dcc.send_string(svg, name, type="image/svg+xml"), status=f"saved {name}")

@@ -150,3 +150,16 @@ def test_save_svg_downloads_the_graph_as_drawn(dash_duo):
     titles = [c.find(f"{ns}title").text for c in root.iter(f"{ns}circle")]
     assert "bn1 (removed)" in titles and "conv1 (modified)" in titles
     assert {t.text for t in root.iter(f"{ns}text") if t.get("class") == "badge"} == {"+bn"}
+    # the selection only: conv2 and its neighbours two steps either way, laid out on their own
+    dash_duo.find_element("#save-around-svg-button").click()
+    wait_for(lambda: dash_duo.find_element("#save-svg-status").text.startswith("select a node first"),
+             what="a message with nothing selected")
+    dash_duo.find_element("#search").send_keys("conv2\n")
+    wait_for(lambda: "layer conv2" in dash_duo.find_element("#node-panel").text, what="conv2 selected")
+    dash_duo.find_element("#save-around-svg-button").click()
+    part = Path(dash_duo.download_path) / "lenet_digits_layer_rewritten_around_conv2.svg"
+    wait_for(lambda: part.exists() and part.stat().st_size > 0, what="the selection's SVG on disk")
+    root = ET.fromstring(part.read_text().split("?>", 1)[1])
+    labels = sorted(c.find(f"{ns}title").text for c in root.iter(f"{ns}circle"))
+    assert sorted(t.split(" (")[0] for t in labels) == ["bn1", "bn2", "conv1", "conv2", "pool", "relu1", "relu2"]
+    assert "bn2 (removed)" in labels and "conv2 (modified)" in labels   # the changes are drawn here too
