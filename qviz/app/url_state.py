@@ -7,17 +7,19 @@ stays on the server that had it). The server reads it when it builds the page,
 so a link opens its model straight away. The rest is the fragment (``#…``),
 which changing loads nothing: ``v``/``s``/``d`` the view (layer or op,
 rewritten or original, → or ↓; left out when default), ``sel`` the selected
-node, and ``r`` the recipe — its JSON, deflated and base64url-encoded (a
-MobileNetV2 recipe of every layer is ~1 KB). Expanded layers are not kept.
+node, ``x`` the layers expanded into their ops (comma-separated), and ``r``
+the recipe — its JSON, deflated and base64url-encoded (a MobileNetV2 recipe of
+every layer is ~1 KB).
 
 >>> from qviz.passes import LayerBits, Recipe
 >>> r = Recipe(fold_default=True, quantize_default=None).with_bits("conv2", LayerBits(4, 8))
->>> query, fragment = page_location(PageState("lenet_digits", mode="op", selected="layer:conv2", recipe=r))
->>> query, fragment[:22]
-('?m=lenet_digits', '#v=op&sel=layer%3Aconv')
+>>> query, fragment = page_location(PageState("lenet_digits", mode="op", selected="layer:conv2", recipe=r,
+...                                           expanded=("conv1", "bn1")))
+>>> query, fragment[:40]
+('?m=lenet_digits', '#v=op&sel=layer%3Aconv2&x=bn1%2Cconv1&r=')
 >>> back = parse_page_hash(fragment, query)
->>> back.model, back.mode, back.show, back.selected, back.recipe == r
-('lenet_digits', 'op', 'rewritten', 'layer:conv2', True)
+>>> back.model, back.mode, back.show, back.selected, back.expanded, back.recipe == r
+('lenet_digits', 'op', 'rewritten', 'layer:conv2', ('bn1', 'conv1'), True)
 
 A fragment that is not qviz's says why, in one line:
 
@@ -47,6 +49,8 @@ __all__ = ["PageState", "PageStateError", "page_location", "parse_page_hash", "l
 MAX_HASH_CHARS = 64 * 1024
 #: A recipe inflates to at most this (a link is not a zip bomb).
 MAX_RECIPE_BYTES = 2 * 2**20
+#: The most expanded layers a link carries.
+MAX_EXPANDED = 1000
 
 _DEFAULTS = {"v": "layer", "s": "rewritten", "d": "LR"}
 _CHOICES = {"v": ("layer", "op"), "s": ("rewritten", "original"), "d": ("LR", "TB")}
@@ -64,6 +68,7 @@ class PageState:
     direction: str = "LR"
     selected: str | None = None       # a view key ("layer:conv1")
     recipe: Recipe | None = None
+    expanded: tuple[str, ...] = ()    # layers drawn as their ops (names with a comma are not kept)
 
 
 def _encode(recipe: Recipe) -> str:
@@ -94,6 +99,9 @@ def page_location(state: PageState) -> tuple[str, str]:
     """``(query, fragment)`` of the URL for ``state``, each with its ``?`` / ``#`` (or empty)."""
     fields = {"v": state.mode, "s": state.show, "d": state.direction, "sel": state.selected}
     parts = {k: v for k, v in fields.items() if v and v != _DEFAULTS.get(k)}
+    expanded = sorted(name for name in state.expanded if name and "," not in name)[:MAX_EXPANDED]
+    if expanded:
+        parts["x"] = ",".join(expanded)
     if state.recipe is not None:
         parts["r"] = _encode(state.recipe)
     query = "?" + urlencode({"m": state.model}) if state.model else ""
@@ -131,7 +139,7 @@ def parse_page_hash(fragment: str | None, query: str | None = None) -> PageState
         fields = parse_qs(text, strict_parsing=True, max_num_fields=16)
     except ValueError as exc:
         raise PageStateError(one_line(f"the link's state (after #) is not qviz's: {exc}")) from None
-    unknown = set(fields) - {"v", "s", "d", "sel", "r"}
+    unknown = set(fields) - {"v", "s", "d", "sel", "x", "r"}
     if unknown:
         raise PageStateError(f"the link's state has fields qviz does not know: {', '.join(sorted(unknown))}")
     one = {}
@@ -143,8 +151,11 @@ def parse_page_hash(fragment: str | None, query: str | None = None) -> PageState
         if key in one and one[key] not in allowed:
             raise PageStateError(one_line(f"the link's {key}= must be one of {', '.join(allowed)}, "
                                           f"not {one[key][:40]!r}"))
+    expanded = tuple(name for name in one.get("x", "").split(",") if name)
+    if len(expanded) > MAX_EXPANDED:
+        raise PageStateError(f"the link expands {len(expanded)} layers; qviz reads at most {MAX_EXPANDED}")
     return PageState(linked_model(query), one.get("v", "layer"), one.get("s", "rewritten"), one.get("d", "LR"),
-                     one.get("sel"), _decode(one["r"]) if "r" in one else None)
+                     one.get("sel"), _decode(one["r"]) if "r" in one else None, expanded)
 
 
 def history_following(history: dict, recipe: Recipe) -> dict:

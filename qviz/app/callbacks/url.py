@@ -31,7 +31,7 @@ def register(app, store, options) -> None:
     # opening (picker → open → recipe → here → picker); the server reads the link's
     # model (?m=) when it builds the page instead (create_app's layout).
     nothing = dict(url=no_update, query=no_update, history=no_update, mode=no_update, show=no_update,
-                   direction=no_update, selected=no_update, restored=no_update, alert=no_update)
+                   direction=no_update, selected=no_update, view=no_update, restored=no_update, alert=no_update)
 
     @app.callback(
         output=dict(url=Output(ids.URL, "hash"), query=Output(ids.URL, "search"),
@@ -40,38 +40,40 @@ def register(app, store, options) -> None:
                     show=Output(ids.SHOW, "value", allow_duplicate=True),
                     direction=Output(ids.DIRECTION, "value", allow_duplicate=True),
                     selected=Output(ids.SELECTED, "data", allow_duplicate=True),
+                    view=Output(ids.VIEW, "data", allow_duplicate=True),
                     restored=Output(ids.URL_RESTORED, "data"),
                     alert=Output(ids.ALERT, "children", allow_duplicate=True)),
         inputs=dict(fragment=Input(ids.URL, "hash"), _version=Input(ids.MODEL_VERSION, "data"),
                     history=Input(ids.RECIPE, "data"), mode=Input(ids.VIEW_MODE, "value"),
                     show=Input(ids.SHOW, "value"), direction=Input(ids.DIRECTION, "value"),
-                    selected=Input(ids.SELECTED, "data")),
+                    selected=Input(ids.SELECTED, "data"), view=Input(ids.VIEW, "data")),
         state=dict(query=State(ids.URL, "search"), restored=State(ids.URL_RESTORED, "data"),
                    session=State(ids.SESSION, "data")),
         prevent_initial_call=True,
     )
-    def sync_url(fragment, _version, history, mode, show, direction, selected, query, restored, session):
+    def sync_url(fragment, _version, history, mode, show, direction, selected, view, query, restored, session):
         trig = ctx.triggered_id
         if trig == ids.URL or (trig == ids.MODEL_VERSION and not restored):
-            return _read(fragment, query, history, mode, show, direction, selected, restored, session)
+            return _read(fragment, query, history, mode, show, direction, selected, view, restored, session)
         if trig == ids.MODEL_VERSION:
             return nothing     # the user opened a model: the URL follows once its recipe is set
-        return _write(fragment, query, history, mode, show, direction, selected, restored, session)
+        return _write(fragment, query, history, mode, show, direction, selected, view, restored, session)
 
-    def _write(fragment, query, history, mode, show, direction, selected, restored, session):
+    def _write(fragment, query, history, mode, show, direction, selected, view, restored, session):
         # not before a link's own state is read: it would be overwritten
         s = store.require(session)
         if not restored or s is None or not history:
             return nothing
         recipe = current(history)
         where = page_location(PageState(_model_of(s), mode or "layer", show or "rewritten", direction or "LR",
-                                        (selected or {}).get("key"), None if recipe == START_RECIPE else recipe))
+                                        (selected or {}).get("key"), None if recipe == START_RECIPE else recipe,
+                                        tuple((view or {}).get("expanded", ()))))
         if where == ((query or ""), (fragment or "")):
             return nothing
         return dict(nothing, query=where[0] if where[0] != (query or "") else no_update,
                     url=where[1] if where[1] != (fragment or "") else no_update)
 
-    def _read(fragment, query, history, mode, show, direction, selected, restored, session):
+    def _read(fragment, query, history, mode, show, direction, selected, view, restored, session):
         try:
             state = parse_page_hash(fragment, query)
         except PageStateError as exc:
@@ -98,5 +100,8 @@ def register(app, store, options) -> None:
             out[name] = want if want != have else no_update
         if state.selected != (selected or {}).get("key"):
             out["selected"] = {"key": state.selected, "center": True} if state.selected else None
+        expanded = sorted(set(state.expanded) & set(s.graph.layers))    # layers the model has
+        if view is not None and expanded != sorted((view or {}).get("expanded", [])):
+            out["view"] = {**view, "expanded": expanded}
         log.info("session %s: state from the URL applied", session["sid"][:8])
         return out

@@ -63,3 +63,22 @@ def test_a_shared_link_opens_its_model_view_and_recipe_and_a_bad_one_says_why(da
     wait_for(lambda: "the link names a model this server does not have: no_such_model"
              in dash_duo.find_element("#alert").text, what="the unknown model said")
     wait_open(dash_duo, "lenet_digits")      # and the page opens its default model
+
+
+def test_expanded_layers_are_in_the_link_and_come_back_on_reload(dash_duo):
+    from .helpers import figure_nodes
+
+    start_app(dash_duo)
+    wait_for(lambda: figure_nodes(dash_duo) > 0, what="the graph")
+    collapsed = figure_nodes(dash_duo)
+    dash_duo.find_element("#search").send_keys("conv2\n")
+    wait_for(lambda: "layer conv2" in dash_duo.find_element("#node-panel").text, what="conv2 selected")
+    dash_duo.find_element("#expand-button").click()
+    wait_for(lambda: _fragment(dash_duo).get("x") == "conv2", what=lambda: f"x= in the URL; {_fragment(dash_duo)}")
+    expanded = figure_nodes(dash_duo)
+    assert expanded > collapsed                 # conv2 drawn as its ops
+    dash_duo.driver.refresh()
+    wait_for(lambda: figure_nodes(dash_duo) == expanded, timeout=60,
+             what=lambda: f"conv2 expanded again; {figure_nodes(dash_duo)} nodes drawn, not {expanded}")
+    dash_duo.find_element("#collapse-all-button").click()
+    wait_for(lambda: "x" not in _fragment(dash_duo), what=lambda: f"x= gone; {_fragment(dash_duo)}")

@@ -29,7 +29,7 @@ def _bomb() -> str:
 @pytest.mark.parametrize("fragment, words", [
     ("#v=op&v=layer", "gives v= 2 times"),
     ("#v=sideways", "v= must be one of layer, op, not 'sideways'"),
-    ("#x=1&m=a", "fields qviz does not know: m, x"),
+    ("#y=1&m=a", "fields qviz does not know: m, y"),
     ("#r=" + _bomb(), "inflates past 2 MB"),
     ("#r=" + base64.urlsafe_b64encode(zlib.compress(b'{"fold": 3}')).decode(), "the link's recipe (r=): fold"),
     ("#r=" + base64.urlsafe_b64encode(zlib.compress(b"{" * 10)[:-3]).decode(), "not a deflated qviz recipe"),
@@ -39,3 +39,13 @@ def test_a_bad_fragment_is_one_line_naming_the_part(fragment, words):
     with pytest.raises(PageStateError) as err:
         parse_page_hash(fragment)
     assert words in str(err.value) and "\n" not in str(err.value)
+
+
+def test_expanded_layers_round_trip_and_a_link_expanding_too_many_is_refused():
+    from qviz.app.url_state import MAX_EXPANDED, PageState, PageStateError, page_location, parse_page_hash
+
+    state = PageState("lenet_digits", expanded=("conv2", "bn1", "a,b"))    # a name with a comma is not kept
+    query, fragment = page_location(state)
+    assert parse_page_hash(fragment, query).expanded == ("bn1", "conv2")
+    with pytest.raises(PageStateError, match=f"expands {MAX_EXPANDED + 1} layers"):
+        parse_page_hash("#x=" + ",".join(f"l{i}" for i in range(MAX_EXPANDED + 1)))
