@@ -34,10 +34,13 @@ from functools import cached_property
 from ..errors import QvizError
 from ..ir import Graph, parse_tensor_name
 
-__all__ = ["NodeData", "NodeDataError", "DEFAULT_GRADIENT", "on_layers", "on_ops", "MAX_NODE_DATA_BYTES"]
+__all__ = ["NodeData", "NodeDataError", "DEFAULT_GRADIENT", "SQNR_GRADIENT", "layer_sqnr", "on_layers", "on_ops",
+           "MAX_NODE_DATA_BYTES"]
 
 #: Blue (smallest) → yellow → red (largest), as Model Explorer's examples colour error.
 DEFAULT_GRADIENT = ((0.0, "#2c7bb6"), (0.5, "#ffffbf"), (1.0, "#d7191c"))
+#: Low SQNR (much error) red, high blue: the opposite of the default ramp, where high is red.
+SQNR_GRADIENT = ((0.0, "#d7191c"), (0.5, "#ffffbf"), (1.0, "#2c7bb6"))
 #: A node-data file larger than this is refused before it is parsed.
 MAX_NODE_DATA_BYTES = 32 * 2**20
 #: …and one naming more nodes than this (no model qviz draws has that many).
@@ -192,6 +195,20 @@ def _rgb(color: str):
         except ValueError:
             return None
     return None
+
+
+def layer_sqnr(layers) -> NodeData:
+    """Each layer's output SQNR (dB) as node data, from a verification report's
+    ``layers`` (records with ``.layer`` and ``.sqnr_db``). A layer left exact
+    (infinite SQNR) gets no value: it is drawn grey, "exact (no error)".
+
+    >>> from types import SimpleNamespace as L
+    >>> d = layer_sqnr([L(layer="conv1", sqnr_db=20.0), L(layer="image", sqnr_db=float("inf"))])
+    >>> dict(d.values), d.color_of("conv1"), d.color_of("image")
+    ({'conv1': 20.0}, '#ffffbf', None)
+    """
+    values = {e.layer: e.sqnr_db for e in layers if math.isfinite(e.sqnr_db)}
+    return NodeData("per-layer SQNR (dB)", values, gradient=SQNR_GRADIENT, no_value="exact (no error)")
 
 
 def on_layers(data: NodeData, graph: Graph) -> tuple[NodeData, int]:

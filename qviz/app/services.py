@@ -37,11 +37,13 @@ from ..choices import bits_label, parse_bits_label
 from ..layout import ViewKey, around, default_cache, diff_status, key_showing, view_graph
 from ..analysis.budget import budget
 from ..analysis.channel_ranges import ChannelRanges, channel_ranges
-from ..analysis.node_data import MAX_NODE_DATA_BYTES, NodeData, NodeDataError, on_layers
+from ..analysis.node_data import (MAX_NODE_DATA_BYTES, SQNR_GRADIENT, NodeData, NodeDataError, layer_sqnr,
+                                  on_layers)
 from ..analysis.weight_stats import WEIGHT_METRICS, weight_metrics
 from ..matcher import explain, explain_layer
 from ..passes import LayerBits, Recipe, RecipeError, fold_candidates, quantizable_layers, quantizable_units
 from ..render.figure import Badge
+from ..render.metric import metric_fill
 from ..render.image import recipe_badges
 from ..render.svg import graph_svg
 
@@ -445,8 +447,6 @@ def graph_svg_file(session, recipe: Recipe, choice: ViewChoice, around_layer: st
 
 #: The "colour by" entry for the verification report's per-layer SQNR of the recipe drawn.
 RECIPE_SQNR = "per-layer SQNR (this recipe)"
-#: Low SQNR (much error) red, high blue: the opposite of the default ramp, where high is red.
-SQNR_GRADIENT = ((0.0, "#d7191c"), (0.5, "#ffffbf"), (1.0, "#2c7bb6"))
 
 
 def metric_of(session, name: str, recipe: Recipe | None = None) -> NodeData | None:
@@ -472,8 +472,7 @@ def recipe_sqnr(session, recipe: Recipe) -> NodeData | None:
     future = session.report_future(recipe)
     if not future.done() or future.cancelled() or future.exception() is not None:
         return None
-    values = {e.layer: e.sqnr_db for e in future.result().layers if math.isfinite(e.sqnr_db)}
-    return NodeData("per-layer SQNR (dB)", values, gradient=SQNR_GRADIENT, no_value="exact (no error)")
+    return layer_sqnr(future.result().layers)
 
 
 def metric_waiting(session, name: str, recipe: Recipe) -> str:
@@ -488,28 +487,6 @@ def metric_waiting(session, name: str, recipe: Recipe) -> str:
         why = "cancelled" if future.cancelled() else one_line(str(future.exception()))[:200]
         return f"the verification report failed ({why}); op kinds instead"
     return ""
-
-
-def metric_fill(data: NodeData, vg: nx.DiGraph, hover: dict) -> dict[str, str]:
-    """View key → fill colour from ``data`` (a layer's node, or each op of the layer);
-    the value is added to ``hover``.
-
-    >>> import networkx as nx
-    >>> vg = nx.DiGraph([("layer:a", "layer:b")])
-    >>> vg.nodes["layer:a"]["layer"], vg.nodes["layer:b"]["layer"] = "a", "b"
-    >>> hover = {}
-    >>> metric_fill(NodeData("err", {"a": 1.0, "b": 3.0}), vg, hover), hover["layer:b"]
-    ({'layer:a': '#2c7bb6', 'layer:b': '#d7191c'}, '<br>err: 3')
-    """
-    out = {}
-    for key, d in vg.nodes(data=True):
-        layer = d.get("layer")
-        color = data.color_of(layer) if layer is not None and not d.get("ghost_of") else None
-        if color is not None:
-            out[key] = color
-            if layer in data.values:
-                hover[key] = hover.get(key, "") + f"<br>{data.name}: {data.values[layer]:.4g}"
-    return out
 
 
 def node_data_from_upload(session, contents: str, filename: str) -> tuple[str, int]:

@@ -29,9 +29,11 @@ from plotly.offline import get_plotlyjs
 from ..analysis.budget import budget
 from ..analysis.channel_ranges import SCHEMES, STAGES, channel_ranges_of
 from ..analysis.deployability import deployability
+from ..analysis.node_data import SQNR_GRADIENT, layer_sqnr
 from ..ir import Graph
 from ..passes import Recipe, fold_candidates
 from .explainer import channel_ranges_figure, fold_channels_figure, fold_orders_figure
+from .metric import metric_fill
 from .figure import STATUS_COLORS, graph_figure, layer_error_figure, sensitivity_figure
 from .image import recipe_badges, rewrite_view
 
@@ -97,9 +99,26 @@ def _graph_section(original: Graph, recipe: Recipe, result, shapes) -> str:
               f'<span style="color:{STATUS_COLORS["added"]}">green: added</span> · '
               f'<span style="color:{STATUS_COLORS["removed"]}">faded red: removed, drawn where it was</span> · '
               "badges: weight/activation bits, +bn a folded batch norm. Drag to pan, scroll to zoom.")
-    return (f"<h2>Graph (layer view, rewritten)</h2><p>{len(c.added)} ops added, {len(c.removed)} removed, "
-            f"{len(c.modified)} modified. {escape(_sentence(budget(original, result.graph, shapes).summary()))}</p>"
-            f'<p class="muted">{legend}</p>{_figure(fig, "graph", height)}')
+    out = (f"<h2>Graph (layer view, rewritten)</h2><p>{len(c.added)} ops added, {len(c.removed)} removed, "
+           f"{len(c.modified)} modified. {escape(_sentence(budget(original, result.graph, shapes).summary()))}</p>"
+           f'<p class="muted">{legend}</p>{_figure(fig, "graph", height)}')
+    if result.report is None or not result.report.layers:
+        return out
+    # the same drawing, each layer filled by its output SQNR under the recipe (the verification's)
+    sqnr = layer_sqnr(result.report.layers)
+    hover = {}
+    fill = metric_fill(sqnr, vg, hover)
+    painted = graph_figure(vg, pos, routes=routes, show_status=True, badges=recipe_badges(original, vg, recipe),
+                           first_view=True, fill=fill, hover=hover)
+    if sqnr.span is None:
+        return out
+    lo, hi = sqnr.span
+    red, _, blue = (color for _, color in SQNR_GRADIENT)
+    scale = (f'fill: each layer\'s output SQNR under the recipe — <span style="color:{red}">red</span> the lowest '
+             f'({lo:.1f} dB), <span style="color:#b59f00">yellow</span> between, <span style="color:{blue}">blue</span>'
+             f" the highest ({hi:.1f} dB); grey: exact (no error). Hover for the numbers.")
+    return (out + "<h3>Where the error is: layers coloured by their SQNR</h3>"
+            f'<p class="muted">{scale}</p>{_figure(painted, "graph-sqnr", height)}')
 
 
 def _verification_section(result, quantized: set[str], data_origin: str) -> str:

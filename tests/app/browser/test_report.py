@@ -8,7 +8,7 @@ import qviz
 from qviz.layout import diff_status, view_graph
 from qviz.passes import LayerBits
 from qviz.render.report import make_report
-from qviz.samples import sample_path
+from qviz.samples import data_for, sample_path
 
 from .helpers import edit_cell, needs_browser, start_app, wait_for
 
@@ -45,9 +45,17 @@ def test_report_opens_from_disk_and_draws_with_no_network(dash_duo, tmp_path):
     status, removed = diff_status(result.changes, g)
     assert page["nodes"] == len(view_graph(result.graph, "layer", removed=removed, status=status))
     assert sorted(page["badges"]) == sorted(["w8a8+bn", "w4a8+bn", "w8a8+bn", "w8a8"])
-    assert page["headings"][:4] == ["Recipe", "Graph (layer view, rewritten)",
+    assert page["headings"][:5] == ["Recipe", "Graph (layer view, rewritten)",
+                                    "Where the error is: layers coloured by their SQNR",
                                     "Verification: the rewrite against the float model", "On the device (TFLite)"]
     assert "conv2 absorbs bn2" in page["headings"]
+    # the graph again, each layer filled by its SQNR: the worst layer red
+    fills = dash_duo.driver.execute_script(
+        "const g = document.getElementById('graph-sqnr'); const n = g.data.find(d => d.name === 'nodes');"
+        "return Object.fromEntries(n.customdata.map((k, i) => [k, n.marker.color[i]]));")
+    verified = qviz.apply(g, recipe, **data_for(g).apply_kwargs())      # as the report verifies: on the sample's data
+    worst = min((e for e in verified.report.layers if e.sqnr_db != float("inf")), key=lambda e: e.sqnr_db).layer
+    assert fills[f"layer:{worst}"] == "#d7191c"
     text = dash_duo.driver.find_element("tag name", "body").text
     assert "SQNR" in text and "Accuracy 99.78% →" in text
     assert "At 4 bits, per-tensor SQNR goes from" in text      # the fold at the recipe's bits for conv2
