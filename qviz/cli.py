@@ -394,6 +394,8 @@ def _cmd_sensitivity(args) -> int:
                          checkpoint=checkpoint)
     print("output SQNR (dB) with one layer quantized: weights (w) or activations (a)")
     print(result.format())
+    if args.pareto or args.size_kb is not None:
+        return _pareto(args, graph, result, data)
     recipe = result.suggest(args.target_sqnr)
     if result.warning:
         print(f"qviz: warning: {result.warning}; the recipe below is the widest bits swept, not a suggestion",
@@ -409,6 +411,32 @@ def _cmd_sensitivity(args) -> int:
     if args.recipe_out:
         with open(args.recipe_out, "w", encoding="utf-8") as f:
             f.write(recipe.to_json())
+        print(f"wrote {args.recipe_out}")
+    return 0
+
+
+def _pareto(args, graph, sens, data) -> int:
+    from .analysis.mixed_precision import measure_front, search, weight_counts
+
+    front = search(sens, weight_counts(graph))
+    front = measure_front(graph, front, **data.sweep_kwargs(), progress=_ProgressBar("measuring the recipes"))
+    print(f"\nmixed precision (weights narrowed greedily, activations at 8 bits; {len(front.points)} recipes, "
+          "each measured):")
+    print(front.format())
+    best = [p.weight_bits for p in front.front()]
+    print(f"on the size-vs-SQNR front: {len(best)} of them")
+    if args.size_kb is None:
+        return 0
+    chosen = front.within(args.size_kb * 1024)
+    if chosen is None:
+        smallest = min(p.weight_bytes for p in front.points) / 1024
+        raise _UsageError(f"--size-kb {args.size_kb:g}: no recipe's weights fit; the smallest is {smallest:.1f} KB")
+    print(f"\nthe best recipe within {args.size_kb:g} KB: {chosen.weight_bytes / 1024:.1f} KB, "
+          f"{chosen.measured_sqnr_db:.1f} dB" + (f", accuracy {100 * chosen.accuracy:.2f} %"
+                                                  if chosen.accuracy is not None else ""))
+    if args.recipe_out:
+        with open(args.recipe_out, "w", encoding="utf-8") as f:
+            f.write(chosen.recipe.to_json())
         print(f"wrote {args.recipe_out}")
     return 0
 
@@ -595,6 +623,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bits", type=_bits, nargs="+", default=list(SWEEP_BITS))
     p.add_argument("--target-sqnr", type=float, default=30.0, help="overall output SQNR to aim for (dB)")
     p.add_argument("--recipe-out", metavar="JSON", help="write the suggested recipe")
+    p.add_argument("--pareto", action="store_true",
+                   help="search mixed precision too: narrow layers' weights greedily (the least noise per bit "
+                        "saved first), measure each recipe, print the size-vs-SQNR front")
+    p.add_argument("--size-kb", type=float, metavar="KB",
+                   help="the recipe is the best measured one whose weights fit in KB (implies --pareto)")
     p.add_argument("--checkpoint", metavar="JSON",
                    help="where measurements are saved as they are made (default: MODEL.sensitivity.json here); "
                         "a rerun resumes from it")

@@ -1,0 +1,185 @@
+"""Mixed precision: which layers' weights to narrow, for the most size saved per
+decibel lost — a greedy search over the sensitivity sweep, as AIMET's.
+
+Start with every layer's weights at the widest width swept; at each step narrow
+the one layer (to its next width down) whose step costs the least added noise
+per bit saved; record the recipe; repeat until every layer is at the narrowest.
+Each recipe's SQNR is *estimated* from the sweep — independent quantizers' noise
+powers add, so ``1/SQNR ≈ Σ 1/SQNR_i`` over every weight and activation
+quantizer — and the chain of recipes traces the size-against-SQNR front.
+:func:`measure_front` then runs each point (``qviz.apply`` and its verification):
+the estimate guides, the measurement is what is shown as the truth.
+
+Activations stay at the widths given (default 8 bits), so the search trades
+weight size; bit-operations fall with it in proportion to each layer's MACs.
+
+>>> import numpy as np
+>>> from qviz.analysis.sensitivity import Sensitivity
+>>> s = Sensitivity(("a", "b"), (8, 4), np.array([[50.0, 26.0], [50.0, 40.0]]), np.array([[60.0, 30], [60.0, 30]]))
+>>> front = search(s, {"a": 1000, "b": 1000})
+>>> [(p.weight_bits, {k: b.weight_bits for k, b in p.recipe.quantize_layers.items()}) for p in front.points]
+[(16000, {'a': 8, 'b': 8}), (12000, {'a': 8, 'b': 4}), (8000, {'a': 4, 'b': 4})]
+>>> front.within(1500).weight_bits       # the best estimate that fits in 1500 bytes
+12000
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ..ir import Graph
+from ..ir.ops import LAYER_OPS
+from ..passes import LayerBits, Recipe
+from ..passes.constants import NotConstantError, constant_value
+from .sensitivity import Sensitivity
+
+__all__ = ["ParetoPoint", "MixedPrecision", "search", "weight_counts", "measure_front"]
+
+
+@dataclass(frozen=True)
+class ParetoPoint:
+    """One recipe of the search: its weights' size and its SQNR, estimated and (once run) measured."""
+
+    recipe: Recipe
+    weight_bits: int                  # Σ weights × their width, over the searched layers
+    estimated_sqnr_db: float
+    measured_sqnr_db: float | None = None
+    accuracy: float | None = None     # on the model's labels, when it has them
+
+    @property
+    def weight_bytes(self) -> float:
+        return self.weight_bits / 8
+
+
+@dataclass(frozen=True)
+class MixedPrecision:
+    """The search's recipes, widest first."""
+
+    points: tuple[ParetoPoint, ...]
+    float_weight_bits: int
+
+    def front(self) -> tuple[ParetoPoint, ...]:
+        """The points no other beats on both counts (smaller and better SQNR, measured if
+        measured), widest first: the Pareto front.
+
+        >>> r = Recipe()
+        >>> m = MixedPrecision((ParetoPoint(r, 30, 40.0), ParetoPoint(r, 20, 41.0), ParetoPoint(r, 10, 5.0)), 64)
+        >>> [p.weight_bits for p in m.front()]
+        [20, 10]
+        """
+        return tuple(p for p in self.points
+                     if not any(q.weight_bits <= p.weight_bits and _sqnr(q) >= _sqnr(p)
+                                and (q.weight_bits, _sqnr(q)) != (p.weight_bits, _sqnr(p)) for q in self.points))
+
+    def within(self, size_bytes: float) -> ParetoPoint | None:
+        """The point with the best SQNR (measured if measured, else estimated) whose
+        weights fit in ``size_bytes``; None if none does."""
+        fits = [p for p in self.points if p.weight_bytes <= size_bytes]
+        return max(fits, key=_sqnr, default=None)
+
+    def reaching(self, target_sqnr_db: float) -> ParetoPoint | None:
+        """The smallest point whose SQNR (measured if measured) reaches ``target_sqnr_db``."""
+        ok = [p for p in self.points if _sqnr(p) >= target_sqnr_db]
+        return min(ok, key=lambda p: p.weight_bits, default=None)
+
+    def format(self) -> str:
+        accuracy = any(p.accuracy is not None for p in self.points)
+        rows = [f"{'weights':>10} {'of float':>9} {'est. dB':>8} {'meas. dB':>9}"
+                + (f" {'accuracy':>9}" if accuracy else "") + "  weight bits per layer"]
+        for p in self.points:
+            per_layer = " ".join(f"{k}:{b.weight_bits}" for k, b in p.recipe.quantize_layers.items()
+                                 if b.weight_bits is not None)
+            measured = "" if p.measured_sqnr_db is None else f"{p.measured_sqnr_db:.1f}"
+            acc = "" if not accuracy else f" {'' if p.accuracy is None else f'{100 * p.accuracy:.2f}%':>9}"
+            rows.append(f"{_kb(p.weight_bytes):>10} {100 * p.weight_bits / self.float_weight_bits:8.1f}% "
+                        f"{p.estimated_sqnr_db:8.1f} {measured:>9}{acc}  {per_layer}")
+        return "\n".join(rows)
+
+
+def _sqnr(p: ParetoPoint) -> float:
+    return p.measured_sqnr_db if p.measured_sqnr_db is not None else p.estimated_sqnr_db
+
+
+def _kb(n: float) -> str:
+    return f"{n / 1024:.1f} KB" if n < 2**20 else f"{n / 2**20:.2f} MB"
+
+
+def weight_counts(graph: Graph) -> dict[str, int]:
+    """Each layer's number of weights (its conv/dense kernels; layers without any are left out)."""
+    counts: dict[str, int] = {}
+    for node in graph.nodes:
+        if node.op in LAYER_OPS and len(node.inputs) > 1:
+            try:
+                counts[node.layer] = counts.get(node.layer, 0) + int(np.size(
+                    constant_value(graph, node.inputs[1], tensorflow=False)))
+            except NotConstantError:
+                continue
+    return counts
+
+
+def _noise(db: float) -> float:
+    return 0.0 if math.isinf(db) else 10 ** (-db / 10)
+
+
+def search(sens: Sensitivity, counts: Mapping[str, int], *, activation_bits: int | None = 8) -> MixedPrecision:
+    """The greedy chain of recipes from every searched layer's weights at the widest
+    width swept down to all at the narrowest (see the module docstring).
+
+    Args:
+        sens: the sweep (:func:`qviz.analysis.sensitivity.sensitivity`).
+        counts: layer → number of weights (:func:`weight_counts`); layers of the
+            sweep not in it (a bypass Add) get only their activation width.
+        activation_bits: every layer's activation width (one of the sweep's, or
+            None: float).
+    """
+    order = sorted(range(len(sens.bits)), key=lambda j: -sens.bits[j])      # widest first
+    widths = [sens.bits[j] for j in order]
+    layers = [name for name in sens.layers if counts.get(name)]
+    row = {name: i for i, name in enumerate(sens.layers)}
+    act_col = sens.bits.index(activation_bits) if activation_bits in sens.bits else None
+    act_noise = sum(_noise(sens.activation_sqnr[i, act_col]) for i in range(len(sens.layers))) \
+        if act_col is not None else 0.0
+    level = {name: 0 for name in layers}       # index into widths
+
+    def noise_of(name: str, k: int) -> float:
+        return _noise(sens.weight_sqnr[row[name], order[k]])
+
+    def point() -> ParetoPoint:
+        bits = {name: widths[level[name]] for name in layers}
+        size = sum(counts[name] * b for name, b in bits.items())
+        total = act_noise + sum(noise_of(name, level[name]) for name in layers)
+        recipe = Recipe(fold_default=True, quantize_default=None, quantize_layers={
+            **{name: LayerBits(None, activation_bits) for name in sens.layers if activation_bits is not None},
+            **{name: LayerBits(b, activation_bits) for name, b in bits.items()}})
+        return ParetoPoint(recipe, size, math.inf if total == 0 else -10 * math.log10(total))
+
+    points = [point()]
+    while True:
+        steps = [((noise_of(n, level[n] + 1) - noise_of(n, level[n]))
+                  / (counts[n] * (widths[level[n]] - widths[level[n] + 1])), n)
+                 for n in layers if level[n] + 1 < len(widths)]
+        if not steps:
+            break
+        _, cheapest = min(steps)
+        level[cheapest] += 1
+        points.append(point())
+    return MixedPrecision(tuple(points), 32 * sum(counts[name] for name in layers))
+
+
+def measure_front(graph: Graph, front: MixedPrecision, *, inputs, labels=None, calibration=None,
+                  progress: Callable[[int, int], None] | None = None) -> MixedPrecision:
+    """``front`` with each point's SQNR (and accuracy, with ``labels``) measured by
+    ``qviz.apply`` and its verification on ``inputs``."""
+    from ..pipeline import apply
+
+    measured = []
+    for i, p in enumerate(front.points):
+        result = apply(graph, p.recipe, calibration=calibration, verification=inputs, labels=labels)
+        measured.append(replace(p, measured_sqnr_db=result.report.sqnr_db, accuracy=result.report.accuracy))
+        if progress is not None:
+            progress(i + 1, len(front.points))
+    return replace(front, points=tuple(measured))
