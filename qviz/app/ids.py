@@ -118,6 +118,11 @@ SWEEP_HEATMAP = "sweep-heatmap"
 SWEEP_SUGGESTION = "sweep-suggestion"
 SWEEP_SUGGESTED = "sweep-suggested"   # the line under the heatmap saying what the suggestion reaches
 SWEEP_APPLY = "sweep-apply"
+# the mixed-precision search over the sweep (a job in the worker; polled): size against SQNR, a click loads
+PARETO_RUN = "pareto-run"
+PARETO_POLL = "pareto-poll"
+PARETO_STATUS = "pareto-status"
+PARETO_GRAPH = "pareto-graph"
 
 # the HTML report (a background job in the worker; polled)
 REPORT_BUTTON = "report-button"

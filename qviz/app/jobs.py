@@ -57,6 +57,7 @@ KINDS = {
     "samples": "what each activation quantizer sees, for the quantization grids",
     "report": "the verification report: both graphs run on the model's data",
     "sweep": "the sensitivity sweep (reports progress)",
+    "pareto": "the mixed-precision search over a sweep, each recipe measured (reports progress)",
     "qat": "the QAT Keras model of a Keras file, as .keras bytes",
     "code": "the recipe as another tool's code (tfmot, QKeras, AI Edge Quantizer): a .zip and the notes",
     "tflite": "the .tflite file, what TFLite runs of it, and the device next to the simulation",

@@ -200,7 +200,15 @@ def _sweep_panel():
         dcc.Interval(id=ids.SWEEP_POLL, interval=400, disabled=True),
         dcc.Graph(id=ids.SWEEP_HEATMAP, config={"displayModeBar": False}, style={"display": "none"}),
         html.Div(id=ids.SWEEP_SUGGESTION),
-        html.Button("apply suggestion", id=ids.SWEEP_APPLY, disabled=True))
+        html.Div([
+            html.Button("apply suggestion", id=ids.SWEEP_APPLY, disabled=True),
+            html.Button("search mixed precision", id=ids.PARETO_RUN, disabled=True,
+                        title="narrow layers' weights one step at a time, the least added noise per bit saved "
+                              "first; each recipe measured; click a point to load its recipe (undo takes it back)"),
+            html.Span(id=ids.PARETO_STATUS, className="status"),
+        ], className="toolbar"),
+        dcc.Interval(id=ids.PARETO_POLL, interval=400, disabled=True),
+        dcc.Graph(id=ids.PARETO_GRAPH, config={"displayModeBar": False}, style={"display": "none"}))
 
 
 def _device_check():

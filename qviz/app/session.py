@@ -213,6 +213,10 @@ class Session:
         bits = tuple(int(b) for b in bits)
         return self.start("sweep", "sweep", self.key, self.graph, bits, key=bits)
 
+    def start_pareto(self, sens) -> Job:
+        """The mixed-precision search over the sweep ``sens`` (the running one, if it is for that sweep)."""
+        return self.start("pareto", "pareto", self.key, self.graph, sens, key=id(sens))
+
     def start_qat(self, recipe: Recipe, folding_mode: str, freeze_bn_delay=None) -> Job:
         """The ``.keras`` bytes of the QAT model (the model must come from a Keras file)."""
         return self.start("qat", "qat", self.graph.source, recipe.to_json(indent=None), folding_mode,

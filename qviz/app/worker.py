@@ -160,6 +160,16 @@ def qat_export(source, recipe_json, folding_mode, freeze_bn_delay, progress=None
         return out.read_bytes()
 
 
+def pareto(key, graph, sens, progress=None):
+    """The mixed-precision search over the sweep ``sens``, each recipe measured on the model's data."""
+    from ..analysis.mixed_precision import measure_front, search, weight_counts
+    from ..samples import data_for
+
+    graph = _graph(key, graph)
+    data = data_for(graph)
+    return measure_front(graph, search(sens, weight_counts(graph)), **data.sweep_kwargs(), progress=progress)
+
+
 def code_export(source, recipe_json, tool, name, progress=None):
     """``(zip bytes, notes)``: the recipe written for ``tool`` (:func:`qviz.exporters.code.export_code`),
     every file it writes in one archive."""
@@ -239,6 +249,7 @@ JOBS: dict[str, Callable] = {
     "sweep": sweep,
     "qat": qat_export,
     "code": code_export,
+    "pareto": pareto,
     "tflite": tflite_export,
     "explain_fold": explain_fold,
     "explain_training": explain_training,

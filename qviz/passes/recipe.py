@@ -269,6 +269,11 @@ class Recipe:
     def __hash__(self):
         return hash(self.to_json())
 
+    def __reduce__(self):
+        # pickled as its JSON (its mappings are read-only views, which pickle refuses): a recipe
+        # travels to and from worker processes inside results such as a mixed-precision front
+        return (Recipe.from_json, (self.to_json(indent=None),))
+
     # -- queries -------------------------------------------------------------------
 
     def folds(self, layer: str) -> bool:

@@ -484,3 +484,44 @@ def sensitivity_figure(layers, bits, weight_sqnr, activation_sqnr, need_db: floa
     fig.update_layout(height=max(240, 60 + 28 * len(layers)), margin=dict(l=10, r=10, t=30, b=40),
                       title=None)
     return fig
+
+
+def pareto_figure(front) -> go.Figure:
+    """Weight size against output SQNR for the mixed-precision search's recipes
+    (:class:`qviz.analysis.mixed_precision.MixedPrecision`): the chain the greedy
+    search took, the points on the front ringed, the estimate beside the
+    measurement. Each point's ``customdata`` is its index, for a click to load it.
+
+    >>> import numpy as np
+    >>> from qviz.analysis.sensitivity import Sensitivity
+    >>> from qviz.analysis.mixed_precision import search
+    >>> s = Sensitivity(("a", "b"), (8, 4), np.array([[50.0, 26], [50, 40]]), np.array([[60.0, 30], [60, 30]]))
+    >>> fig = pareto_figure(search(s, {"a": 1000, "b": 1000}))
+    >>> [t.name for t in fig.data], fig.layout.xaxis.title.text
+    (['recipes (the search, widest first)', 'on the front', 'estimated from the sweep'], 'weights (KB)')
+    """
+    pts = front.points
+    kb = [p.weight_bytes / 1024 for p in pts]
+    measured = [p.measured_sqnr_db if p.measured_sqnr_db is not None else p.estimated_sqnr_db for p in pts]
+    labels = ["<br>".join(f"{k}: w{b.weight_bits}" for k, b in p.recipe.quantize_layers.items()
+                          if b.weight_bits is not None) for p in pts]
+    acc = [f"<br>accuracy {100 * p.accuracy:.2f} %" if p.accuracy is not None else "" for p in pts]
+    fig = go.Figure(go.Scatter(
+        x=kb, y=measured, mode="lines+markers", name="recipes (the search, widest first)",
+        customdata=list(range(len(pts))), line=dict(color="#9aa7c7"), marker=dict(size=8, color="#4363d8"),
+        text=[f"{lab}{a}" for lab, a in zip(labels, acc)],
+        hovertemplate="%{x:.1f} KB, %{y:.1f} dB%{text}<br><i>click to load this recipe</i><extra></extra>"))
+    on_front = {id(p) for p in front.front()}
+    idx = [i for i, p in enumerate(pts) if id(p) in on_front]
+    fig.add_trace(go.Scatter(x=[kb[i] for i in idx], y=[measured[i] for i in idx], mode="markers",
+                             name="on the front", customdata=idx, hoverinfo="skip",
+                             marker=dict(size=15, color="rgba(0,0,0,0)", line=dict(color="#d62728", width=2))))
+    fig.add_trace(go.Scatter(x=kb, y=[p.estimated_sqnr_db for p in pts], mode="lines", name="estimated from the sweep",
+                             line=dict(color="#999", dash="dot"), hoverinfo="skip"))
+    fig.update_layout(height=320, margin=dict(l=50, r=10, t=30, b=40), clickmode="event",
+                      title=dict(text="mixed precision: weight size against output SQNR (measured); "
+                                      "click a point to load its recipe", font_size=12),
+                      xaxis=dict(title=dict(text="weights (KB)"), autorange="reversed"),
+                      yaxis=dict(title=dict(text="output SQNR (dB)")),
+                      legend=dict(orientation="h", y=-0.25))
+    return fig

@@ -149,3 +149,13 @@ def test_cli_apply_on_a_keras_applications_saved_model(tmp_path, capsys):
     g = qviz.load(tmp_path / "o.pb")
     assert sum(n.op.startswith("FakeQuant") for n in g.nodes) > 100
     assert "Rsqrt" not in g.op_counts()
+def test_a_recipe_pickles_as_itself():
+    """Recipes travel to and from worker processes (a mixed-precision front holds one per point)."""
+    import pickle
+
+    r = Recipe.from_dict({"fold": {"default": True, "layers": {"conv2": False}},
+                          "quantize": {"default": {"weight_bits": 8, "activation_bits": 8},
+                                       "layers": {"conv1": {"weight_bits": 4, "activation_bits": 8}}},
+                          "options": {"per_channel": True}})
+    back = pickle.loads(pickle.dumps(r))
+    assert back == r and back.bits("conv1") == r.bits("conv1") and back.per_channel

@@ -7,7 +7,7 @@ from pathlib import Path
 from dash import Input, Output, State, ctx, dcc, html, no_update
 
 from ...choices import is_keras_file
-from ...render import sensitivity_figure
+from ...render import pareto_figure, sensitivity_figure
 from .. import ids, services
 from ..jobs import JobState, poll
 from ..services import current, push
@@ -42,7 +42,7 @@ def _sweep_props(*, polling=False, done=0, total=1, bar=_HIDDEN, status="", heat
     """The sweep panel's properties (idle by default)."""
     return dict(stop_polling=not polling, done=str(done), total=str(total), bar=bar, status=status,
                 heatmap=heatmap, heatmap_style=_HIDDEN if heatmap_style is None else heatmap_style,
-                suggestion=suggestion, cannot_apply=not can_apply)
+                suggestion=suggestion, cannot_apply=not can_apply, cannot_search=not can_apply)
 
 
 def register(app, store) -> None:
@@ -52,7 +52,8 @@ def register(app, store) -> None:
                     status=Output(ids.SWEEP_STATUS, "children"), heatmap=Output(ids.SWEEP_HEATMAP, "figure"),
                     heatmap_style=Output(ids.SWEEP_HEATMAP, "style"),
                     suggestion=Output(ids.SWEEP_SUGGESTION, "children"),
-                    cannot_apply=Output(ids.SWEEP_APPLY, "disabled")),
+                    cannot_apply=Output(ids.SWEEP_APPLY, "disabled"),
+                    cannot_search=Output(ids.PARETO_RUN, "disabled")),
         inputs=dict(_run=Input(ids.SWEEP_RUN, "n_clicks"), _tick=Input(ids.SWEEP_POLL, "n_intervals"),
                     target=Input(ids.SWEEP_TARGET, "value"), _model=Input(ids.MODEL_VERSION, "data")),
         state=dict(bits=State(ids.SWEEP_BITS, "value"), session=State(ids.SESSION, "data")),
@@ -84,6 +85,54 @@ def register(app, store) -> None:
         n = 2 * len(result.layers) * len(result.bits)
         return _sweep_props(done=n, total=n, status=f"done: {n} measurements", heatmap=fig, heatmap_style=_SHOWN,
                             suggestion=_suggestion_view(result, target), can_apply=True)
+
+    @app.callback(
+        output=dict(figure=Output(ids.PARETO_GRAPH, "figure"), style=Output(ids.PARETO_GRAPH, "style"),
+                    status=Output(ids.PARETO_STATUS, "children"), stop_polling=Output(ids.PARETO_POLL, "disabled")),
+        inputs=dict(_run=Input(ids.PARETO_RUN, "n_clicks"), _tick=Input(ids.PARETO_POLL, "n_intervals"),
+                    _model=Input(ids.MODEL_VERSION, "data")),
+        state=dict(session=State(ids.SESSION, "data")),
+        prevent_initial_call=True,
+    )
+    def mixed_precision(_run, _tick, _model, session):
+        # every recipe of the search is run and verified in the worker: a job, polled
+        s = store.require(session)
+        idle = dict(figure=no_update, style=_HIDDEN, status="", stop_polling=True)
+        if s is None or ctx.triggered_id == ids.MODEL_VERSION:
+            return idle
+        if ctx.triggered_id == ids.PARETO_RUN:
+            sweep = s.jobs.get("sweep")
+            if sweep is None or sweep.state is not JobState.DONE:
+                return dict(idle, status="run the sweep first: the search narrows what it measured")
+            s.start_pareto(sweep.handle.result())
+        job = s.jobs.get("pareto")
+
+        def running():
+            done, total = job.progress() or (0, 1)
+            return dict(figure=no_update, style=no_update, status=f"measuring recipe {done} of {total}…",
+                        stop_polling=False)
+
+        def done(front):
+            best = len(front.front())
+            return dict(figure=pareto_figure(front), style=_SHOWN, stop_polling=True,
+                        status=f"{len(front.points)} recipes measured, {best} on the front: click one to load it")
+
+        answer = poll(job, running=running(), done=done,
+                      failed=lambda exc: dict(idle, status=f"the search failed: {exc}")) if job else None
+        return idle if answer is None else answer
+
+    @app.callback(Output(ids.RECIPE, "data", allow_duplicate=True), Input(ids.PARETO_GRAPH, "clickData"),
+                  State(ids.RECIPE, "data"), State(ids.SESSION, "data"), prevent_initial_call=True)
+    def load_pareto_point(click, data, session):
+        s = store.require(session)
+        job = s.jobs.get("pareto") if s is not None else None
+        if job is None or job.state is not JobState.DONE or not data or not click or not click.get("points"):
+            return no_update
+        index = click["points"][0].get("customdata")
+        points = job.handle.result().points
+        if not isinstance(index, int) or not 0 <= index < len(points) or points[index].recipe == current(data):
+            return no_update
+        return push(data, points[index].recipe)
 
     @app.callback(Output(ids.RECIPE, "data", allow_duplicate=True), Input(ids.SWEEP_APPLY, "n_clicks"),
                   State(ids.SWEEP_TARGET, "value"), State(ids.RECIPE, "data"), State(ids.SESSION, "data"),
