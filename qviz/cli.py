@@ -426,12 +426,19 @@ def _pareto(args, graph, sens, data) -> int:
     best = [p.weight_bits for p in front.front()]
     print(f"on the size-vs-SQNR front: {len(best)} of them")
     if args.size_kb is None:
-        return 0
-    chosen = front.within(args.size_kb * 1024)
-    if chosen is None:
-        smallest = min(p.weight_bytes for p in front.points) / 1024
-        raise _UsageError(f"--size-kb {args.size_kb:g}: no recipe's weights fit; the smallest is {smallest:.1f} KB")
-    print(f"\nthe best recipe within {args.size_kb:g} KB: {chosen.weight_bytes / 1024:.1f} KB, "
+        chosen = front.reaching(args.target_sqnr)
+        if chosen is None:
+            print(f"\nno recipe of the search reaches {args.target_sqnr:g} dB", file=sys.stderr)
+            return 0
+        what = f"the smallest recipe reaching {args.target_sqnr:g} dB"
+    else:
+        chosen = front.within(args.size_kb * 1024)
+        if chosen is None:
+            smallest = min(p.weight_bytes for p in front.points) / 1024
+            raise _UsageError(f"--size-kb {args.size_kb:g}: no recipe's weights fit; the smallest is "
+                              f"{smallest:.1f} KB")
+        what = f"the best recipe within {args.size_kb:g} KB"
+    print(f"\n{what}: {chosen.weight_bytes / 1024:.1f} KB, "
           f"{chosen.measured_sqnr_db:.1f} dB" + (f", accuracy {100 * chosen.accuracy:.2f} %"
                                                   if chosen.accuracy is not None else ""))
     if args.recipe_out:
@@ -625,7 +632,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--recipe-out", metavar="JSON", help="write the suggested recipe")
     p.add_argument("--pareto", action="store_true",
                    help="search mixed precision too: narrow layers' weights greedily (the least noise per bit "
-                        "saved first), measure each recipe, print the size-vs-SQNR front")
+                        "saved first), measure each recipe, print the size-vs-SQNR front and the smallest recipe "
+                        "reaching --target-sqnr")
     p.add_argument("--size-kb", type=float, metavar="KB",
                    help="the recipe is the best measured one whose weights fit in KB (implies --pareto)")
     p.add_argument("--checkpoint", metavar="JSON",

@@ -67,6 +67,9 @@ def test_a_size_budget_picks_the_best_recipe_that_fits(lenet_front, tmp_path, ca
     recipe = qviz.Recipe.from_json(out.read_text())
     sizes = weight_counts(qviz.load(sample_path("lenet_digits")))
     assert sum(sizes[k] * b.weight_bits for k, b in recipe.quantize_layers.items() if b.weight_bits) <= 20 * 1024 * 8
+    assert main(["sensitivity", str(sample_path("lenet_digits")), "--bits", "8", "4", "2", "--pareto",
+                 "--target-sqnr", "15", "--checkpoint", str(tmp_path / "s.json")]) == 0
+    assert "the smallest recipe reaching 15 dB:" in capsys.readouterr().out
     assert main(["sensitivity", str(sample_path("lenet_digits")), "--bits", "8", "4", "2", "--size-kb", "1",
                  "--checkpoint", str(tmp_path / "s.json")]) == 2
     assert "no recipe's weights fit; the smallest is" in capsys.readouterr().err
