@@ -171,8 +171,12 @@ class CliRun:
             commands = {"recipe": ["recipe", model], "match": ["match", model, "--builtin", "conv_bn"],
                         "apply": ["apply", model, "--recipe", str(good_recipe), "-o", "out.pb",
                                   "--saved-model", "out_sm", "--report", "report.json"]}
+            commands["export-code"] = ["export-code", model, "--recipe", str(good_recipe), "--tool",
+                                       "ai-edge-quantizer", "-o", "out.json"]
             if is_keras:
                 commands["export-qat"] = ["export-qat", model, "--recipe", str(good_recipe), "-o", "out.keras"]
+                commands["export-code:tfmot"] = ["export-code", model, "--recipe", str(good_recipe), "--tool",
+                                                 "tfmot", "-o", "out.py"]
             for command, argv in commands.items():
                 jobs.append({"id": f"{command}:{case_id}", "argv": argv, "timeout": CLI_JOB_TIMEOUT})
         self.ids = [j["id"] for j in jobs]
@@ -413,10 +417,11 @@ def test_cli_apply_recipe_fifo_does_not_hang(cli_run):
 
 
 @pytest.mark.parametrize("job_id", [f"{command}:{case_id}" for case_id, is_keras in OTHER_COMMANDS_ON.items()
-                                    for command in ("recipe", "match", "apply", "export-qat")
-                                    if command != "export-qat" or is_keras])
+                                    for command in ("recipe", "match", "apply", "export-code", "export-qat",
+                                                    "export-code:tfmot")
+                                    if command not in ("export-qat", "export-code:tfmot") or is_keras])
 def test_cli_other_commands_refuse_with_one_line(job_id, corpus, cli_run):
-    case_id = job_id.split(":", 1)[1]
+    case_id = job_id.rsplit(":", 1)[1]
     msg = check_cli(cli_run.result(job_id))
     check_message(msg, str(corpus[case_id]), CASES[case_id].cause)
     assert not (corpus[case_id].parent / MARKER).exists(), "the file's code ran"
