@@ -79,6 +79,7 @@ class FoldOrders:
     narrow_range: bool
     results: tuple[OrderResult, ...]
     float_check: float         # max |Δ| of the unquantized fold against the batch norm (≈ 0: the fold is exact)
+    multiplier: np.ndarray = None   # s per output channel (its spread is why the orders differ per tensor)
 
     def result(self, order: str, scheme: str, bits: int) -> OrderResult:
         return next(r for r in self.results if (r.order, r.scheme, r.bits) == (order, scheme, bits))
@@ -103,6 +104,13 @@ class FoldOrders:
         """One sentence on the user's numbers at ``bits``."""
         f1, q1 = (self.result(o, "per-tensor", bits).sqnr_db for o in ("fold, then quantize", "quantize, then fold"))
         c1 = self.result("fold, then quantize", "per-channel", bits).sqnr_db
+        if abs(q1 - f1) < 0.05:
+            spread = ("" if self.multiplier is None else
+                      f": s varies little between channels ({float(np.min(self.multiplier)):.4g} to "
+                      f"{float(np.max(self.multiplier)):.4g})")
+            return (f"At {bits}-bit per-tensor weights the order makes no difference on {self.layer} + "
+                    f"{self.bn_layer} ({f1:.1f} dB){spread}; only folding first runs in int8 on the device. "
+                    f"Per channel: {c1:.1f} dB.")
         better = "loses" if f1 < q1 else "gains"
         return (f"At {bits}-bit per-tensor weights, folding before quantizing {better} "
                 f"{abs(q1 - f1):.1f} dB on {self.layer} + {self.bn_layer} ({f1:.1f} dB against {q1:.1f} dB "
@@ -175,4 +183,4 @@ def fold_orders(graph: Graph, layer: str, bits: Sequence[int] = (8, 6, 4, 3, 2),
                                            _channel_sqnr(np.asarray(got), np.asarray(want))))
     check = max(float(np.abs(float_fold.astype(np.float64) - reference).max()),
                 float(np.abs(training_fold(float_fold.astype(np.float64) - folded_bias) - reference_b).max()))
-    return FoldOrders(layer, cand.bn_layer, op, len(x[0]), narrow_range, tuple(results), check)
+    return FoldOrders(layer, cand.bn_layer, op, len(x[0]), narrow_range, tuple(results), check, s)
