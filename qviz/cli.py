@@ -364,8 +364,10 @@ def _cmd_export_code(args) -> int:
     _check_model_path(args)
     _quiet_tensorflow()
     try:
+        options = _load_options(args)
         done = export_code(args.model, recipe, args.tool, args.output,
-                           calibration=lambda graph: data_for(graph).calibration)
+                           calibration=lambda graph: data_for(graph).calibration,
+                           safe_mode=options.pop("safe_mode", True), load_options=options)
     except RecipeError as exc:
         raise RecipeError(f"--recipe {args.recipe}: {exc}") from None
     print(f"wrote {', '.join(str(p) for p in done.files)}")
@@ -418,10 +420,13 @@ def _cmd_sensitivity(args) -> int:
 def _pareto(args, graph, sens, data) -> int:
     from .analysis.mixed_precision import measure_front, search, weight_counts
 
-    front = search(sens, weight_counts(graph))
+    try:
+        front = search(sens, weight_counts(graph))
+    except ValueError as exc:
+        raise _UsageError(f"--pareto: {exc}") from None
     front = measure_front(graph, front, **data.sweep_kwargs(), progress=_ProgressBar("measuring the recipes"))
-    print(f"\nmixed precision (weights narrowed greedily, activations at 8 bits; {len(front.points)} recipes, "
-          "each measured):")
+    print(f"\nmixed precision (weights narrowed greedily, activations at {front.activation_bits} bits; "
+          f"{len(front.points)} recipes, each measured):")
     print(front.format())
     best = [p.weight_bits for p in front.front()]
     print(f"on the size-vs-SQNR front: {len(best)} of them")
@@ -618,7 +623,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("export-code", help="write a recipe for tfmot or QKeras (a training script) or AI Edge "
                                            "Quantizer (a recipe JSON and the float .tflite it is for)")
-    p.add_argument("model", help="the model (a Keras file for tfmot)")
+    _add_model_args(p)
     p.add_argument("--recipe", required=True, help="recipe JSON (see `qviz recipe`)")
     p.add_argument("--tool", required=True, choices=["tfmot", "qkeras", "ai-edge-quantizer"],
                    help="the tool to write for")

@@ -105,9 +105,9 @@ class FoldOrders:
         f1, q1 = (self.result(o, "per-tensor", bits).sqnr_db for o in ("fold, then quantize", "quantize, then fold"))
         c1 = self.result("fold, then quantize", "per-channel", bits).sqnr_db
         if abs(q1 - f1) < 0.05:
-            spread = ("" if self.multiplier is None else
-                      f": s varies little between channels ({float(np.min(self.multiplier)):.4g} to "
-                      f"{float(np.max(self.multiplier)):.4g})")
+            s = np.abs(np.asarray(self.multiplier, np.float64)) if self.multiplier is not None else None
+            spread = ("" if s is None or s.max() == 0 or (s.max() - s.min()) / s.max() > 0.1 else
+                      f": s varies little between channels ({float(s.min()):.4g} to {float(s.max()):.4g})")
             return (f"At {bits}-bit per-tensor weights the order makes no difference on {self.layer} + "
                     f"{self.bn_layer} ({f1:.1f} dB){spread}; only folding first runs in int8 on the device. "
                     f"Per channel: {c1:.1f} dB.")

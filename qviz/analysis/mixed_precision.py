@@ -10,8 +10,9 @@ quantizer — and the chain of recipes traces the size-against-SQNR front.
 :func:`measure_front` then runs each point (``qviz.apply`` and its verification):
 the estimate guides, the measurement is what is shown as the truth.
 
-Activations stay at the widths given (default 8 bits), so the search trades
-weight size; bit-operations fall with it in proportion to each layer's MACs.
+Activations stay at one width (default: the widest swept, whose noise the sweep
+measured), so the search trades weight size; bit-operations fall with it in
+proportion to each layer's MACs.
 
 >>> import numpy as np
 >>> from qviz.analysis.sensitivity import Sensitivity
@@ -61,6 +62,7 @@ class MixedPrecision:
 
     points: tuple[ParetoPoint, ...]
     float_weight_bits: int
+    activation_bits: int | None = None    # every layer's activation width in these recipes
 
     def front(self) -> tuple[ParetoPoint, ...]:
         """The points no other beats on both counts (smaller and better SQNR, measured if
@@ -95,7 +97,8 @@ class MixedPrecision:
                                  if b.weight_bits is not None)
             measured = "" if p.measured_sqnr_db is None else f"{p.measured_sqnr_db:.1f}"
             acc = "" if not accuracy else f" {'' if p.accuracy is None else f'{100 * p.accuracy:.2f}%':>9}"
-            rows.append(f"{_kb(p.weight_bytes):>10} {100 * p.weight_bits / self.float_weight_bits:8.1f}% "
+            share = 100 * p.weight_bits / self.float_weight_bits if self.float_weight_bits else math.nan
+            rows.append(f"{_kb(p.weight_bytes):>10} {share:8.1f}% "
                         f"{p.estimated_sqnr_db:8.1f} {measured:>9}{acc}  {per_layer}")
         return "\n".join(rows)
 
@@ -125,7 +128,7 @@ def _noise(db: float) -> float:
     return 0.0 if math.isinf(db) else 10 ** (-db / 10)
 
 
-def search(sens: Sensitivity, counts: Mapping[str, int], *, activation_bits: int | None = 8) -> MixedPrecision:
+def search(sens: Sensitivity, counts: Mapping[str, int], *, activation_bits: int | None = 0) -> MixedPrecision:
     """The greedy chain of recipes from every searched layer's weights at the widest
     width swept down to all at the narrowest (see the module docstring).
 
@@ -133,12 +136,23 @@ def search(sens: Sensitivity, counts: Mapping[str, int], *, activation_bits: int
         sens: the sweep (:func:`qviz.analysis.sensitivity.sensitivity`).
         counts: layer → number of weights (:func:`weight_counts`); layers of the
             sweep not in it (a bypass Add) get only their activation width.
-        activation_bits: every layer's activation width (one of the sweep's, or
-            None: float).
+        activation_bits: every layer's activation width: one of the sweep's (its
+            noise is counted), None (float), or 0 (default) for the widest swept.
+
+    Raises:
+        ValueError: no layer of the sweep has weights to narrow, or an activation
+            width the sweep did not measure.
     """
+    if activation_bits == 0:
+        activation_bits = max(sens.bits)
+    if activation_bits is not None and activation_bits not in sens.bits:
+        raise ValueError(f"activations at {activation_bits} bits: the sweep measured {list(sens.bits)}, so their "
+                         "noise is not known")
     order = sorted(range(len(sens.bits)), key=lambda j: -sens.bits[j])      # widest first
     widths = [sens.bits[j] for j in order]
     layers = [name for name in sens.layers if counts.get(name)]
+    if not layers:
+        raise ValueError("no layer of the sweep has weights to narrow")
     row = {name: i for i, name in enumerate(sens.layers)}
     act_col = sens.bits.index(activation_bits) if activation_bits in sens.bits else None
     act_noise = sum(_noise(sens.activation_sqnr[i, act_col]) for i in range(len(sens.layers))) \
@@ -167,7 +181,7 @@ def search(sens: Sensitivity, counts: Mapping[str, int], *, activation_bits: int
         _, cheapest = min(steps)
         level[cheapest] += 1
         points.append(point())
-    return MixedPrecision(tuple(points), 32 * sum(counts[name] for name in layers))
+    return MixedPrecision(tuple(points), 32 * sum(counts[name] for name in layers), activation_bits)
 
 
 def measure_front(graph: Graph, front: MixedPrecision, *, inputs, labels=None, calibration=None,

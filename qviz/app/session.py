@@ -215,7 +215,9 @@ class Session:
 
     def start_pareto(self, sens) -> Job:
         """The mixed-precision search over the sweep ``sens`` (the running one, if it is for that sweep)."""
-        return self.start("pareto", "pareto", self.key, self.graph, sens, key=id(sens))
+        # keyed by what the sweep measured (an id could be reused by the next sweep's result)
+        key = (tuple(sens.layers), tuple(sens.bits), sens.weight_sqnr.tobytes(), sens.activation_sqnr.tobytes())
+        return self.start("pareto", "pareto", self.key, self.graph, sens, key=key)
 
     def start_qat(self, recipe: Recipe, folding_mode: str, freeze_bn_delay=None) -> Job:
         """The ``.keras`` bytes of the QAT model (the model must come from a Keras file)."""

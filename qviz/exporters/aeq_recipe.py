@@ -118,6 +118,12 @@ def aeq_recipe(graph: Graph, recipe: Recipe, model: bytes) -> GeneratedCode:
         rules.append({"regex": ".*", "operation": "*", "algorithm_key": _ALGORITHM,
                       "op_config": _op_config(8, default_act, per_channel=opts.per_channel,
                                               symmetric_activations=opts.activation_symmetric)})
+        left_float = sorted(name for name, b in layers.items() if b is None or b.activation_bits is None)
+        if left_float:
+            notes.append(f"the first rule quantizes every op's activations at {default_act} bits (pooling, "
+                         "reshape, add… included), where the recipe leaves the activations of "
+                         f"{', '.join(map(repr, left_float[:5]))}{'…' if len(left_float) > 5 else ''} float; "
+                         "AEQ has no rule for float activations between integer ops")
     wanted = {name for name, b in layers.items() if b is not None}
     seen = set()
     for op, scope, names in _weight_ops(model):

@@ -5,8 +5,8 @@ script, or an AI Edge Quantizer recipe with the float model it is for.
 :func:`export_code`) writes the files and returns what each tool does
 differently from the recipe (:attr:`CodeExport.notes`), which the CLI prints.
 
-- ``tfmot``: ``qat_tfmot.py`` (:mod:`.tfmot_code`), and for a Keras 3 model
-  its tf_keras rebuild ``qat_tfmot_tf_keras.h5`` beside it (:mod:`.keras2`).
+- ``tfmot``: ``qat_tfmot.py`` (:mod:`.tfmot_code`), and the model it reads
+  beside it, ``qat_tfmot_tf_keras.h5`` (a Keras 3 model rebuilt, :mod:`.keras2`).
 - ``ai-edge-quantizer``: ``recipe.json`` (:mod:`.aeq_recipe`) and the float
   model it names ops of, ``recipe_float.tflite``.
 
@@ -69,7 +69,8 @@ def _keras_model(path: str, safe_mode: bool):
     raise LoadError(path, f"Keras cannot read it: {errors[-1]}")
 
 
-def export_code(model, recipe: Recipe, tool: str, out, *, calibration=None, safe_mode: bool = True) -> CodeExport:
+def export_code(model, recipe: Recipe, tool: str, out, *, calibration=None, safe_mode: bool = True,
+                load_options: dict | None = None) -> CodeExport:
     """Write ``recipe`` for ``tool`` (one of :data:`CODE_TOOLS`) to ``out``.
 
     Args:
@@ -80,6 +81,7 @@ def export_code(model, recipe: Recipe, tool: str, out, *, calibration=None, safe
         calibration: what the recipe's activation ranges are measured on
             (the tfmot script's starting point is read off ``qviz.apply``).
         safe_mode: refuse a file that would run code when read (see :func:`qviz.load`).
+        load_options: more keywords of :func:`qviz.load` (``input_shape``, ``limits``).
 
     Raises:
         CodeExportError, RecipeError, LoadError, ExportError: with the cause in one line.
@@ -96,18 +98,25 @@ def export_code(model, recipe: Recipe, tool: str, out, *, calibration=None, safe
         raise ExportError(f"{out}: cannot write: {out.parent} is not a directory")
     if tool in ("tfmot", "qkeras") and not is_keras_file(str(model)):
         raise CodeExportError(f"{model}: {tool} trains Keras models; a frozen graph has no layers to rebuild")
-    graph = load(model, safe_mode=safe_mode)     # qviz's safety checks run before any Keras reads the file
+    # qviz's safety checks run before any Keras reads the file
+    graph = load(model, **{**(load_options or {}), "safe_mode": safe_mode})
     recipe.validate(graph)
     files: list[tuple[Path, bytes | None]] = []
-    if tool in ("tfmot", "qkeras"):
-        code = _keras_tool(tool, model, graph, recipe, out, calibration, safe_mode, files)
-    else:
-        from .aeq_recipe import aeq_recipe, float_tflite
+    from .keras2 import Keras2Error
+    from .tflite import TFLiteError
 
-        tflite_path = out.with_name(out.stem + "_float.tflite")
-        tflite = float_tflite(graph)
-        code = aeq_recipe(graph, recipe, tflite)
-        files.append((tflite_path, tflite))
+    try:
+        if tool in ("tfmot", "qkeras"):
+            code = _keras_tool(tool, model, graph, recipe, out, calibration, safe_mode, files)
+        else:
+            from .aeq_recipe import aeq_recipe, float_tflite
+
+            tflite_path = out.with_name(out.stem + "_float.tflite")
+            tflite = float_tflite(graph)
+            code = aeq_recipe(graph, recipe, tflite)
+            files.append((tflite_path, tflite))
+    except (Keras2Error, TFLiteError) as exc:      # name the file: their messages name the model inside
+        raise type(exc)(f"{model}: {exc}") from None
     files.insert(0, (out, code.text.encode()))
     for path, data in files:
         if data is None:      # written already (the tf_keras rebuild)
@@ -128,25 +137,23 @@ def _keras_tool(tool, model, graph, recipe, out: Path, calibration, safe_mode, f
 
     path = str(model)
     keras_model = _keras_model(path, safe_mode)
-    if is_tf_keras_model(keras_model):
-        model_file = str(Path(path).resolve())
-    else:
-        twin = to_tf_keras(keras_model)
-        rebuilt = out.with_name(out.stem + "_tf_keras.h5")
-        try:
-            tf_log = logging.getLogger("tensorflow")
-            level = tf_log.level
-            tf_log.setLevel(logging.ERROR)    # "compiled metrics not built yet": the twin is not compiled
-            try:
-                with warnings.catch_warnings():   # "HDF5 is legacy": it is the format tf_keras and tfmot read
-                    warnings.simplefilter("ignore")
-                    twin.save(rebuilt)
-            finally:
-                tf_log.setLevel(level)
-        except OSError as exc:
-            raise ExportError(f"{rebuilt}: cannot write: {exc.strerror or exc}") from None
-        files.append((rebuilt, None))
-        model_file = rebuilt.name
+    # the script reads a tf_keras .h5 beside it: the model rebuilt (Keras 3), or saved again (tf_keras),
+    # so the files travel together (a zip from the app, a folder moved elsewhere)
+    twin = keras_model if is_tf_keras_model(keras_model) else to_tf_keras(keras_model)
+    rebuilt = out.with_name(out.stem + "_tf_keras.h5")
+    tf_log = logging.getLogger("tensorflow")
+    level = tf_log.level
+    tf_log.setLevel(logging.ERROR)    # "compiled metrics not built yet": the twin is not compiled
+    try:
+        with warnings.catch_warnings():   # "HDF5 is legacy": it is the format tf_keras and tfmot read
+            warnings.simplefilter("ignore")
+            twin.save(rebuilt)
+    except OSError as exc:
+        raise ExportError(f"{rebuilt}: cannot write: {exc.strerror or exc}") from None
+    finally:
+        tf_log.setLevel(level)
+    files.append((rebuilt, None))
+    model_file = rebuilt.name
     if callable(calibration):
         calibration = calibration(graph)
     plan = qat_plan(graph, recipe, calibration=calibration)

@@ -36,7 +36,9 @@ def python_dict(d: dict) -> str:
 
 
 def docstring_safe(text: str) -> str:
-    """``text`` escaped for a triple-double-quoted string: backslashes doubled, quotes escaped."""
+    """``text`` escaped for a triple-double-quoted string: backslashes doubled, quotes escaped,
+    and what is not UTF-8 (a file name's undecodable bytes) written as an escape."""
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
     return text.replace("\\", "\\\\").replace('"', '\\"')
 
 

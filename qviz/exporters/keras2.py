@@ -160,7 +160,13 @@ def to_tf_keras(model):
     except (TypeError, ValueError, KeyError) as exc:
         raise Keras2Error(f"model {model.name!r}: tf_keras cannot rebuild it: {str(exc).splitlines()[0][:200]}") \
             from None
-    _check_same_outputs(model, twin)
+    try:
+        _check_same_outputs(model, twin)
+    except Keras2Error:
+        raise
+    except Exception as exc:   # TensorFlow's own errors running either model: one line, not a traceback
+        raise Keras2Error(f"model {model.name!r}: its tf_keras rebuild does not run: "
+                          f"{(str(exc).splitlines() or [type(exc).__name__])[0][:200]}") from None
     return twin
 
 

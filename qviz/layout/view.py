@@ -188,7 +188,8 @@ def sketch_view(sketch) -> nx.DiGraph:
 def around(vg: nx.DiGraph, layers: Iterable[str], hops: int = 2) -> nx.DiGraph:
     """The part of a view graph within ``hops`` edges (either way) of the nodes
     showing ``layers``: a sub-graph to put on a slide. A removed node drawn behind
-    a kept one (``ghost_of``) comes along with it.
+    a kept one (``ghost_of``) comes along with it; a layer the rewrite removed (a
+    folded batch norm) is centred on the node it is drawn behind.
 
     >>> vg = nx.DiGraph([("layer:a", "layer:b"), ("layer:b", "layer:c"), ("layer:c", "layer:d")])
     >>> for k in vg:
@@ -201,8 +202,9 @@ def around(vg: nx.DiGraph, layers: Iterable[str], hops: int = 2) -> nx.DiGraph:
     ValueError: no layer named 'nope' in the graph drawn
     """
     wanted = set(layers)
-    centres = [k for k, d in vg.nodes(data=True) if d.get("layer") in wanted and "ghost_of" not in d]
-    missing = wanted - {vg.nodes[k].get("layer") for k in centres}
+    showing = [(k, d) for k, d in vg.nodes(data=True) if d.get("layer") in wanted]
+    centres = [d.get("ghost_of") or k for k, d in showing]
+    missing = wanted - {d.get("layer") for _, d in showing}
     if missing:
         raise ValueError(f"no layer named {sorted(missing)[0]!r} in the graph drawn")
     undirected = vg.to_undirected(as_view=True)

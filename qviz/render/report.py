@@ -275,7 +275,8 @@ def make_report(graph: Graph, recipe: Recipe, *, name: str, explain=None, sensit
     if explain is None:
         explain = [c.layer for c in fold_candidates(graph) if c.foldable and recipe.folds(c.layer)][:1]
     explanations = [replace(explain_fold(graph, layer, data.calibration),
-                            orders=fold_orders(graph, layer, SWEEP_BITS, inputs=data.calibration))
+                            orders=fold_orders(graph, layer, SWEEP_BITS, narrow_range=recipe.narrow_range,
+                                               inputs=data.calibration))
                     for layer in explain]
     return html_report(graph, recipe, result, name=name, explanations=explanations, sensitivity=sensitivity,
                        target_sqnr_db=target_sqnr_db, data_origin=data.origin, shapes=tensor_shapes(graph))

@@ -80,14 +80,15 @@ def test_tfmot_script_trains_the_recipes_bits_and_converts_to_int8(tmp_path):
     assert result["ops"][0][2] <= 15 and result["ops"][1][2] > 15
 
 
-def test_tfmot_script_of_a_tf_keras_model_loads_the_file_itself(tmp_path):
-    path = sample_path("fused_bn_tf_keras")      # tf_keras already: no rebuild
+def test_tfmot_script_of_a_tf_keras_model_reads_its_own_copy(tmp_path):
+    path = sample_path("fused_bn_tf_keras")      # tf_keras already: saved beside the script, not rebuilt
     g = qviz.load(path)
     narrow = export_code(path, qviz.Recipe.default(g).with_bits("dw", LayerBits(8, 4)), "tfmot", tmp_path / "n.py")
     assert any(n.startswith("'dw_relu': outputs below 8 bits train, but TFLite's converter REFUSES")
                for n in narrow.notes)
     done = export_code(path, qviz.Recipe.default(g).with_bits("dw", LayerBits(3, 8)), "tfmot", tmp_path / "qat.py")
-    assert [p.name for p in done.files] == ["qat.py"]
+    assert [p.name for p in done.files] == ["qat.py", "qat_tf_keras.h5"]
+    assert str(path.parent) not in done.files[0].read_text()     # no path of this machine in the script
     result = _run_tfmot(tmp_path / "qat.py")
     assert result["bits"]["dw"] == [3, None] and result["bits"]["dw_relu"] == [None, 8]
     assert result["bits"]["project_bn"] == [None, 8]      # a folded conv with no activation: after its BN
@@ -198,7 +199,8 @@ def test_ai_edge_quantizer_recipe_quantizes_each_layer_at_its_bits(tmp_path):
     recipe = (qviz.Recipe.default(g).with_bits("conv1", LayerBits(3, 8)).with_bits("logits", LayerBits(8, None)))
     done = export_code(path, recipe, "ai-edge-quantizer", tmp_path / "recipe.json")
     assert [p.name for p in done.files] == ["recipe.json", "recipe_float.tflite"]
-    assert done.notes == ("'conv1': 3-bit weights are written as 4-bit (AEQ's widths for CONV_2D)",)
+    assert "'conv1': 3-bit weights are written as 4-bit (AEQ's widths for CONV_2D)" in done.notes
+    assert any("leaves the activations of 'logits' float" in n for n in done.notes)
 
     data = np.load(sample_path("lenet_digits").with_name("lenet_digits_data.npz"))
     images = data[sorted(data.files)[0]][:16].astype(np.float32)
@@ -256,3 +258,17 @@ def test_why_folded_convs_get_per_channel_weights_in_tfmot(tmp_path):
     result = _run_tfmot(tmp_path / "per_tensor.py")
     assert [op[:2] for op in result["ops"]] == [["CONV_2D", "float32"], ["DEPTHWISE_CONV_2D", "float32"],
                                                 ["CONV_2D", "float32"], ["FULLY_CONNECTED", "int8"]]
+
+
+def test_a_file_name_that_is_not_utf8_and_a_bad_input_shape_are_one_line(tmp_path):
+    import shutil
+
+    odd = tmp_path / "m\udcff.keras"
+    shutil.copy(sample_path("lenet_digits"), odd)
+    g = qviz.load(odd)
+    done = export_code(odd, qviz.Recipe.default(g), "tfmot", tmp_path / "qat.py")
+    compile(done.files[0].read_text(), "qat.py", "exec")             # the name is in it, escaped
+    recipe = tmp_path / "r.json"
+    recipe.write_text("{}")
+    assert main(["export-code", str(sample_path("lenet_digits")), "--recipe", str(recipe), "--tool", "tfmot",
+                 "-o", str(tmp_path / "q.py"), "--input-shape", "1,2,3,4,5"]) != 0

@@ -51,11 +51,16 @@ def test_every_chart_names_its_axes_and_explains_its_colours(lenet):
         for axis in _axes(fig):
             assert fig.layout[axis].title.text, f"{name}: {axis} has no title"
         legend_on = fig.layout.showlegend is not False
+        # heatmaps share one colour scale: one of them shows it, with a title
+        scale_shown = any(t.type == "heatmap" and t.showscale is not False and t.colorbar.title.text
+                          for t in fig.data)
         for t in fig.data:
-            explained = (t.type == "heatmap" and t.showscale is not False and t.colorbar.title.text) or \
-                (legend_on and t.showlegend is not False and t.name)
-            # a lone heatmap of a shared scale, or one series whose colours the title spells out
-            explained = explained or t.type == "heatmap" or (len(fig.data) == 1 and fig.layout.title.text)
+            if t.type == "heatmap":
+                assert scale_shown, f"{name}: no heatmap shows its colour scale with a title"
+                continue
+            # in the legend, or one series whose colours the title spells out
+            explained = (legend_on and t.showlegend is not False and t.name) or \
+                (len(fig.data) == 1 and fig.layout.title.text)
             assert explained, f"{name}: the trace {t.name!r} is in no legend"
 
 

@@ -234,6 +234,9 @@ def register(app, store) -> None:
             layer = key.layer_in(s.graph) if key is not None else None
             if layer is None:
                 return dict(file=no_update, status="select a node first: the image is it and its neighbours")
-        name, svg = services.graph_svg_file(s, current(history), view_choice(mode, show, direction, view_state),
-                                            around_layer=layer)
+        try:
+            name, svg = services.graph_svg_file(s, current(history), view_choice(mode, show, direction, view_state),
+                                                around_layer=layer)
+        except ValueError as exc:      # the layer is not in the view drawn (another view than the selection's)
+            return dict(file=no_update, status=str(exc))
         return dict(file=dcc.send_string(svg, name, type="image/svg+xml"), status=f"saved {name}")
