@@ -109,3 +109,17 @@ def edit_cell(dash_duo, layer, col, value):
     before = dash_duo.find_element("#diff-summary").text
     set_cell(dash_duo, layer, col, value)
     wait_for(lambda: dash_duo.find_element("#diff-summary").text != before, what=f"{layer}.{col} applied")
+
+
+def text_of(dash_duo, selector) -> str:
+    """The text of the first element ``selector`` finds ("" while there is none)."""
+    found = dash_duo.find_elements(selector)
+    return found[0].text if found else ""
+
+
+def explain_fold_of(dash_duo, layer: str, weight_bits: str) -> None:
+    """Set ``layer``'s weight bits, select it, and open its fold explainer."""
+    edit_cell(dash_duo, layer, "weight_bits", weight_bits)
+    dash_duo.find_element("#search").send_keys(f"{layer}\n")
+    wait_for(lambda: f"layer {layer}" in dash_duo.find_element("#node-panel").text, what=f"{layer} selected")
+    dash_duo.find_element(".fold-explain-button").click()

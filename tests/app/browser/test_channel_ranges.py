@@ -6,7 +6,7 @@ import qviz
 from qviz.analysis.channel_ranges import channel_ranges
 from qviz.samples import sample_path
 
-from .helpers import click, edit_cell, needs_browser, shot, start_app, wait_for
+from .helpers import click, explain_fold_of, needs_browser, shot, start_app, text_of, wait_for
 
 pytestmark = needs_browser
 
@@ -17,24 +17,16 @@ _FIGURE = ("const g = document.querySelector('.channel-ranges .js-plotly-plot');
            "        title: g.layout.annotations[1].text};")
 
 
-def _text(dash_duo, selector):
-    found = dash_duo.find_elements(selector)
-    return found[0].text if found else ""
-
-
 def test_channel_ranges_before_and_after_the_fold_at_the_recipes_bits(dash_duo):
     start_app(dash_duo)
-    edit_cell(dash_duo, "conv2", "weight_bits", "4")
-    dash_duo.find_element("#search").send_keys("conv2\n")
-    wait_for(lambda: "layer conv2" in dash_duo.find_element("#node-panel").text, what="conv2 selected")
-    dash_duo.find_element(".fold-explain-button").click()
+    explain_fold_of(dash_duo, "conv2", "4")
     # opens at the recipe's width for conv2, with the library's numbers
     want = channel_ranges(qviz.load(sample_path("lenet_digits")), "conv2", 4)
-    wait_for(lambda: _text(dash_duo, ".channel-summary").startswith("At 4 bits"), timeout=60,
-             what=lambda: f"the channel view at 4 bits; it reads {_text(dash_duo, '.channel-ranges')!r}")
-    assert want.summary() == _text(dash_duo, ".channel-summary")
-    assert "Your recipe quantizes weights per-tensor (narrow range, symmetric)" in _text(dash_duo, ".channel-ranges")
-    table = _text(dash_duo, ".scheme-table")
+    wait_for(lambda: text_of(dash_duo, ".channel-summary").startswith("At 4 bits"), timeout=60,
+             what=lambda: f"the channel view at 4 bits; it reads {text_of(dash_duo, '.channel-ranges')!r}")
+    assert want.summary() == text_of(dash_duo, ".channel-summary")
+    assert "Your recipe quantizes weights per-tensor (narrow range, symmetric)" in text_of(dash_duo, ".channel-ranges")
+    table = text_of(dash_duo, ".scheme-table")
     assert f"after fold {want.error('after fold', 'per-tensor').sqnr_db:.1f} dB" in table
     wait_for(lambda: dash_duo.driver.execute_script(_FIGURE) is not None, what="the channel figure")
     fig = dash_duo.driver.execute_script(_FIGURE)
@@ -46,7 +38,7 @@ def test_channel_ranges_before_and_after_the_fold_at_the_recipes_bits(dash_duo):
     shot(dash_duo, "fold_channel_ranges.png")
     # another width redraws the view (no job: constants only)
     click(dash_duo, ".channel-ranges input[value='2']")
-    wait_for(lambda: _text(dash_duo, ".channel-summary").startswith("At 2 bits"), what="the view at 2 bits")
-    assert _text(dash_duo, ".channel-summary") == channel_ranges(
+    wait_for(lambda: text_of(dash_duo, ".channel-summary").startswith("At 2 bits"), what="the view at 2 bits")
+    assert text_of(dash_duo, ".channel-summary") == channel_ranges(
         qviz.load(sample_path("lenet_digits")), "conv2", 2).summary()
     wait_for(lambda: "at 2 bits" in dash_duo.driver.execute_script(_FIGURE)["title"], what="figure at 2 bits")

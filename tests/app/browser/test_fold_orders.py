@@ -7,7 +7,7 @@ from qviz.analysis.fold_orders import fold_orders
 from qviz.choices import SWEEP_BITS
 from qviz.samples import data_for, sample_path
 
-from .helpers import edit_cell, needs_browser, shot, start_app, wait_for
+from .helpers import explain_fold_of, needs_browser, shot, start_app, text_of, wait_for
 
 pytestmark = needs_browser
 
@@ -17,24 +17,16 @@ _FIGURE = ("const g = document.querySelector('.fold-orders .js-plotly-plot');"
            "        xtitle: g.layout.xaxis.title.text, ytitle: g.layout.yaxis.title.text};")
 
 
-def _text(dash_duo, selector):
-    found = dash_duo.find_elements(selector)
-    return found[0].text if found else ""
-
-
 def test_three_orders_of_fold_and_quantize_side_by_side(dash_duo):
     start_app(dash_duo)
-    edit_cell(dash_duo, "conv2", "weight_bits", "4")
-    dash_duo.find_element("#search").send_keys("conv2\n")
-    wait_for(lambda: "layer conv2" in dash_duo.find_element("#node-panel").text, what="conv2 selected")
-    dash_duo.find_element(".fold-explain-button").click()
-    wait_for(lambda: _text(dash_duo, "#fold-orders-table"), timeout=90,
-             what=lambda: f"the fold-order table; the explainer reads {_text(dash_duo, '#fold-explainer')[:300]!r}")
+    explain_fold_of(dash_duo, "conv2", "4")
+    wait_for(lambda: text_of(dash_duo, "#fold-orders-table"), timeout=90,
+             what=lambda: f"the fold-order table; the explainer reads {text_of(dash_duo, '#fold-explainer')[:300]!r}")
 
     g = qviz.load(sample_path("lenet_digits"))
     want = fold_orders(g, "conv2", SWEEP_BITS, inputs=data_for(g).calibration)
-    assert _text(dash_duo, ".orders-summary") == want.summary(4)
-    rows = _text(dash_duo, "#fold-orders-table").splitlines()
+    assert text_of(dash_duo, ".orders-summary") == want.summary(4)
+    rows = text_of(dash_duo, "#fold-orders-table").splitlines()
     assert rows[0].startswith("order (weights at 4 bits)")
     for order in ("fold, then quantize", "quantize, then fold", "training-mode fold"):
         row = next(r for r in rows if r.startswith(order))
