@@ -36,8 +36,8 @@ def fold_channels_figure(explanation) -> go.Figure:
     before, after = explanation.channel_norms
     s = [float(x) for x in np.ravel(v.multiplier)]
     ch = list(range(len(s)))
-    fig = make_subplots(rows=1, cols=3, subplot_titles=("multiplier s = γ/√(σ²+ε)", "weight norm per channel",
-                                                        "bias per channel"))
+    fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.1,
+                        subplot_titles=("multiplier s = γ/√(σ²+ε)", "weight norm per channel", "bias per channel"))
     fig.add_trace(go.Bar(x=ch, y=s, name="s = γ/√(σ²+ε)", marker_color="#7b4ea3"), 1, 1)
     fig.add_trace(go.Bar(x=ch, y=before, name="weight norm before", marker_color=BEFORE_COLOR), 1, 2)
     fig.add_trace(go.Bar(x=ch, y=after, name="weight norm after", marker_color=AFTER_COLOR), 1, 2)
@@ -47,7 +47,7 @@ def fold_channels_figure(explanation) -> go.Figure:
     fig.update_layout(height=290, margin=dict(l=40, r=10, t=30, b=36), barmode="group",
                       legend=dict(orientation="h", y=-0.3))
     fig.update_xaxes(title=dict(text="output channel", standoff=2))
-    for col, title in ((1, "multiplier s"), (2, "L2 norm of the channel's weights"), (3, "bias")):
+    for col, title in ((1, "s"), (2, "L2 norm"), (3, "bias")):
         fig.update_yaxes(title=dict(text=title, standoff=2), row=1, col=col)
     return fig
 
