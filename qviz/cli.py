@@ -142,7 +142,7 @@ def _cmd_match(args) -> int:
     return 0
 
 
-def _read_recipe(path: str):
+def _read_recipe(path: str, flag: str = "--recipe"):
     from .importers import LoadError
     from .importers.safety import Limits, check_path, read_bounded
     from .passes import Recipe, RecipeError
@@ -152,11 +152,11 @@ def _read_recipe(path: str):
         check_path(Path(path), path, limits)
         data = read_bounded(Path(path), path, limits)
     except LoadError as exc:
-        raise _UsageError(f"--recipe {exc}") from None
+        raise _UsageError(f"{flag} {exc}") from None
     try:
         return Recipe.from_json(data)   # bytes: the reader says which byte is not UTF-8
     except RecipeError as exc:
-        raise RecipeError(f"--recipe {path}: {exc}") from None
+        raise RecipeError(f"{flag} {path}: {exc}") from None
 
 
 def _cmd_node_data(args) -> int:
@@ -245,13 +245,20 @@ def _cmd_report(args) -> int:
 def _cmd_recipe(args) -> int:
     from .passes import LayerBits, Recipe, apply_rules, parse_rule
 
-    for rule in args.rule or ():
+    rules = list(args.rule or ())
+    for rule in rules:
         parse_rule(rule)   # a typo is said before seconds of loading
+    if args.rules_from:
+        # another model's recipe: its rules, not its layers, carry over (read first: they come first)
+        carried = _read_recipe(args.rules_from, "--rules-from").rules
+        if not carried:
+            raise _UsageError(f"--rules-from {args.rules_from}: the recipe has no rules to carry over")
+        rules = [*carried, *rules]
     graph = _load(args)
     bits = None if args.float else LayerBits(args.weight_bits, args.activation_bits)
     recipe = Recipe.default(graph, bits)
-    if args.rule:
-        recipe = apply_rules(recipe, args.rule, graph)
+    if rules:
+        recipe = apply_rules(recipe, rules, graph)
     print(recipe.to_json())
     return 0
 
@@ -591,7 +598,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rule", action="append", metavar="'SELECTORS: ACTIONS'",
                    help="then set layers by rule, later ones winning, e.g. 'name~block_1[0-3]: w4a8', "
                         "'op=DepthwiseConv2dNative: w8a8', 'pattern=conv_bn & name~^block: nofold' "
-                        "(see qviz.passes.rules)")
+                        "'between=block_3_expand..block_5_add: w4' (see qviz.passes.rules)")
+    p.add_argument("--rules-from", metavar="RECIPE.json",
+                   help="first apply the rules recorded in this recipe (made for another model, say), "
+                        "then any --rule")
     p.set_defaults(func=_cmd_recipe)
 
     p = sub.add_parser("apply", help="fold and quantize as a recipe says; write the graph and a report")

@@ -65,6 +65,9 @@ DOWNLOAD_MODEL = "download-model"
 DOWNLOAD_MODEL_BUTTON = "download-model-button"
 RECIPE_UPLOAD = "recipe-upload"
 RECIPE_ERROR = "recipe-error"
+RULE_INPUT = "rule-input"             # one rule's text (qviz.passes.rules); Enter or the button applies it
+RULE_APPLY = "rule-apply"
+RULES_APPLIED = "rules-applied"       # the recipe's rules, in order
 
 # side panel: per-layer controls use pattern-matching ids {"type": ..., "layer": name}
 NODE_PANEL = "node-panel"

@@ -9,12 +9,18 @@ from dash import dcc, html
 
 from ..analysis.node_data import MAX_NODE_DATA_BYTES
 from ..choices import BIT_MENU, SWEEP_BITS, bits_label
+from ..passes.rules import MAX_RULE_CHARS
 from ..patterns import BUILTIN
 from ..samples import list_samples
 from . import ids
 from .legend import color_options, graph_legend
 
 BITS = [bits_label(b) for b in BIT_MENU]
+#: The rule box's tooltip: the grammar of qviz.passes.rules, in one breath.
+RULE_HELP = ("SELECTORS: ACTIONS — selectors (& joins them): name~REGEX, op=TYPE, pattern=NAME ("
+             + ", ".join(BUILTIN) + "), between=FIRST..LAST (every layer on a path between two layers), *; "
+             "actions (, joins them): fold, nofold, wN, aM, wNaM, float. Rules apply in order, a later one "
+             "winning; a table or panel edit after them wins too; a preset starts the rules afresh.")
 #: An empty plot without axes (instead of plotly's default empty grid).
 NO_FIGURE = {"data": [], "layout": {"xaxis": {"visible": False}, "yaxis": {"visible": False},
                                     "height": 60, "margin": {"l": 0, "r": 0, "t": 0, "b": 0}}}
@@ -156,6 +162,13 @@ def page(default_sample: str | None, session_id: str, max_upload_bytes: int = 20
                        dcc.Upload(id=ids.RECIPE_UPLOAD, children=html.A("upload recipe"), className="inline-upload"),
                        html.Span(id=ids.RECIPE_ERROR, className="error"),
                    ], className="toolbar"),
+                   html.Div([
+                       dcc.Input(id=ids.RULE_INPUT, type="text", debounce=False, maxLength=MAX_RULE_CHARS,
+                                 placeholder="rule, e.g. op=DepthwiseConv2dNative: w4a8 (Enter applies)",
+                                 className="rule-input"),
+                       html.Button("apply rule", id=ids.RULE_APPLY),
+                       html.Span(id=ids.RULES_APPLIED, className="rules-applied"),
+                   ], className="toolbar rules", title=RULE_HELP),
                    dag.AgGrid(id=ids.GRID, columnDefs=[   # minimum widths: below them the table scrolls sideways
                        {"field": "layer", "pinned": "left", "minWidth": 130},
                        {"field": "batch_norm", "headerName": "batch norm", "minWidth": 95},

@@ -41,7 +41,8 @@ from ..analysis.node_data import (MAX_NODE_DATA_BYTES, SQNR_GRADIENT, NodeData, 
                                   on_layers)
 from ..analysis.weight_stats import WEIGHT_METRICS, weight_metrics
 from ..matcher import explain, explain_layer
-from ..passes import LayerBits, Recipe, RecipeError, fold_candidates, quantizable_layers, quantizable_units
+from ..passes import (LayerBits, Recipe, RecipeError, apply_rules, fold_candidates, quantizable_layers,
+                      quantizable_units)
 from ..render.figure import Badge
 from ..render.metric import metric_fill
 from ..render.image import recipe_badges
@@ -49,7 +50,7 @@ from ..render.svg import graph_svg
 
 __all__ = ["HISTORY_LIMIT", "START_RECIPE", "new_history", "current", "push", "undo", "redo", "edit_layer",
            "EDITED_FIELDS", "apply_edits",
-           "shows", "set_layer", "recipe_from_upload", "layer_rows", "on_tflite", "ViewChoice", "DrawnView",
+           "shows", "set_layer", "recipe_from_upload", "with_rule", "rules_line", "layer_rows", "on_tflite", "ViewChoice", "DrawnView",
            "shown", "draw_view", "match_marks", "MatchItem", "why", "search", "hover_lines", "hover_shapes", "warm_up",
            "device_flags", "bit_badges", "cost_line", "metric_of", "recipe_sqnr", "RECIPE_SQNR", "metric_waiting",
            "painted", "metric_fill", "node_data_from_upload",
@@ -169,6 +170,29 @@ def recipe_from_upload(contents: str, graph) -> Recipe:
     except (IndexError, binascii.Error, UnicodeDecodeError) as exc:
         raise RecipeError(f"the file is not a UTF-8 text file ({type(exc).__name__})") from None
     return Recipe.from_json(text).validate(graph)
+
+
+def with_rule(history: dict, text: str, graph) -> dict:
+    """The history with one more step: the current recipe with rule ``text`` applied.
+
+    Raises:
+        RecipeError: the rule does not parse or reaches no layer it can act on (one line, naming it).
+
+    >>> import qviz
+    >>> from qviz.samples import sample_path
+    >>> g = qviz.load(sample_path("lenet_digits"))
+    >>> page = with_rule(new_history(qviz.Recipe.default(g)), "name~^conv: w4a6", g)
+    >>> current(page).bits("conv2"), rules_line(current(page))
+    (LayerBits(weight_bits=4, activation_bits=6), 'rules applied, in order: 1) name~^conv: w4a6')
+    """
+    return push(history, apply_rules(current(history), [(text or "").strip()], graph))
+
+
+def rules_line(recipe: Recipe) -> str:
+    """The recipe's rules, numbered in the order they applied ('' if it has none)."""
+    if not recipe.rules:
+        return ""
+    return "rules applied, in order: " + " · ".join(f"{i}) {rule}" for i, rule in enumerate(recipe.rules, 1))
 
 
 def on_tflite(layer: str, fates) -> tuple[str, str]:

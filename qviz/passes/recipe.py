@@ -323,7 +323,8 @@ class Recipe:
                    quantize_layers={name: bits for name in quantizable_layers(graph)})
 
     def with_preset(self, name: str, graph: Graph) -> "Recipe":
-        """This recipe with one of the :data:`PRESETS` applied for ``graph``.
+        """This recipe with one of the :data:`PRESETS` applied for ``graph`` (and no
+        :attr:`rules`: the preset overwrote what they chose).
 
         >>> import qviz
         >>> from qviz.samples import sample_path
@@ -336,15 +337,16 @@ class Recipe:
         ...
         qviz.passes.recipe.RecipeError: preset: 'int3' is not one of all-8, first-last-8-rest-4, fold-all, float
         """
+        # a preset overwrites the per-layer choices any rules made: they no longer describe it
         if name == "all-8":
-            return replace(self, quantize_default=LayerBits(8, 8), quantize_layers={})
+            return replace(self, quantize_default=LayerBits(8, 8), quantize_layers={}, rules=())
         if name == "first-last-8-rest-4":
             layers = list(quantizable_layers(graph))
             edge = {layers[0], layers[-1]} if layers else set()
-            return replace(self, quantize_layers={
+            return replace(self, rules=(), quantize_layers={
                 layer: LayerBits(8, 8) if layer in edge else LayerBits(4, 4) for layer in layers})
         if name == "fold-all":
-            return replace(self, fold_default=True, fold_layers={})
+            return replace(self, fold_default=True, fold_layers={}, rules=())
         if name == "float":
             return Recipe(fold_default=False, quantize_default=None)
         raise RecipeError(f"preset: {name!r} is not one of {', '.join(PRESETS)}")

@@ -6,6 +6,8 @@ A rule is ``SELECTORS: ACTIONS``. Selectors, joined with ``&`` (all must hold):
 * ``op=TYPE`` — the layer holds an op of that type (``DepthwiseConv2dNative``);
 * ``pattern=NAME`` — the layer takes part in a match of built-in pattern ``NAME``
   (:data:`qviz.patterns.BUILTIN`: ``conv_bn``, ``layer_activation``, …);
+* ``between=A..B`` — the layer lies on a path from layer ``A`` to layer ``B``, both
+  included (a block of a residual net: its branches and its bypass alike);
 * ``*`` — every layer.
 
 Actions, joined with ``,``: ``fold`` / ``nofold``; ``wN``, ``aM`` or ``wNaM``
@@ -31,12 +33,20 @@ qviz.passes.recipe.RecipeError: rule 'name~block_1[: w4a8': name~block_1[ is not
 Traceback (most recent call last):
 ...
 qviz.passes.recipe.RecipeError: rule 'name~nowhere: w4a8': selects no layer of this model
+>>> sorted(parse_rule("between=conv2..fc1: w4").layers(g))
+['bn2', 'conv2', 'fc1', 'flatten', 'pool', 'relu2']
+>>> parse_rule("between=fc1..conv2: w4").layers(g)
+Traceback (most recent call last):
+...
+qviz.passes.recipe.RecipeError: rule 'between=fc1..conv2: w4': no path leads from layer fc1 to layer conv2
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+
+import networkx as nx
 
 from ..choices import MAX_BITS, MIN_BITS
 from ..ir import Graph
@@ -81,9 +91,33 @@ class Rule:
                 chosen = {layer for layer in chosen if regex.search(layer)}
             elif kind == "op":
                 chosen &= {n.layer for n in graph.nodes if n.op == arg}
+            elif kind == "between":
+                chosen &= _between(graph, self.text, arg)
             else:   # pattern
                 chosen &= {n.layer for m in find_matches(BUILTIN[arg], graph) for n in m.nodes()}
         return chosen
+
+
+def _between(graph: Graph, text: str, arg: str) -> set[str]:
+    """The layers on a path from one layer to another, ends included (``arg`` is ``A..B``)."""
+    layers = set(graph.layers)
+    # a layer name may itself hold "..": take the split whose two sides are layers
+    splits = [(arg[:i], arg[i + 2:]) for i in range(len(arg)) if arg.startswith("..", i)]
+    ends = next(((a, b) for a, b in splits if a in layers and b in layers), None)
+    if ends is None:
+        missing = [end for end in (splits[0] if splits else (arg,)) if end not in layers]
+        _fail(text, f"between=: no layer named {missing[0]!r} in this model" if missing
+              else "between= takes two layer names, A..B")
+    start, end = ends
+    dag = graph.nx
+    first = {n.name for n in graph.layer_nodes(start)}
+    last = {n.name for n in graph.layer_nodes(end)}
+    after = set(first).union(*(nx.descendants(dag, n) for n in first))
+    before = set(last).union(*(nx.ancestors(dag, n) for n in last))
+    on_path = {graph.node(n).layer for n in after & before}
+    if not ({start, end} <= on_path):
+        _fail(text, f"no path leads from layer {start} to layer {end}")
+    return on_path
 
 
 def _fail(text: str, cause: str):
@@ -112,12 +146,16 @@ def parse_rule(text) -> Rule:
             selectors.append(("name", sel[5:]))
         elif sel.startswith("op="):
             selectors.append(("op", sel[3:]))
+        elif sel.startswith("between="):
+            if ".." not in sel:
+                _fail(text, f"{sel}: between= takes two layer names, A..B")
+            selectors.append(("between", sel[8:]))
         elif sel.startswith("pattern="):
             if sel[8:] not in BUILTIN:
                 _fail(text, f"no built-in pattern {sel[8:]!r}; choose from {', '.join(BUILTIN)}")
             selectors.append(("pattern", sel[8:]))
         else:
-            _fail(text, f"{sel!r} is not a selector: name~REGEX, op=TYPE, pattern=NAME or *")
+            _fail(text, f"{sel!r} is not a selector: name~REGEX, op=TYPE, pattern=NAME, between=A..B or *")
     fold, floats, w, a = None, False, None, None
     for act in (s.strip() for s in what.split(",")):
         if act in ("fold", "nofold"):

@@ -25,6 +25,19 @@ def test_rules_resolve_in_order_by_op_type_name_and_pattern(block):
     assert later.bits("dw") == LayerBits(2, 8) and later.bits("stem_conv") == LayerBits(8, 8)
 
 
+def test_between_selects_a_residual_block_branches_and_bypass_alike(samples, capsys):
+    g = qviz.load(samples["resnet_block"])
+    # from the block's input to its Add: both convs of the branch, and the stem relu that bypasses them
+    r = apply_rules(Recipe.default(g), ["between=stem_relu..add1: w4a6"], g)
+    assert {layer for layer in g.layers if r.bits(layer) == LayerBits(4, 6)} == {"conv1", "conv2", "add1"}
+    assert r.bits("stem_conv") == r.bits("conv3") == LayerBits(8, 8)   # outside the block: unchanged
+    chosen = apply_rules(Recipe(fold_default=False), ["between=conv1..relu2: fold"], g)
+    assert [layer for layer in g.layers if chosen.folds(layer)] == ["conv1", "conv2"]
+    assert main(["recipe", str(samples["resnet_block"]), "--rule", "between=conv3..add2 & op=Conv2D: w3"]) == 0
+    r = Recipe.from_json(capsys.readouterr().out)
+    assert [layer for layer in g.layers if (r.bits(layer) or LayerBits(0, 0)).weight_bits == 3] == ["conv3"]
+
+
 def test_the_rewrite_quantizes_what_the_rules_resolved_to(block):
     r = apply_rules(Recipe.default(block), ["op=DepthwiseConv2dNative: w4a6"], block)
     graph = qviz.apply(block, r, report=False).graph
@@ -41,6 +54,8 @@ def test_the_recipe_keeps_its_rules_and_a_recipe_without_rules_is_written_as_bef
     back = Recipe.from_json(r.to_json())
     assert back == r and back.rules == ("name~^stem: w4a8",) and back.bits("stem_conv") == LayerBits(4, 8)
     assert "rules" not in Recipe.default(block).to_dict()   # older qviz reads these unchanged
+    for preset in ("all-8", "first-last-8-rest-4", "fold-all", "float"):   # it overwrote what the rules chose
+        assert r.with_preset(preset, block).rules == ()
     with pytest.raises(RecipeError, match=r"rules: must be a list"):
         Recipe.from_dict({"rules": "name~x: w4"})
     with pytest.raises(RecipeError, match=r"rule 'name~x w4': expected SELECTORS: ACTIONS"):
@@ -55,6 +70,9 @@ def test_the_recipe_keeps_its_rules_and_a_recipe_without_rules_is_written_as_bef
     ("name~image: fold", "none of its 1 layers has a batch norm to fold"),
     ("name~stem_relu: w8a8", "none of its 1 layers can be quantized"),
     ("op=Conv3D: w8a8", "selects no layer of this model"),
+    ("between=dw..stem_conv: w4", "no path leads from layer dw to layer stem_conv"),
+    ("between=dw..nowhere: w4", "between=: no layer named 'nowhere' in this model"),
+    ("between=dw: w4", "between= takes two layer names, A..B"),
 ])
 def test_a_rule_that_cannot_apply_is_one_line_naming_it(block, rule, says):
     with pytest.raises(RecipeError) as err:
@@ -68,3 +86,20 @@ def test_qviz_recipe_takes_rules(samples, capsys):
     assert r.bits("conv2") == LayerBits(4, 8) and r.bits("fc1") is None and r.bits("logits") == LayerBits(8, 8)
     assert main(["recipe", str(samples["lenet_digits"]), "--rule", "name~(: w4"]) == 2
     assert "rule 'name~(: w4': name~( is not a regular expression" in capsys.readouterr().err
+
+
+def test_a_recipes_rules_carry_over_to_another_model(samples, tmp_path, capsys):
+    block = qviz.load(samples["mobilenet_block"])
+    made = apply_rules(Recipe.default(block), ["op=DepthwiseConv2dNative: w4", "name~^stem: w6a8"], block)
+    saved = tmp_path / "block_recipe.json"
+    saved.write_text(made.to_json())
+    # resnet_block has no depthwise conv: the first carried rule is refused, naming itself
+    assert main(["recipe", str(samples["resnet_block"]), "--rules-from", str(saved)]) == 2
+    assert "rule 'op=DepthwiseConv2dNative: w4': selects no layer of this model" in capsys.readouterr().err
+    assert main(["recipe", str(samples["mobilenet_block"]), "--rules-from", str(saved), "--rule", "name~dw: w3"]) == 0
+    again = Recipe.from_json(capsys.readouterr().out)
+    assert again.rules == (*made.rules, "name~dw: w3")
+    assert again.bits("dw") == LayerBits(3, 8) and again.bits("stem_conv") == LayerBits(6, 8)
+    saved.write_text(Recipe.default(block).to_json())
+    assert main(["recipe", str(samples["mobilenet_block"]), "--rules-from", str(saved)]) == 2
+    assert "the recipe has no rules to carry over" in capsys.readouterr().err

@@ -1,4 +1,4 @@
-"""Editing the recipe: the layer table, presets, side-panel controls, undo/redo, files.
+"""Editing the recipe: the layer table, presets, rules, side-panel controls, undo/redo, files.
 
 The edit logic is :mod:`qviz.app.services` (the history, one control's edit,
 an uploaded recipe) and :meth:`qviz.Recipe.with_preset`; here, which button
@@ -65,12 +65,15 @@ def register(app, store) -> None:
                     presets={button: Input(button, "n_clicks") for button in PRESET_OF_BUTTON},
                     _undo=Input(ids.UNDO, "n_clicks"), _redo=Input(ids.REDO, "n_clicks"),
                     _controls=[Input({"type": kind, "layer": ALL}, "value") for kind in FIELD_OF_CONTROL],
-                    upload=Input(ids.RECIPE_UPLOAD, "contents")),
+                    upload=Input(ids.RECIPE_UPLOAD, "contents"),
+                    _rule_button=Input(ids.RULE_APPLY, "n_clicks"), _rule_enter=Input(ids.RULE_INPUT, "n_submit")),
         state=dict(history=State(ids.RECIPE, "data"), session=State(ids.SESSION, "data"),
+                   rule=State(ids.RULE_INPUT, "value"),
                    version=State(ids.MODEL_VERSION, "data")),
         prevent_initial_call=True,
     )
-    def edit(edit_log, presets, _undo, _redo, _controls, upload, history, session, version):
+    def edit(edit_log, presets, _undo, _redo, _controls, upload, _rule_button, _rule_enter, history, session, rule,
+             version):
         s = store.require(session)
         trig = ctx.triggered_id
         if s is None or not history or trig is None:
@@ -99,10 +102,19 @@ def register(app, store) -> None:
                 edited = services.push(history, services.recipe_from_upload(upload, s.graph))
             except RecipeError as exc:
                 return dict(history=no_update, error=f"recipe not loaded: {exc}")
+        elif trig in (ids.RULE_APPLY, ids.RULE_INPUT):
+            try:
+                edited = services.with_rule(history, rule, s.graph)
+            except RecipeError as exc:
+                return dict(history=no_update, error=f"not applied: {exc}")
         if current(edited) == current(history):
             return dict(history=no_update, error="")
         log.info("session %s: recipe edited (%s)", session["sid"][:8], trig)
         return dict(history=services.push(history, current(edited)), error="")
+
+    @app.callback(Output(ids.RULES_APPLIED, "children"), Input(ids.RECIPE, "data"))
+    def rules_applied(history):
+        return services.rules_line(current(history)) if history else ""
 
     @app.callback(Output(ids.DOWNLOAD_RECIPE, "data"), Input(ids.DOWNLOAD_RECIPE_BUTTON, "n_clicks"),
                   State(ids.RECIPE, "data"), prevent_initial_call=True)
