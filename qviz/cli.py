@@ -25,6 +25,15 @@ def _shape(text: str) -> tuple[int, ...]:
     return dims
 
 
+def _count(text: str) -> float:
+    from .analysis.budget import parse_count
+
+    try:
+        return parse_count(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _bits(text: str) -> int:
     from .choices import MAX_BITS, MIN_BITS
 
@@ -403,7 +412,7 @@ def _cmd_sensitivity(args) -> int:
                          checkpoint=checkpoint)
     print("output SQNR (dB) with one layer quantized: weights (w) or activations (a)")
     print(result.format())
-    if args.pareto or args.size_kb is not None:
+    if args.pareto or args.size_kb is not None or args.bops is not None or args.trade:
         return _pareto(args, graph, result, data)
     recipe = result.suggest(args.target_sqnr)
     if result.warning:
@@ -425,32 +434,44 @@ def _cmd_sensitivity(args) -> int:
 
 
 def _pareto(args, graph, sens, data) -> int:
+    from .analysis.budget import count_text, layer_macs
     from .analysis.mixed_precision import measure_front, search, weight_counts
+    from .runtime import tensor_shapes
 
+    shapes = tensor_shapes(graph)
+    by_ops = args.trade == "bit-ops" or (args.trade is None and args.bops is not None)
     try:
-        front = search(sens, weight_counts(graph))
+        front = search(sens, weight_counts(graph), macs=layer_macs(graph, shapes) if by_ops else None)
     except ValueError as exc:
         raise _UsageError(f"--pareto: {exc}") from None
-    front = measure_front(graph, front, **data.sweep_kwargs(), progress=_ProgressBar("measuring the recipes"))
-    print(f"\nmixed precision (weights narrowed greedily, activations at {front.activation_bits} bits; "
-          f"{len(front.points)} recipes, each measured):")
+    front = measure_front(graph, front, **data.sweep_kwargs(), shapes=shapes,
+                          progress=_ProgressBar("measuring the recipes"))
+    print(f"\nmixed precision (weights narrowed greedily, the least noise per {'bit-op' if by_ops else 'bit'} "
+          f"saved first; activations at {front.activation_bits} bits; {len(front.points)} recipes, each measured):")
     print(front.format())
     best = [p.weight_bits for p in front.front()]
-    print(f"on the size-vs-SQNR front: {len(best)} of them")
-    if args.size_kb is None:
-        chosen = front.reaching(args.target_sqnr)
-        if chosen is None:
-            print(f"\nno recipe of the search reaches {args.target_sqnr:g} dB", file=sys.stderr)
-            return 0
-        what = f"the smallest recipe reaching {args.target_sqnr:g} dB"
-    else:
+    print(f"on the {'bit-ops' if by_ops else 'size'}-vs-SQNR front: {len(best)} of them")
+    if args.size_kb is not None:
         chosen = front.within(args.size_kb * 1024)
         if chosen is None:
             smallest = min(p.weight_bytes for p in front.points) / 1024
             raise _UsageError(f"--size-kb {args.size_kb:g}: no recipe's weights fit; the smallest is "
                               f"{smallest:.1f} KB")
         what = f"the best recipe within {args.size_kb:g} KB"
-    print(f"\n{what}: {chosen.weight_bytes / 1024:.1f} KB, "
+    elif args.bops is not None:
+        chosen = front.within_bops(args.bops)
+        if chosen is None:
+            fewest = min(p.bops for p in front.points)
+            raise _UsageError(f"--bops {count_text(args.bops)}: no recipe is that cheap; the cheapest takes "
+                              f"{count_text(fewest)} bit-ops")
+        what = f"the best recipe within {count_text(args.bops)} bit-ops"
+    else:
+        chosen = front.reaching(args.target_sqnr)
+        if chosen is None:
+            print(f"\nno recipe of the search reaches {args.target_sqnr:g} dB", file=sys.stderr)
+            return 0
+        what = f"the {'cheapest' if by_ops else 'smallest'} recipe reaching {args.target_sqnr:g} dB"
+    print(f"\n{what}: {chosen.weight_bytes / 1024:.1f} KB, {count_text(chosen.bops)} bit-ops, "
           f"{chosen.measured_sqnr_db:.1f} dB" + (f", accuracy {100 * chosen.accuracy:.2f} %"
                                                   if chosen.accuracy is not None else ""))
     if args.recipe_out:
@@ -651,6 +672,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "reaching --target-sqnr")
     p.add_argument("--size-kb", type=float, metavar="KB",
                    help="the recipe is the best measured one whose weights fit in KB (implies --pareto)")
+    p.add_argument("--bops", type=_count, metavar="COUNT",
+                   help="the recipe is the best measured one within COUNT bit-operations per example, e.g. 8M "
+                        "or 2.5G (implies --pareto --trade bit-ops)")
+    p.add_argument("--trade", choices=("size", "bit-ops"), default=None,
+                   help="what the search narrows weights to save: their size (default) or bit-operations "
+                        "(MACs × weight bits × input bits: a conv used at many positions goes first)")
     p.add_argument("--checkpoint", metavar="JSON",
                    help="where measurements are saved as they are made (default: MODEL.sensitivity.json here); "
                         "a rerun resumes from it")

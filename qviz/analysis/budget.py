@@ -40,7 +40,7 @@ from ..ir.ops import FAKE_QUANT_OPS, LAYER_OPS
 from ..passes.constants import NotConstantError, constant_value
 from ..passes.quant_points import grid_source
 
-__all__ = ["Budget", "budget"]
+__all__ = ["Budget", "budget", "layer_macs", "parse_count", "count_text"]
 
 FLOAT_BITS = 32
 
@@ -60,7 +60,7 @@ class Budget:
                 f"({_share(self.weight_bits, self.float_weight_bits)})")
         if self.bops is None:
             return size + " · bit-ops once the output shapes are known"
-        return size + f" · {_count(self.bops)} bit-ops ({_share(self.bops, self.float_bops)})"
+        return size + f" · {count_text(self.bops)} bit-ops ({_share(self.bops, self.float_bops)})"
 
 
 def _share(part, whole) -> str:
@@ -74,7 +74,7 @@ def _bytes(n: float) -> str:
     return f"{n:.0f} B"
 
 
-def _count(n: int) -> str:
+def count_text(n: int) -> str:
     for unit, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
         if n >= scale:
             return f"{n / scale:.3g} {unit}"
@@ -86,6 +86,66 @@ def _width(graph: Graph, tensor: str) -> int:
     (a max-pool, a reshape: TFLite runs them on the integers); 32 if none."""
     node = grid_source(graph, tensor)
     return int(node.attrs.get("num_bits", 8)) if node.op in FAKE_QUANT_OPS else FLOAT_BITS
+
+
+def _weighted_ops(graph: Graph):
+    """(op, number of weights) for each conv/depthwise/dense op whose weights are constants."""
+    for node in graph.nodes:
+        if node.op not in LAYER_OPS or len(node.inputs) < 2:
+            continue
+        try:
+            yield node, int(np.size(constant_value(graph, node.inputs[1], tensorflow=False)))
+        except NotConstantError:   # weights computed from inputs: not a model parameter
+            continue
+
+
+def _positions(node, shapes: dict) -> int | None:
+    """Output positions each weight is used at (a conv's height × width; 1 for a dense
+    layer); None if the output's shape is not known."""
+    shape = shapes.get(node.output(0))
+    if shape is None or any(d is None for d in shape[1:]):
+        return None
+    return math.prod(shape[1:-1]) if node.op != "MatMul" else 1
+
+
+def layer_macs(graph: Graph, shapes: dict) -> dict[str, int]:
+    """Each layer's multiply-accumulates per example (weights × output positions), for the
+    layers with weights; a layer whose output shape is not known is left out.
+
+    >>> import qviz
+    >>> from qviz.runtime import tensor_shapes
+    >>> from qviz.samples import sample_path
+    >>> g = qviz.load(sample_path("lenet_digits"))
+    >>> layer_macs(g, tensor_shapes(g))
+    {'conv1': 9216, 'conv2': 294912, 'fc1': 32768, 'logits': 640}
+    """
+    macs: dict[str, int] = {}
+    for node, count in _weighted_ops(graph):
+        positions = _positions(node, shapes)
+        if positions is not None:
+            macs[node.layer] = macs.get(node.layer, 0) + count * positions
+    return macs
+
+
+def parse_count(text: str) -> float:
+    """A count written with an SI suffix, as budgets are quoted: ``"21.6M"`` → 21.6e6.
+
+    >>> parse_count("21.6M"), parse_count("3G"), parse_count("1500")
+    (21600000.0, 3000000000.0, 1500.0)
+    >>> parse_count("lots")
+    Traceback (most recent call last):
+    ...
+    ValueError: 'lots' is not a count such as 1500, 250k, 21.6M or 3G
+    """
+    scale = {"k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
+    body, unit = (text[:-1], scale[text[-1]]) if text and text[-1] in scale else (text, 1.0)
+    try:
+        value = float(body) * unit
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"{text!r} is not a count such as 1500, 250k, 21.6M or 3G")
+    return value
 
 
 def budget(original: Graph, rewritten: Graph, shapes: dict | None = None) -> Budget:
@@ -102,13 +162,7 @@ def budget(original: Graph, rewritten: Graph, shapes: dict | None = None) -> Bud
     weight_bits = float_weight_bits = 0
     bops = float_bops = 0 if shapes is not None else None
     seen: dict[str, int] = {}
-    for node in original.nodes:
-        if node.op not in LAYER_OPS or len(node.inputs) < 2:
-            continue
-        try:
-            count = int(np.size(constant_value(original, node.inputs[1], tensorflow=False)))
-        except NotConstantError:   # weights computed from inputs: not a model parameter
-            continue
+    for node, count in _weighted_ops(original):
         i = seen[node.layer] = seen.get(node.layer, -1) + 1
         twins = ops_of.get(node.layer, [])
         twin = twins[i] if i < len(twins) else None
@@ -117,11 +171,10 @@ def budget(original: Graph, rewritten: Graph, shapes: dict | None = None) -> Bud
         weight_bits += count * w_bits
         float_weight_bits += count * FLOAT_BITS
         if bops is not None:
-            shape = shapes.get(node.output(0))
-            if shape is None or any(d is None for d in shape[1:]):
+            positions = _positions(node, shapes)
+            if positions is None:
                 bops = float_bops = None
                 continue
-            positions = math.prod(shape[1:-1]) if node.op != "MatMul" else 1
             bops += count * positions * w_bits * a_bits
             float_bops += count * positions * FLOAT_BITS * FLOAT_BITS
     return Budget(weight_bits, float_weight_bits, bops, float_bops)

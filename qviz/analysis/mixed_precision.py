@@ -11,8 +11,12 @@ quantizer — and the chain of recipes traces the size-against-SQNR front.
 the estimate guides, the measurement is what is shown as the truth.
 
 Activations stay at one width (default: the widest swept, whose noise the sweep
-measured), so the search trades weight size; bit-operations fall with it in
-proportion to each layer's MACs.
+measured), so the search trades weight size — or, given each layer's MACs, compute:
+with ``macs`` a step's cost is the bit-operations it saves (MACs × bits dropped ×
+the activation width), so a conv used at many positions is narrowed before a dense
+layer of as many weights. Each point carries both figures; :func:`measure_front`
+replaces the bit-operations estimate with :func:`qviz.analysis.budget.budget`'s
+count on the rewritten graph.
 
 >>> import numpy as np
 >>> from qviz.analysis.sensitivity import Sensitivity
@@ -22,6 +26,11 @@ proportion to each layer's MACs.
 [(16000, {'a': 8, 'b': 8}), (12000, {'a': 8, 'b': 4}), (8000, {'a': 4, 'b': 4})]
 >>> front.within(1500).weight_bits       # the best estimate that fits in 1500 bytes
 12000
+>>> by_compute = search(s, {"a": 1000, "b": 1000}, macs={"a": 10**6, "b": 1000})
+>>> [{k: b.weight_bits for k, b in p.recipe.quantize_layers.items()} for p in by_compute.points][1]
+{'a': 4, 'b': 8}
+>>> [p.bops for p in by_compute.points], by_compute.within_bops(40_000_000).bops
+([64064000, 32064000, 32032000], 32064000)
 """
 
 from __future__ import annotations
@@ -36,6 +45,7 @@ from ..ir import Graph
 from ..ir.ops import LAYER_OPS
 from ..passes import LayerBits, Recipe
 from ..passes.constants import NotConstantError, constant_value
+from .budget import FLOAT_BITS, budget, count_text
 from .sensitivity import Sensitivity
 
 __all__ = ["ParetoPoint", "MixedPrecision", "search", "weight_counts", "measure_front"]
@@ -50,6 +60,7 @@ class ParetoPoint:
     estimated_sqnr_db: float
     measured_sqnr_db: float | None = None
     accuracy: float | None = None     # on the model's labels, when it has them
+    bops: int | None = None           # bit-operations per example (None: the MACs were not known)
 
     @property
     def weight_bytes(self) -> float:
@@ -63,6 +74,8 @@ class MixedPrecision:
     points: tuple[ParetoPoint, ...]
     float_weight_bits: int
     activation_bits: int | None = None    # every layer's activation width in these recipes
+    cost: str = "size"                    # what the search traded: "size" (weight bits) or "bops"
+    float_bops: int | None = None
 
     def front(self) -> tuple[ParetoPoint, ...]:
         """The points no other beats on both counts (smaller and better SQNR, measured if
@@ -73,9 +86,14 @@ class MixedPrecision:
         >>> [p.weight_bits for p in m.front()]
         [20, 10]
         """
+        c = self.cost_of
         return tuple(p for p in self.points
-                     if not any(q.weight_bits <= p.weight_bits and _sqnr(q) >= _sqnr(p)
-                                and (q.weight_bits, _sqnr(q)) != (p.weight_bits, _sqnr(p)) for q in self.points))
+                     if not any(c(q) <= c(p) and _sqnr(q) >= _sqnr(p)
+                                and (c(q), _sqnr(q)) != (c(p), _sqnr(p)) for q in self.points))
+
+    def cost_of(self, p: ParetoPoint) -> float:
+        """``p``'s cost in what the search traded: weight bits, or bit-operations."""
+        return p.weight_bits if self.cost == "size" else (p.bops if p.bops is not None else math.inf)
 
     def within(self, size_bytes: float) -> ParetoPoint | None:
         """The point with the best SQNR (measured if measured, else estimated) whose
@@ -83,22 +101,33 @@ class MixedPrecision:
         fits = [p for p in self.points if p.weight_bytes <= size_bytes]
         return max(fits, key=_sqnr, default=None)
 
+    def within_bops(self, bops: float) -> ParetoPoint | None:
+        """The point with the best SQNR whose bit-operations are at most ``bops``; None if none is."""
+        fits = [p for p in self.points if p.bops is not None and p.bops <= bops]
+        return max(fits, key=_sqnr, default=None)
+
     def reaching(self, target_sqnr_db: float) -> ParetoPoint | None:
-        """The smallest point whose SQNR (measured if measured) reaches ``target_sqnr_db``."""
+        """The cheapest point (in :attr:`cost`) whose SQNR (measured if measured) reaches ``target_sqnr_db``."""
         ok = [p for p in self.points if _sqnr(p) >= target_sqnr_db]
-        return min(ok, key=lambda p: p.weight_bits, default=None)
+        return min(ok, key=self.cost_of, default=None)
 
     def format(self) -> str:
         accuracy = any(p.accuracy is not None for p in self.points)
-        rows = [f"{'weights':>10} {'of float':>9} {'est. dB':>8} {'meas. dB':>9}"
-                + (f" {'accuracy':>9}" if accuracy else "") + "  weight bits per layer"]
+        bops = any(p.bops is not None for p in self.points)
+        rows = [f"{'weights':>10} {'of float':>9}" + (f" {'bit-ops':>9} {'of float':>9}" if bops else "")
+                + f" {'est. dB':>8} {'meas. dB':>9}" + (f" {'accuracy':>9}" if accuracy else "")
+                + "  weight bits per layer"]
         for p in self.points:
             per_layer = " ".join(f"{k}:{b.weight_bits}" for k, b in p.recipe.quantize_layers.items()
                                  if b.weight_bits is not None)
             measured = "" if p.measured_sqnr_db is None else f"{p.measured_sqnr_db:.1f}"
             acc = "" if not accuracy else f" {'' if p.accuracy is None else f'{100 * p.accuracy:.2f}%':>9}"
             share = 100 * p.weight_bits / self.float_weight_bits if self.float_weight_bits else math.nan
-            rows.append(f"{_kb(p.weight_bytes):>10} {share:8.1f}% "
+            ops = ""
+            if bops:
+                of = 100 * p.bops / self.float_bops if p.bops is not None and self.float_bops else math.nan
+                ops = f" {count_text(p.bops) if p.bops is not None else '':>9} {of:8.2f}%"
+            rows.append(f"{_kb(p.weight_bytes):>10} {share:8.1f}%{ops} "
                         f"{p.estimated_sqnr_db:8.1f} {measured:>9}{acc}  {per_layer}")
         return "\n".join(rows)
 
@@ -128,7 +157,8 @@ def _noise(db: float) -> float:
     return 0.0 if math.isinf(db) else 10 ** (-db / 10)
 
 
-def search(sens: Sensitivity, counts: Mapping[str, int], *, activation_bits: int | None = 0) -> MixedPrecision:
+def search(sens: Sensitivity, counts: Mapping[str, int], *, activation_bits: int | None = 0,
+           macs: Mapping[str, int] | None = None) -> MixedPrecision:
     """The greedy chain of recipes from every searched layer's weights at the widest
     width swept down to all at the narrowest (see the module docstring).
 
@@ -138,6 +168,9 @@ def search(sens: Sensitivity, counts: Mapping[str, int], *, activation_bits: int
             sweep not in it (a bypass Add) get only their activation width.
         activation_bits: every layer's activation width: one of the sweep's (its
             noise is counted), None (float), or 0 (default) for the widest swept.
+        macs: layer → multiply-accumulates per example
+            (:func:`qviz.analysis.budget.layer_macs`): trade bit-operations, not
+            size, and estimate each point's (inputs taken at the activation width).
 
     Raises:
         ValueError: no layer of the sweep has weights to narrow, or an activation
@@ -158,6 +191,9 @@ def search(sens: Sensitivity, counts: Mapping[str, int], *, activation_bits: int
     act_noise = sum(_noise(sens.activation_sqnr[i, act_col]) for i in range(len(sens.layers))) \
         if act_col is not None else 0.0
     level = {name: 0 for name in layers}       # index into widths
+    a_in = activation_bits if activation_bits is not None else FLOAT_BITS
+    # what narrowing a layer by one bit saves: its weights' bits, or its bit-operations
+    per_bit = {name: counts[name] if macs is None else macs.get(name, 0) * a_in for name in layers}
 
     def noise_of(name: str, k: int) -> float:
         return _noise(sens.weight_sqnr[row[name], order[k]])
@@ -169,31 +205,43 @@ def search(sens: Sensitivity, counts: Mapping[str, int], *, activation_bits: int
         recipe = Recipe(fold_default=True, quantize_default=None, quantize_layers={
             **{name: LayerBits(None, activation_bits) for name in sens.layers if activation_bits is not None},
             **{name: LayerBits(b, activation_bits) for name, b in bits.items()}})
-        return ParetoPoint(recipe, size, math.inf if total == 0 else -10 * math.log10(total))
+        ops = None if macs is None else sum(macs.get(name, 0) * b * a_in for name, b in bits.items())
+        return ParetoPoint(recipe, size, math.inf if total == 0 else -10 * math.log10(total), bops=ops)
 
     points = [point()]
     while True:
         steps = [((noise_of(n, level[n] + 1) - noise_of(n, level[n]))
-                  / (counts[n] * (widths[level[n]] - widths[level[n] + 1])), n)
+                  / max(per_bit[n] * (widths[level[n]] - widths[level[n] + 1]), 1), n)
                  for n in layers if level[n] + 1 < len(widths)]
         if not steps:
             break
         _, cheapest = min(steps)
         level[cheapest] += 1
         points.append(point())
-    return MixedPrecision(tuple(points), 32 * sum(counts[name] for name in layers), activation_bits)
+    return MixedPrecision(tuple(points), FLOAT_BITS * sum(counts[name] for name in layers), activation_bits,
+                          cost="size" if macs is None else "bops",
+                          float_bops=None if macs is None else FLOAT_BITS * FLOAT_BITS * sum(
+                              macs.get(name, 0) for name in layers))
 
 
 def measure_front(graph: Graph, front: MixedPrecision, *, inputs, labels=None, calibration=None,
+                  shapes: dict | None = None,
                   progress: Callable[[int, int], None] | None = None) -> MixedPrecision:
     """``front`` with each point's SQNR (and accuracy, with ``labels``) measured by
-    ``qviz.apply`` and its verification on ``inputs``."""
+    ``qviz.apply`` and its verification on ``inputs``; with ``shapes``
+    (:func:`qviz.runtime.tensor_shapes`), its bit-operations counted on the
+    rewritten graph (the widths it really simulates, the model input's included)."""
     from ..pipeline import apply
 
     measured = []
+    float_bops = front.float_bops
     for i, p in enumerate(front.points):
         result = apply(graph, p.recipe, calibration=calibration, verification=inputs, labels=labels)
-        measured.append(replace(p, measured_sqnr_db=result.report.sqnr_db, accuracy=result.report.accuracy))
+        p = replace(p, measured_sqnr_db=result.report.sqnr_db, accuracy=result.report.accuracy)
+        if shapes is not None:
+            cost = budget(graph, result.graph, shapes)
+            p, float_bops = replace(p, bops=cost.bops), cost.float_bops
+        measured.append(p)
         if progress is not None:
             progress(i + 1, len(front.points))
-    return replace(front, points=tuple(measured))
+    return replace(front, points=tuple(measured), float_bops=float_bops)

@@ -123,6 +123,7 @@ SWEEP_SUGGESTED = "sweep-suggested"   # the line under the heatmap saying what t
 SWEEP_APPLY = "sweep-apply"
 # the mixed-precision search over the sweep (a job in the worker; polled): size against SQNR, a click loads
 PARETO_RUN = "pareto-run"
+PARETO_TRADE = "pareto-trade"         # what the search saves: weight size or bit-operations
 PARETO_POLL = "pareto-poll"
 PARETO_STATUS = "pareto-status"
 PARETO_GRAPH = "pareto-graph"

@@ -218,6 +218,11 @@ def _sweep_panel():
             html.Button("search mixed precision", id=ids.PARETO_RUN, disabled=True,
                         title="narrow layers' weights one step at a time, the least added noise per bit saved "
                               "first; each recipe measured; click a point to load its recipe (undo takes it back)"),
+            html.Span("saving", title="what each narrowing step is chosen to save"),
+            dcc.RadioItems(id=ids.PARETO_TRADE, value="size", inline=True, options=[
+                {"label": "size", "value": "size", "title": "weight bits: the model file"},
+                {"label": "bit-ops", "value": "bops",
+                 "title": "MACs × weight bits × input bits: compute (a conv used at many positions goes first)"}]),
             html.Span(id=ids.PARETO_STATUS, className="status"),
         ], className="toolbar"),
         dcc.Interval(id=ids.PARETO_POLL, interval=400, disabled=True),

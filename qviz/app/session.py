@@ -213,11 +213,13 @@ class Session:
         bits = tuple(int(b) for b in bits)
         return self.start("sweep", "sweep", self.key, self.graph, bits, key=bits)
 
-    def start_pareto(self, sens) -> Job:
-        """The mixed-precision search over the sweep ``sens`` (the running one, if it is for that sweep)."""
+    def start_pareto(self, sens, trade: str = "size") -> Job:
+        """The mixed-precision search over the sweep ``sens``, saving ``trade`` ("size" or
+        "bops"; the running one, if it is for that sweep and trade)."""
         # keyed by what the sweep measured (an id could be reused by the next sweep's result)
-        key = (tuple(sens.layers), tuple(sens.bits), sens.weight_sqnr.tobytes(), sens.activation_sqnr.tobytes())
-        return self.start("pareto", "pareto", self.key, self.graph, sens, key=key)
+        key = (tuple(sens.layers), tuple(sens.bits), sens.weight_sqnr.tobytes(), sens.activation_sqnr.tobytes(),
+               trade)
+        return self.start("pareto", "pareto", self.key, self.graph, sens, trade, key=key)
 
     def start_qat(self, recipe: Recipe, folding_mode: str, freeze_bn_delay=None) -> Job:
         """The ``.keras`` bytes of the QAT model (the model must come from a Keras file)."""

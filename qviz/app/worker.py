@@ -160,14 +160,19 @@ def qat_export(source, recipe_json, folding_mode, freeze_bn_delay, progress=None
         return out.read_bytes()
 
 
-def pareto(key, graph, sens, progress=None):
-    """The mixed-precision search over the sweep ``sens``, each recipe measured on the model's data."""
+def pareto(key, graph, sens, trade="size", progress=None):
+    """The mixed-precision search over the sweep ``sens`` saving ``trade`` ("size" or
+    "bops"), each recipe measured on the model's data and its bit-operations counted."""
+    from ..analysis.budget import layer_macs
     from ..analysis.mixed_precision import measure_front, search, weight_counts
+    from ..runtime import tensor_shapes
     from ..samples import data_for
 
     graph = _graph(key, graph)
     data = data_for(graph)
-    return measure_front(graph, search(sens, weight_counts(graph)), **data.sweep_kwargs(), progress=progress)
+    shapes = tensor_shapes(graph)
+    front = search(sens, weight_counts(graph), macs=layer_macs(graph, shapes) if trade == "bops" else None)
+    return measure_front(graph, front, **data.sweep_kwargs(), shapes=shapes, progress=progress)
 
 
 def code_export(source, recipe_json, tool, name, progress=None):

@@ -487,10 +487,11 @@ def sensitivity_figure(layers, bits, weight_sqnr, activation_sqnr, need_db: floa
 
 
 def pareto_figure(front) -> go.Figure:
-    """Weight size against output SQNR for the mixed-precision search's recipes
-    (:class:`qviz.analysis.mixed_precision.MixedPrecision`): the chain the greedy
-    search took, the points on the front ringed, the estimate beside the
-    measurement. Each point's ``customdata`` is its index, for a click to load it.
+    """What each recipe of the mixed-precision search costs against its output SQNR
+    (:class:`qviz.analysis.mixed_precision.MixedPrecision`): weight size, or
+    bit-operations if that is what the search traded; the chain the greedy search
+    took, the points on the front ringed, the estimate beside the measurement. Each
+    point's ``customdata`` is its index, for a click to load it.
 
     >>> import numpy as np
     >>> from qviz.analysis.sensitivity import Sensitivity
@@ -499,29 +500,37 @@ def pareto_figure(front) -> go.Figure:
     >>> fig = pareto_figure(search(s, {"a": 1000, "b": 1000}))
     >>> [t.name for t in fig.data], fig.layout.xaxis.title.text
     (['recipes (the search, widest first)', 'on the front', 'estimated from the sweep'], 'weights (KB)')
+    >>> pareto_figure(search(s, {"a": 1000, "b": 1000}, macs={"a": 10**6, "b": 10})).layout.xaxis.title.text
+    'bit-operations per example (millions)'
     """
     pts = front.points
-    kb = [p.weight_bytes / 1024 for p in pts]
+    by_ops = front.cost == "bops"
+    cost = [(p.bops or 0) / 1e6 if by_ops else p.weight_bytes / 1024 for p in pts]
     measured = [p.measured_sqnr_db if p.measured_sqnr_db is not None else p.estimated_sqnr_db for p in pts]
     labels = ["<br>".join(f"{k}: w{b.weight_bits}" for k, b in p.recipe.quantize_layers.items()
                           if b.weight_bits is not None) for p in pts]
+    other = [f"{p.weight_bytes / 1024:.1f} KB of weights" if by_ops
+             else (f"{p.bops / 1e6:.3g} M bit-ops" if p.bops is not None else "") for p in pts]
     acc = [f"<br>accuracy {100 * p.accuracy:.2f} %" if p.accuracy is not None else "" for p in pts]
+    unit = "M bit-ops" if by_ops else "KB"
     fig = go.Figure(go.Scatter(
-        x=kb, y=measured, mode="lines+markers", name="recipes (the search, widest first)",
+        x=cost, y=measured, mode="lines+markers", name="recipes (the search, widest first)",
         customdata=list(range(len(pts))), line=dict(color="#9aa7c7"), marker=dict(size=8, color="#4363d8"),
-        text=[f"{lab}{a}" for lab, a in zip(labels, acc)],
-        hovertemplate="%{x:.1f} KB, %{y:.1f} dB%{text}<br><i>click to load this recipe</i><extra></extra>"))
+        text=[f"<br>{o}<br>{lab}{a}" for o, lab, a in zip(other, labels, acc)],
+        hovertemplate=f"%{{x:.3g}} {unit}, %{{y:.1f}} dB%{{text}}<br><i>click to load this recipe</i><extra></extra>"))
     on_front = {id(p) for p in front.front()}
     idx = [i for i, p in enumerate(pts) if id(p) in on_front]
-    fig.add_trace(go.Scatter(x=[kb[i] for i in idx], y=[measured[i] for i in idx], mode="markers",
+    fig.add_trace(go.Scatter(x=[cost[i] for i in idx], y=[measured[i] for i in idx], mode="markers",
                              name="on the front", customdata=idx, hoverinfo="skip",
                              marker=dict(size=15, color="rgba(0,0,0,0)", line=dict(color="#d62728", width=2))))
-    fig.add_trace(go.Scatter(x=kb, y=[p.estimated_sqnr_db for p in pts], mode="lines", name="estimated from the sweep",
-                             line=dict(color="#999", dash="dot"), hoverinfo="skip"))
+    fig.add_trace(go.Scatter(x=cost, y=[p.estimated_sqnr_db for p in pts], mode="lines",
+                             name="estimated from the sweep", line=dict(color="#999", dash="dot"), hoverinfo="skip"))
+    what = "compute (bit-operations)" if by_ops else "weight size"
     fig.update_layout(height=320, margin=dict(l=50, r=10, t=30, b=40), clickmode="event",
-                      title=dict(text="mixed precision: weight size against output SQNR (measured); "
+                      title=dict(text=f"mixed precision: {what} against output SQNR (measured); "
                                       "click a point to load its recipe", font_size=12),
-                      xaxis=dict(title=dict(text="weights (KB)"), autorange="reversed"),
+                      xaxis=dict(title=dict(text="bit-operations per example (millions)" if by_ops
+                                            else "weights (KB)"), autorange="reversed"),
                       yaxis=dict(title=dict(text="output SQNR (dB)")),
                       legend=dict(orientation="h", y=-0.25))
     return fig

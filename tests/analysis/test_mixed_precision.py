@@ -1,5 +1,6 @@
 """Issue 19.4: a greedy mixed-precision search over the sensitivity sweep, its
-recipes measured, the size-vs-SQNR front, and a size budget picking a recipe."""
+recipes measured, the size-vs-SQNR front, and a size or bit-operations budget
+picking a recipe."""
 
 import json
 
@@ -7,9 +8,11 @@ import numpy as np
 import pytest
 
 import qviz
+from qviz.analysis.budget import budget, layer_macs
 from qviz.analysis.mixed_precision import measure_front, search, weight_counts
 from qviz.analysis.sensitivity import sensitivity
 from qviz.cli import main
+from qviz.runtime import tensor_shapes
 from qviz.samples import data_for, sample_path
 
 
@@ -19,11 +22,11 @@ def lenet_front():
     data = data_for(g)
     sens = sensitivity(g, bits=(8, 4, 2), **data.sweep_kwargs())
     front = search(sens, weight_counts(g))
-    return g, data, front, measure_front(g, front, **data.sweep_kwargs())
+    return g, data, front, measure_front(g, front, **data.sweep_kwargs()), sens
 
 
 def test_each_step_narrows_one_layer_and_the_size_is_counted_right(lenet_front):
-    g, _, front, _ = lenet_front
+    g, _, front, _, _ = lenet_front
     counts = weight_counts(g)
     assert counts == {"conv1": 144, "conv2": 4608, "fc1": 32768, "logits": 640}
     sizes = [p.weight_bits for p in front.points]
@@ -37,13 +40,13 @@ def test_each_step_narrows_one_layer_and_the_size_is_counted_right(lenet_front):
 
 
 def test_the_estimate_tracks_what_qviz_apply_measures(lenet_front):
-    _, _, _, measured = lenet_front
+    _, _, _, measured, _ = lenet_front
     for p in measured.points:
         if p.measured_sqnr_db > 5:           # where the model still works, the noise model holds
             assert abs(p.estimated_sqnr_db - p.measured_sqnr_db) < 3.0, (p.estimated_sqnr_db, p.measured_sqnr_db)
     first = measured.points[0]
     # the widest point is the all-8-bit recipe: measured exactly as qviz.apply measures it
-    g, data, _, _ = lenet_front
+    g, data, _, _, _ = lenet_front
     direct = qviz.apply(g, first.recipe, calibration=data.calibration, verification=data.verification,
                         labels=data.labels)
     assert first.measured_sqnr_db == pytest.approx(direct.report.sqnr_db, abs=1e-6)
@@ -53,7 +56,7 @@ def test_the_estimate_tracks_what_qviz_apply_measures(lenet_front):
 
 
 def test_a_size_budget_picks_the_best_recipe_that_fits(lenet_front, tmp_path, capsys):
-    _, _, _, measured = lenet_front
+    _, _, _, measured, _ = lenet_front
     budget = measured.points[2].weight_bytes + 1
     chosen = measured.within(budget)
     assert chosen.weight_bytes <= budget
@@ -73,3 +76,40 @@ def test_a_size_budget_picks_the_best_recipe_that_fits(lenet_front, tmp_path, ca
     assert main(["sensitivity", str(sample_path("lenet_digits")), "--bits", "8", "4", "2", "--size-kb", "1",
                  "--checkpoint", str(tmp_path / "s.json")]) == 2
     assert "no recipe's weights fit; the smallest is" in capsys.readouterr().err
+
+
+def test_a_bit_ops_budget_narrows_the_busiest_conv_first_and_counts_what_runs(lenet_front, tmp_path, capsys):
+    g, data, _, _, sens = lenet_front
+    shapes = tensor_shapes(g)
+    macs = layer_macs(g, shapes)
+    by_ops = search(sens, weight_counts(g), macs=macs)
+    narrowed = [next(k for k, b in q.recipe.quantize_layers.items() if b.weight_bits != p.recipe.bits(k).weight_bits)
+                for p, q in zip(by_ops.points, by_ops.points[1:])]
+    # fc1 holds the most weights (so the size search takes it first), conv2 the most MACs
+    assert max(macs, key=macs.get) == "conv2" and max(weight_counts(g), key=weight_counts(g).get) == "fc1"
+    assert narrowed[0] == "conv2" and narrowed.index("fc1") > 0
+    assert [p.bops for p in by_ops.points] == sorted((p.bops for p in by_ops.points), reverse=True)
+    measured = measure_front(g, replace_points(by_ops, 3), **data.sweep_kwargs(), shapes=shapes)
+    for p in measured.points:   # what runs, counted on the rewritten graph
+        assert p.bops == budget(g, qviz.apply(g, p.recipe, calibration=data.calibration, report=False).graph,
+                                shapes).bops
+    assert measured.float_bops == budget(g, g, shapes).float_bops
+    cap = measured.points[1].bops
+    assert measured.within_bops(cap).bops <= cap and measured.within_bops(1) is None
+    assert main(["sensitivity", str(sample_path("lenet_digits")), "--bits", "8", "4", "2", "--bops", "15M",
+                 "--checkpoint", str(tmp_path / "s.json")]) == 0
+    printed = capsys.readouterr().out
+    assert "least noise per bit-op saved first" in printed and "the best recipe within 15 M bit-ops:" in printed
+    assert main(["sensitivity", str(sample_path("lenet_digits")), "--bits", "8", "4", "2", "--bops", "1k",
+                 "--checkpoint", str(tmp_path / "s.json")]) == 2
+    assert "--bops 1 k: no recipe is that cheap; the cheapest takes" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["sensitivity", str(sample_path("lenet_digits")), "--bops", "lots"])
+    assert "'lots' is not a count such as 1500" in capsys.readouterr().err
+
+
+def replace_points(front, n):
+    """``front`` with its first ``n`` points only (measuring every one is the slow part)."""
+    from dataclasses import replace
+
+    return replace(front, points=front.points[:n])

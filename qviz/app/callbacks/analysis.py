@@ -91,10 +91,10 @@ def register(app, store) -> None:
                     status=Output(ids.PARETO_STATUS, "children"), stop_polling=Output(ids.PARETO_POLL, "disabled")),
         inputs=dict(_run=Input(ids.PARETO_RUN, "n_clicks"), _tick=Input(ids.PARETO_POLL, "n_intervals"),
                     _model=Input(ids.MODEL_VERSION, "data")),
-        state=dict(session=State(ids.SESSION, "data")),
+        state=dict(session=State(ids.SESSION, "data"), trade=State(ids.PARETO_TRADE, "value")),
         prevent_initial_call=True,
     )
-    def mixed_precision(_run, _tick, _model, session):
+    def mixed_precision(_run, _tick, _model, session, trade):
         # every recipe of the search is run and verified in the worker: a job, polled
         s = store.require(session)
         idle = dict(figure=no_update, style=_HIDDEN, status="", stop_polling=True)
@@ -104,7 +104,7 @@ def register(app, store) -> None:
             sweep = s.jobs.get("sweep")
             if sweep is None or sweep.state is not JobState.DONE:
                 return dict(idle, status="run the sweep first: the search narrows what it measured")
-            s.start_pareto(sweep.handle.result())
+            s.start_pareto(sweep.handle.result(), "bops" if trade == "bops" else "size")
         job = s.jobs.get("pareto")
 
         def running():

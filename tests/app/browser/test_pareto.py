@@ -43,3 +43,17 @@ def test_mixed_precision_front_and_a_click_loads_its_recipe(dash_duo):
     click(dash_duo, "#undo")
     wait_for(lambda: not any(v.startswith("w4") for v in badge_texts(dash_duo).values()),
              what=lambda: f"undone; badges {badge_texts(dash_duo)}")
+
+    # saving compute instead: the busiest conv (conv2, most MACs) is narrowed first, not fc1 (most weights)
+    assert "fc1: w4" in pts["text"][1] and "conv2: w4" not in pts["text"][1]
+    click(dash_duo, "#pareto-trade input[value='bops']")
+    click(dash_duo, "#pareto-run")
+    wait_for(lambda: (dash_duo.driver.execute_script(_POINTS) or {}).get("xtitle")
+             == "bit-operations per example (millions)", timeout=180,
+             what=lambda: f"the bit-ops search; {dash_duo.find_element('#pareto-status').text!r}")
+    wait_for(lambda: "on the front" in dash_duo.find_element("#pareto-status").text, timeout=60,
+             what=lambda: f"the bit-ops search done; {dash_duo.find_element('#pareto-status').text!r}")
+    ops = dash_duo.driver.execute_script(_POINTS)
+    assert "conv2: w4" in ops["text"][1] and "fc1: w4" not in ops["text"][1]
+    assert abs(ops["x"][0] - 21.6) < 0.05      # all 8-bit: 21.6 M bit-ops
+    assert ops["x"] == sorted(ops["x"], reverse=True)
