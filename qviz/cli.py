@@ -275,8 +275,10 @@ def _cmd_recipe(args) -> int:
 def _cmd_apply(args) -> int:
     import json
 
+    from dataclasses import replace
+
     from .exporters import save_graph_def, save_saved_model
-    from .pipeline import apply
+    from .pipeline import apply, report_for
 
     from .passes import RecipeError
 
@@ -285,7 +287,10 @@ def _cmd_apply(args) -> int:
     graph = _load(args)
     data = data_for(graph)
     try:
-        result = apply(graph, recipe, **data.apply_kwargs())
+        result = apply(graph, recipe, **data.apply_kwargs(), report=not args.local)
+        if args.local:   # the report with each layer's own error too
+            result = replace(result, report=report_for(graph, recipe, result, data.verification, data.labels,
+                                                       local=True))
     except RecipeError as exc:
         raise RecipeError(f"--recipe {args.recipe}: {exc}") from None
     if args.output:
@@ -631,6 +636,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", help="write the rewritten frozen graph (.pb or .pbtxt)")
     p.add_argument("--saved-model", metavar="DIR", help="also write it as a SavedModel directory")
     p.add_argument("--report", metavar="JSON", help="write the verification report and changes as JSON")
+    p.add_argument("--local", action="store_true",
+                   help="per-layer error in both modes: accumulated (as the model runs) and local (each layer fed "
+                        "the float model's values at its inputs: its own error alone)")
     p.set_defaults(func=_cmd_apply)
 
     p = sub.add_parser("export-tflite", help="write the recipe's model as .tflite and check it against qviz")

@@ -106,13 +106,15 @@ def apply(graph: Graph, recipe: Recipe, *, calibration: Sequence[np.ndarray] | N
 
 
 def report_for(graph: Graph, recipe: Recipe, result: Result,
-               verification: Sequence[np.ndarray] | None = None, labels: np.ndarray | None = None) -> Report:
+               verification: Sequence[np.ndarray] | None = None, labels: np.ndarray | None = None, *,
+               local: bool = False) -> Report:
     """The verification report of ``result`` (``apply(graph, recipe, report=False)``).
 
     Kept apart so an interactive caller can show the rewritten graph first and
-    the (slower: it runs both graphs) report when it is ready.
+    the (slower: it runs both graphs) report when it is ready. ``local``: each
+    layer's own error too (:mod:`qviz.metrics.local`).
     """
     selected = set(recipe.fold_selection(graph))
     folded_into = {c.layer: c.bn_layer for c in fold_candidates(graph) if c.foldable and c.layer in selected}
     return verify(graph, result.graph, None if verification is None else list(verification),
-                  labels=labels, layer_map=folded_into)
+                  labels=labels, layer_map=folded_into, local=local)

@@ -102,6 +102,8 @@ VERIFY_POLL = "verify-poll"      # dcc.Interval that polls a running report
 DIFF_SUMMARY = "diff-summary"
 LAYER_ERRORS = "layer-errors"
 LAYER_ERRORS_ALL = "layer-errors-all"   # show every layer's bar, not only the worst
+LAYER_ERRORS_MODE = "layer-errors-mode"  # accumulated (as the model runs) or local (each layer's own error)
+LAYER_ERRORS_STATUS = "layer-errors-status"
 
 # training-mode fold (inside the fold explainer)
 TRAIN_FOLD_MODE = "train-fold-mode"

@@ -16,6 +16,10 @@ from . import ids
 from .legend import color_options, graph_legend
 
 BITS = [bits_label(b) for b in BIT_MENU]
+#: The one sentence that tells the two per-layer error modes apart.
+ERROR_MODES_HELP = ("Accumulated: each layer's output as the quantized model runs, every earlier layer's error "
+                    "carried in. Local: each layer fed the float model's values (rounded as it reads them), so "
+                    "only its own error shows — low accumulated but high local means the error is inherited.")
 #: The rule box's tooltip: the grammar of qviz.passes.rules, in one breath.
 RULE_HELP = ("SELECTORS: ACTIONS — selectors (& joins them): name~REGEX, op=TYPE, pattern=NAME ("
              + ", ".join(BUILTIN) + "), between=FIRST..LAST (every layer on a path between two layers), *; "
@@ -187,6 +191,14 @@ def page(default_sample: str | None, session_id: str, max_upload_bytes: int = 20
                        style={"height": "260px"})),
             _panel("Verification", html.Div(id=ids.VERIFY_PANEL),
                    dcc.Interval(id=ids.VERIFY_POLL, interval=300, disabled=True),
+                   html.Div([
+                       html.Span("per-layer error:"),
+                       dcc.RadioItems(id=ids.LAYER_ERRORS_MODE, value="accumulated", inline=True, options=[
+                           {"label": "accumulated", "value": "accumulated"},
+                           {"label": "local", "value": "local"}]),
+                       html.Span(id=ids.LAYER_ERRORS_STATUS, className="status"),
+                   ], className="toolbar"),
+                   html.Div(ERROR_MODES_HELP, className="hint error-modes-help"),
                    dcc.Graph(id=ids.LAYER_ERRORS, figure=NO_FIGURE, config={"displayModeBar": False}),
                    dcc.Checklist(id=ids.LAYER_ERRORS_ALL, options=[{"label": " show every layer", "value": "all"}],
                                  value=[], inline=True),

@@ -16,7 +16,7 @@ from ..analysis.weight_stats import WEIGHT_METRICS
 from ..render.figure import (BIT_COLORS, COLORS, FLOAT_BADGE_COLOR, GHOST_OPACITY, HALO_COLORS, HALO_OPACITY,
                              KIND_NAMES, NO_VALUE_COLOR, SELECTED_OUTLINE, STATUS_COLORS)
 from . import ids
-from .services import RECIPE_SQNR
+from .services import LOCAL_SQNR, RECIPE_SQNR
 
 __all__ = ["graph_legend", "color_options", "metric_legend", "OP_KIND"]
 
@@ -28,7 +28,7 @@ def color_options(uploaded=()) -> list[dict]:
     """The "colour by" menu: op kind, the data-free weight metrics, then node-data files
     the user painted (by the name each is listed under)."""
     return ([{"label": "op kind", "value": OP_KIND}]
-            + [{"label": m, "value": m} for m in (*WEIGHT_METRICS, RECIPE_SQNR)]
+            + [{"label": m, "value": m} for m in (*WEIGHT_METRICS, RECIPE_SQNR, LOCAL_SQNR)]
             + [{"label": name, "value": name} for name in uploaded])
 
 

@@ -52,7 +52,7 @@ __all__ = ["HISTORY_LIMIT", "START_RECIPE", "new_history", "current", "push", "u
            "EDITED_FIELDS", "apply_edits",
            "shows", "set_layer", "recipe_from_upload", "with_rule", "rules_line", "layer_rows", "on_tflite", "ViewChoice", "DrawnView",
            "shown", "draw_view", "match_marks", "MatchItem", "why", "search", "hover_lines", "hover_shapes", "warm_up",
-           "device_flags", "bit_badges", "cost_line", "metric_of", "recipe_sqnr", "RECIPE_SQNR", "metric_waiting",
+           "device_flags", "bit_badges", "cost_line", "metric_of", "recipe_sqnr", "RECIPE_SQNR", "LOCAL_SQNR", "metric_waiting",
            "painted", "metric_fill", "node_data_from_upload",
            "layer_of_key", "with_expanded", "channel_bits", "channel_ranges_for", "graph_svg_file",
            "report_explains", "fold_layer_of", "grid_values"]
@@ -471,6 +471,7 @@ def graph_svg_file(session, recipe: Recipe, choice: ViewChoice, around_layer: st
 
 #: The "colour by" entry for the verification report's per-layer SQNR of the recipe drawn.
 RECIPE_SQNR = "per-layer SQNR (this recipe)"
+LOCAL_SQNR = "per-layer SQNR, local (each layer's own error)"
 
 
 def metric_of(session, name: str, recipe: Recipe | None = None) -> NodeData | None:
@@ -483,28 +484,30 @@ def metric_of(session, name: str, recipe: Recipe | None = None) -> NodeData | No
         return None
     if name in WEIGHT_METRICS:
         return weight_metrics(session.graph)[name]
-    if name == RECIPE_SQNR:
-        return recipe_sqnr(session, recipe) if recipe is not None else None
+    if name in (RECIPE_SQNR, LOCAL_SQNR):
+        return recipe_sqnr(session, recipe, local=name == LOCAL_SQNR) if recipe is not None else None
     return session.node_data.get(name)
 
 
-def recipe_sqnr(session, recipe: Recipe) -> NodeData | None:
+def recipe_sqnr(session, recipe: Recipe, local: bool = False) -> NodeData | None:
     """Each layer's output SQNR (dB) under ``recipe``, from its verification report
-    (started if it is not running); None while it runs or if it failed
+    (started if it is not running; ``local``: each layer's own error,
+    :mod:`qviz.metrics.local`); None while it runs or if it failed
     (:func:`metric_waiting` says which). A layer the recipe leaves exact (infinite
     SQNR) gets no value: it is drawn grey, "exact (no error)"."""
-    future = session.report_future(recipe)
+    future = session.report_future(recipe, local=local)
     if not future.done() or future.cancelled() or future.exception() is not None:
         return None
-    return layer_sqnr(future.result().layers)
+    report = future.result()
+    return layer_sqnr(report.local_layers if local else report.layers)
 
 
 def metric_waiting(session, name: str, recipe: Recipe) -> str:
     """Why the metric ``name`` colours nothing yet ("" when it does, or never will):
     the recipe's verification report is running, or failed."""
-    if name != RECIPE_SQNR:
+    if name not in (RECIPE_SQNR, LOCAL_SQNR):
         return ""
-    future = session.report_future(recipe)
+    future = session.report_future(recipe, local=name == LOCAL_SQNR)
     if not future.done():
         return "waiting for this recipe's verification report; op kinds until then"
     if future.cancelled() or future.exception() is not None:

@@ -83,6 +83,8 @@ class Session:
     results: LRUCache = field(default_factory=lambda: LRUCache(8))   # recipe json → Result (no report)
     checks: LRUCache = field(default_factory=lambda: LRUCache(8))    # recipe json → DeployCheck
     reports: LRUCache = field(default_factory=lambda: LRUCache(8))   # recipe json → Future[Report]
+    # recipe json → Future[Report] with each layer's own error too (asked for apart: it costs seconds more)
+    local_reports: LRUCache = field(default_factory=lambda: LRUCache(4))
     samples: LRUCache = field(default_factory=lambda: LRUCache(4))   # recipe json → Future[{tensor: values}] (MBs)
     layouts: dict = field(default_factory=dict)                 # (graph id, ViewChoice) → DrawnView
     latest: str = ""   # the recipe last drawn: reports for older ones are not worth computing
@@ -159,23 +161,25 @@ class Session:
             return True
         return self.ranges_future(recipe).done()
 
-    def report_future(self, recipe: Recipe) -> Future:
-        """The verification report as a future, run by the runner on the model's data.
+    def report_future(self, recipe: Recipe, local: bool = False) -> Future:
+        """The verification report as a future, run by the runner on the model's data;
+        ``local``: with each layer's own error too (:mod:`qviz.metrics.local`).
 
         Reports still queued for recipes other than this one are cancelled: the
         user has moved on, and their results would only delay this one.
         """
         key = recipe.to_json(indent=None)
+        cache = self.local_reports if local else self.reports
         with _CACHES:
-            if key in self.reports:
-                return self.reports[key]
-            stale = [(other, fut) for other, fut in self.reports.items() if other != key and not fut.done()]
+            if key in cache:
+                return cache[key]
+            stale = [(other, fut) for other, fut in cache.items() if other != key and not fut.done()]
         for other, fut in stale:
             if fut.cancel():
                 with _CACHES:
-                    self.reports.pop(other, None)
+                    cache.pop(other, None)
         ranges = self._ranges(recipe) if recipe.quantize_config(self.graph).layers else None
-        return self._submit_once(self.reports, key, "report", self.key, self.graph, key, ranges)
+        return self._submit_once(cache, key, "report", self.key, self.graph, key, ranges, local)
 
     def samples_future(self, recipe: Recipe) -> Future:
         """What every activation quantizer of the recipe sees (for the quantization grids),
@@ -247,7 +251,7 @@ class Session:
         for job in self.jobs.values():
             job.cancel()
         # (not the calibrations: sessions of one model share them, SessionStore.ranges_for)
-        for fut in list(self.reports.values()) + list(self.samples.values()):
+        for fut in [*self.reports.values(), *self.local_reports.values(), *self.samples.values()]:
             fut.cancel()
         remove_dir(self.upload_dir)
         self.upload_dir = None

@@ -105,8 +105,9 @@ def calibrate(key, graph, fold_layers, progress=None):
     return activation_ranges(folded, list(dict.fromkeys(tensors)), _calibration(graph))
 
 
-def report(key, graph, recipe_json, ranges, progress=None):
-    """The verification report of a recipe, on the model's own data."""
+def report(key, graph, recipe_json, ranges, local=False, progress=None):
+    """The verification report of a recipe, on the model's own data (``local``: each
+    layer's own error too)."""
     from ..passes import Recipe
     from ..pipeline import apply, report_for
     from ..samples import data_for
@@ -115,7 +116,7 @@ def report(key, graph, recipe_json, ranges, progress=None):
     recipe = Recipe.from_json(recipe_json)
     data = data_for(graph)
     result = apply(graph, recipe, ranges=ranges, calibration=data.calibration, report=False)
-    return report_for(graph, recipe, result, data.verification, data.labels)
+    return report_for(graph, recipe, result, data.verification, data.labels, local=local)
 
 
 def activation_samples(key, graph, recipe_json, ranges, examples=64, progress=None):

@@ -82,10 +82,12 @@ class Report:
     max_abs: float
     rel_err: float
     sqnr_db: float
-    layers: tuple[LayerError, ...] = ()
+    layers: tuple[LayerError, ...] = ()      # accumulated: each layer's output as the rewritten model runs
     accuracy_before: float | None = None
     accuracy: float | None = None
     warning: str | None = None    # the reference cannot measure error (see constant_output)
+    #: local: each layer fed the float model's values at its inputs (:mod:`qviz.metrics.local`)
+    local_layers: tuple[LayerError, ...] = ()
 
     def to_dict(self) -> dict:
         def num(x):
@@ -95,7 +97,9 @@ class Report:
                 "sqnr_db": num(self.sqnr_db), "accuracy_before": self.accuracy_before,
                 "accuracy": self.accuracy, "warning": self.warning,
                 "layers": [{"layer": e.layer, "tensor": e.tensor, "rel_err": e.rel_err,
-                            "sqnr_db": num(e.sqnr_db)} for e in self.layers]}
+                            "sqnr_db": num(e.sqnr_db)} for e in self.layers],
+                "local_layers": [{"layer": e.layer, "tensor": e.tensor, "rel_err": e.rel_err,
+                                  "sqnr_db": num(e.sqnr_db)} for e in self.local_layers]}
 
     def format(self) -> str:
         """A few lines for a terminal."""
@@ -105,10 +109,11 @@ class Report:
                      f"relative {self.rel_err:.3g}, SQNR {sq} dB")
         if self.accuracy is not None:
             lines.append(f"test accuracy: {self.accuracy_before:.2%} → {self.accuracy:.2%}")
-        worst = sorted(self.layers, key=lambda e: e.sqnr_db)[:3]
-        if worst and not math.isinf(worst[0].sqnr_db):
-            lines.append("lowest layer SQNR: " + ", ".join(
-                f"{e.layer} {e.sqnr_db:.1f} dB" for e in worst if not math.isinf(e.sqnr_db)))
+        for errors, how in ((self.layers, "accumulated"), (self.local_layers, "local, each layer's own")):
+            worst = sorted(errors, key=lambda e: e.sqnr_db)[:3]
+            if worst and not math.isinf(worst[0].sqnr_db):
+                lines.append(f"lowest layer SQNR ({how}): " + ", ".join(
+                    f"{e.layer} {e.sqnr_db:.1f} dB" for e in worst if not math.isinf(e.sqnr_db)))
         return "\n".join(lines)
 
 
@@ -136,7 +141,7 @@ def _accuracy(logits: np.ndarray, labels: np.ndarray) -> float:
 
 def verify(original: Graph, rewritten: Graph, inputs: Sequence[np.ndarray] | None = None, *,
            labels: np.ndarray | None = None, per_layer: bool = True,
-           layer_map: Mapping[str, str] | None = None) -> Report:
+           layer_map: Mapping[str, str] | None = None, local: bool = False) -> Report:
     """Compare ``rewritten`` with ``original`` on ``inputs`` (default: fixed-seed
     noise, :data:`VERIFY_EXAMPLES` examples, seed 1; pass real data for real numbers).
 
@@ -145,7 +150,8 @@ def verify(original: Graph, rewritten: Graph, inputs: Sequence[np.ndarray] | Non
     both (a folded-away batch norm has none). ``layer_map`` says which original
     layer a rewritten layer now stands for: a conv that absorbed its batch norm
     produces what the batch norm did (``{"conv1": "bn1"}``). With ``labels``,
-    test accuracy of output 0 before and after.
+    test accuracy of output 0 before and after. With ``local``, each layer's own
+    error too (:func:`qviz.metrics.local.local_layer_errors`).
     """
     if inputs is None:
         inputs = noise_inputs(original, count=VERIFY_EXAMPLES, seed=1)
@@ -170,5 +176,10 @@ def verify(original: Graph, rewritten: Graph, inputs: Sequence[np.ndarray] | Non
     acc_before = acc = None
     if labels is not None:
         acc_before, acc = _accuracy(before[0], labels), _accuracy(after[0], labels)
+    own: tuple[LayerError, ...] = ()
+    if per_layer and local:
+        from .local import local_layer_errors   # it builds on this module
+
+        own = local_layer_errors(original, rewritten, inputs, layer_map=layer_map)
     return Report(len(inputs[0]), max_abs, rel, sqnr_db(noisy, signal), tuple(layers), acc_before, acc,
-                  warning=constant_output(before))
+                  warning=constant_output(before), local_layers=own)

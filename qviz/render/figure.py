@@ -416,8 +416,10 @@ def histogram_figure(values: np.ndarray, title: str, levels: np.ndarray | None =
 WORST_LAYERS = 20
 
 
-def layer_error_figure(layers, sqnr, *, quantized=(), limit: int | None = WORST_LAYERS) -> go.Figure:
-    """Per-layer SQNR (dB) as labelled horizontal bars, worst first.
+def layer_error_figure(layers, sqnr, *, quantized=(), limit: int | None = WORST_LAYERS,
+                       mode: str = "accumulated") -> go.Figure:
+    """Per-layer SQNR (dB) as labelled horizontal bars, worst first; ``mode`` names
+    the error measured ("accumulated" or "local", :mod:`qviz.metrics.local`).
 
     An exact layer (infinite SQNR) is drawn past every finite bar, in its own
     colour, labelled ∞; layers in ``quantized`` are marked ◆. ``limit`` keeps the
@@ -446,7 +448,8 @@ def layer_error_figure(layers, sqnr, *, quantized=(), limit: int | None = WORST_
                            textposition="auto", customdata=[ViewKey.layer(name) for _, name in rows],
                            hovertemplate="%{y}: %{text}<extra></extra>"))
     shown = "" if len(rows) == total else f", the worst {len(rows)} of {total}"
-    fig.update_layout(title=f"per-layer SQNR (dB, higher is better; ◆ blue: quantized, green: exact{shown})",
+    fig.update_layout(title=f"per-layer SQNR, {mode} (dB, higher is better; ◆ blue: quantized, "
+                            f"green: exact{shown})",
                       height=60 + 22 * max(len(rows), 1), margin=dict(l=10, r=10, t=40, b=20),
                       yaxis=dict(autorange="reversed", automargin=True, title=dict(text="layer", standoff=4)),
                       xaxis=dict(rangemode="tozero", title=dict(text="SQNR (dB)", standoff=4)))

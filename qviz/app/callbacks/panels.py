@@ -11,6 +11,7 @@ import time
 import numpy as np
 from dash import MATCH, Input, Output, State, ctx, dcc, html, no_update
 
+from ..._text import one_line
 from ...analysis.quant_grid import error_split, grids_of_layer, quant_levels
 from ...choices import bits_label
 from ...layout import ViewKey
@@ -67,34 +68,48 @@ def register(app, store) -> None:
 
     @app.callback(
         output=dict(panel=Output(ids.VERIFY_PANEL, "children"), errors=Output(ids.LAYER_ERRORS, "figure"),
+                    status=Output(ids.LAYER_ERRORS_STATUS, "children"),
                     stop_polling=Output(ids.VERIFY_POLL, "disabled")),
         inputs=dict(drawn=Input(ids.DRAWN, "data"), _tick=Input(ids.VERIFY_POLL, "n_intervals"),
-                    show_all=Input(ids.LAYER_ERRORS_ALL, "value")),
+                    show_all=Input(ids.LAYER_ERRORS_ALL, "value"), mode=Input(ids.LAYER_ERRORS_MODE, "value")),
         state=dict(session=State(ids.SESSION, "data")),
     )
-    def verification(drawn, _tick, show_all, session):
+    def verification(drawn, _tick, show_all, mode, session):
         # Follows DRAWN (not the recipe), so the redraw comes first; the report
         # runs both graphs in TensorFlow in the worker, and this callback only
         # polls it, so no request is held open while it runs.
         s = store.require(session)
         if s is None or not drawn or not s.latest:
-            return dict(panel="", errors=NO_FIGURE, stop_polling=True)
+            return dict(panel="", errors=NO_FIGURE, status="", stop_polling=True)
         recipe = Recipe.from_json(s.latest)
         future = s.report_future(recipe)
         if not future.done():
             return dict(panel=html.Div("verifying: running the original and rewritten graphs…",
-                                       className="verify-running"), errors=no_update, stop_polling=False)
+                                       className="verify-running"), errors=no_update, status="", stop_polling=False)
         try:
             rep = future.result()
         except Exception as exc:  # the report failed (e.g. an op TF cannot run): say so
             return dict(panel=html.Div(f"verification failed: {exc}", className="error"), errors=NO_FIGURE,
-                        stop_polling=True)
+                        status="", stop_polling=True)
         quantized = set(recipe.quantize_config(s.graph).layers)
         if quantized:
             s.samples_future(recipe)   # the grids' activation samples next, so a selected layer draws at once
-        figure = layer_error_figure([e.layer for e in rep.layers], [e.sqnr_db for e in rep.layers],
-                                    quantized=quantized, limit=None if show_all else WORST_LAYERS)
-        return dict(panel=_report_view(rep, s.data.origin), errors=figure, stop_polling=True)
+        panel, limit = _report_view(rep, s.data.origin), None if show_all else WORST_LAYERS
+        errors, status = rep.layers, ""
+        if mode == "local":   # a second job: the cut graph costs seconds on a big model
+            local = s.report_future(recipe, local=True)
+            if not local.done():
+                return dict(panel=panel, errors=no_update, stop_polling=False,
+                            status="measuring each layer's own error (the float model's values at its inputs)…")
+            try:
+                errors = local.result().local_layers
+            except Exception as exc:
+                log.exception("session %s: local per-layer error failed", session["sid"][:8])
+                return dict(panel=panel, errors=NO_FIGURE, stop_polling=True,
+                            status=f"local error failed: {one_line(str(exc))}")
+        figure = layer_error_figure([e.layer for e in errors], [e.sqnr_db for e in errors],
+                                    quantized=quantized, limit=limit, mode=mode or "accumulated")
+        return dict(panel=panel, errors=figure, status=status, stop_polling=True)
 
 
 def _node_panel(s, key: ViewKey, recipe: Recipe, builtin, text, show):

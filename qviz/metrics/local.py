@@ -1,0 +1,150 @@
+"""Per-layer error in two modes: *accumulated* — each layer's output in the rewritten
+model against the float one, every earlier layer's error carried in — and *local* —
+each layer fed the float model's values at its inputs, so what is left is its own
+quantization error alone (as the TFLite quantization debugger's two modes).
+
+A layer with low accumulated but high local SQNR inherits its error; one whose
+local SQNR is low makes it. Local keeps what the layer itself does to its input:
+where the rewritten graph rounds a tensor before the layer reads it (the producer's
+activation fake-quant), the float value is rounded by a copy of that quantizer.
+
+How: one graph (:func:`isolated`) in which every layer reads placeholders where it
+read another layer's tensor; the float model is run once to fill them, and that
+graph once to fetch every layer's output.
+
+>>> import qviz
+>>> from qviz.samples import sample_path
+>>> g = qviz.load(sample_path("resnet_block"))
+>>> recipe = qviz.Recipe.default(g).with_bits("conv1", qviz.LayerBits(2, 8))
+>>> report = qviz.pipeline.report_for(g, recipe, qviz.apply(g, recipe, report=False), local=True)
+>>> local = {e.layer: e.sqnr_db for e in report.local_layers}
+>>> accumulated = {e.layer: e.sqnr_db for e in report.layers}
+>>> local["conv1"] < 15 < local["conv2"]               # conv1's 2-bit weights: its own error
+True
+>>> accumulated["conv2"] < 15                           # conv2 only inherits it
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import runtime
+from ..ir import Graph, Node
+from ..ir.ops import FAKE_QUANT_OPS
+from ..passes.calibration import noise_inputs
+from .report import PER_LAYER_EXAMPLES, VERIFY_EXAMPLES, LayerError, layer_outputs, rel_err, sqnr_db
+
+__all__ = ["Isolated", "isolated", "local_layer_errors"]
+
+#: Name scope of the placeholders and quantizer copies :func:`isolated` adds.
+LOCAL_SCOPE = "qviz_local"
+
+
+@dataclass(frozen=True)
+class Isolated:
+    """The rewritten graph with each layer cut off from the others: ``graph``'s extra
+    inputs ``feeds`` (placeholder tensor → the original's tensor whose float value it
+    takes), and the layers it could not cut off, with why."""
+
+    graph: Graph
+    feeds: Mapping[str, str]
+    not_isolated: Mapping[str, str]
+
+
+def _float_source(original: Graph, rewritten: Graph, tensor: str, stands_for: Mapping[str, str],
+                  old: Mapping[str, str]) -> str | None:
+    """The original's tensor holding ``tensor``'s float value (``tensor`` of the rewritten)."""
+    producer = rewritten.producer(tensor).layer
+    if producer in stands_for:     # a conv that absorbed its batch norm hands on the batch norm's output
+        return old.get(stands_for[producer])
+    if tensor in rewritten.inputs:
+        return tensor
+    name = tensor.rpartition(":")[0]
+    if name in original:           # an op the rewrite left alone keeps its name
+        return tensor
+    return old.get(producer)
+
+
+def isolated(original: Graph, rewritten: Graph, dtypes: Mapping[str, np.dtype],
+             layer_map: Mapping[str, str] | None = None) -> Isolated:
+    """``rewritten`` with each layer reading placeholders instead of other layers' tensors.
+
+    Args:
+        dtypes: the original tensors' dtypes (the placeholders take theirs).
+        layer_map: rewritten layer → the original layer it now stands for (a conv
+            that absorbed ``bn1``: ``{"conv1": "bn1"}``).
+    """
+    stands_for = dict(layer_map or {})
+    old = layer_outputs(original)
+    graph_inputs = set(rewritten.inputs)
+    added: list[Node] = []
+    feeds: dict[str, str] = {}
+    cut: dict[tuple[str, str], str] = {}         # (tensor, reading layer) → what the layer now reads
+    not_isolated: dict[str, str] = {}
+    nodes = []
+    for node in rewritten.nodes:
+        inputs = list(node.inputs)
+        for i, t in enumerate(inputs):
+            producer = rewritten.producer(t)
+            if producer.layer == node.layer or t in graph_inputs or rewritten.is_constant(t):
+                continue
+            if (t, node.layer) not in cut:
+                # a fake-quant the producer put on its output: read the float value through a copy of it
+                quant = producer if producer.op in FAKE_QUANT_OPS else None
+                source_tensor = quant.inputs[0] if quant is not None else t
+                source = _float_source(original, rewritten, source_tensor, stands_for, old)
+                if source is None or source not in dtypes:
+                    not_isolated[node.layer] = f"no float counterpart of {source_tensor} in the original"
+                    cut[(t, node.layer)] = t
+                    continue
+                k = len(feeds)
+                ph = Node(f"{LOCAL_SCOPE}/{k}/input", "Placeholder", attrs={"dtype": dtypes[source]},
+                          layer=node.layer)
+                added.append(ph)
+                feeds[ph.output(0)] = source
+                read = ph.output(0)
+                if quant is not None:
+                    copy = quant.replace(name=f"{LOCAL_SCOPE}/{k}/quant", inputs=(read, *quant.inputs[1:]),
+                                         layer=node.layer)
+                    added.append(copy)
+                    read = copy.output(0)
+                cut[(t, node.layer)] = read
+            inputs[i] = cut[(t, node.layer)]
+        nodes.append(node if inputs == list(node.inputs) else node.replace(inputs=tuple(inputs)))
+    graph = rewritten.with_nodes([*added, *nodes], inputs=(*rewritten.inputs, *feeds))
+    return Isolated(graph, feeds, not_isolated)
+
+
+def local_layer_errors(original: Graph, rewritten: Graph, inputs: Sequence[np.ndarray] | None = None, *,
+                       layer_map: Mapping[str, str] | None = None) -> tuple[LayerError, ...]:
+    """Each layer's own error: its output with the float model's values at its inputs,
+    against the float model's (for the layers in both graphs, as
+    :func:`qviz.metrics.verify` pairs them; on at most 8 examples of ``inputs``,
+    default fixed-seed noise). A layer that could not be cut off is left out."""
+    if inputs is None:
+        inputs = noise_inputs(original, count=VERIFY_EXAMPLES, seed=1)
+    few = [np.asarray(x)[:PER_LAYER_EXAMPLES] for x in inputs]
+    stands_for = dict(layer_map or {})
+    old, new = layer_outputs(original), layer_outputs(rewritten)
+    common = [layer for layer in rewritten.layers if stands_for.get(layer, layer) in old and layer in new]
+    # every original tensor a placeholder could need, and every layer output to compare with
+    wanted = sorted(set(old.values()) | {t for t in rewritten.inputs} | {
+        t for n in rewritten.nodes for t in n.inputs if t.rpartition(":")[0] in original})
+    wanted = [t for t in wanted if not original.is_constant(t)]
+    values = dict(zip(wanted, runtime.run(original, *few, fetches=wanted)))
+    cut = isolated(original, rewritten, {t: v.dtype for t, v in values.items()}, stands_for)
+    common = [layer for layer in common if layer not in cut.not_isolated]
+    if not common:
+        return ()
+    got = runtime.run(cut.graph, *few, *(values[src] for src in cut.feeds.values()),
+                      fetches=[new[layer] for layer in common])
+    errors = []
+    for layer, g in zip(common, got):
+        w = values[old[stands_for.get(layer, layer)]]
+        if g.shape == w.shape:
+            errors.append(LayerError(layer, new[layer], rel_err(g, w), sqnr_db(g, w)))
+    return tuple(errors)

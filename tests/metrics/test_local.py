@@ -1,0 +1,71 @@
+"""Issue 19.2: per-layer error in two modes. Accumulated carries every earlier
+layer's error in; local feeds each layer the float model's values, so a layer the
+recipe did not touch is exact (to float round-off) however much error reaches it."""
+
+import math
+
+import pytest
+
+import qviz
+from qviz.cli import main
+from qviz.metrics.local import isolated, local_layer_errors
+from qviz.metrics.report import layer_outputs
+from qviz.passes import LayerBits, Recipe
+from qviz.pipeline import report_for
+from qviz.samples import data_for
+
+
+def _modes(graph, recipe):
+    data = data_for(graph)
+    result = qviz.apply(graph, recipe, calibration=data.calibration, report=False)
+    rep = report_for(graph, recipe, result, data.verification, local=True)
+    return {e.layer: e.sqnr_db for e in rep.layers}, {e.layer: e.sqnr_db for e in rep.local_layers}, result
+
+
+def test_only_the_quantized_layer_has_a_local_error(samples):
+    g = qviz.load(samples["lenet_digits"])
+    # conv2's weights at 3 bits, nothing else quantized or folded: one source of error
+    recipe = Recipe(fold_default=False, quantize_default=None, quantize_layers={"conv2": LayerBits(3, None)})
+    accumulated, local, _ = _modes(g, recipe)
+    assert set(local) == set(accumulated)
+    assert local["conv2"] == pytest.approx(accumulated["conv2"], abs=0.01) and local["conv2"] < 30
+    after = ["bn2", "relu2", "pool", "flatten", "fc1", "logits"]
+    # "exact": beyond 100 dB (the cut graph may pick another float kernel: round-off, ~130 dB)
+    assert all(local[layer] > 100 for layer in local if layer != "conv2"), local
+    assert all(accumulated[layer] < 40 for layer in after), accumulated      # they inherit it
+
+
+def test_local_rounds_the_float_input_as_the_layer_reads_it(samples):
+    g = qviz.load(samples["resnet_block"])
+    recipe = Recipe.default(g).with_bits("conv1", LayerBits(2, 8))
+    accumulated, local, result = _modes(g, recipe)
+    assert local["conv1"] < 15 < local["conv2"] and accumulated["conv2"] < 15   # conv2 only inherits conv1's
+    # add1 reads stem_relu's and conv2's outputs, each through that layer's 8-bit quantizer: local keeps
+    # the rounding (the layer reads integers on the device), so add1 is not exact, but far better than inherited
+    assert 30 < local["add1"] < math.inf and accumulated["add1"] < 20
+    # the first layer reads the model input: nothing upstream to inherit
+    assert local["stem_conv"] == pytest.approx(accumulated["stem_conv"], abs=0.01)
+    # the cut graph: every crossing between layers is a placeholder fed from the float model; a folded conv
+    # hands on what its batch norm did
+    cut = isolated(g, result.graph, {t: "float32" for t in
+                                     {*layer_outputs(g).values(), *(t for n in result.graph.nodes for t in n.inputs)}},
+                   {"conv1": "bn1", "conv2": "bn2", "conv3": "bn3", "stem_conv": "stem_bn"})
+    assert not cut.not_isolated
+    assert layer_outputs(g)["bn1"] in cut.feeds.values()
+    assert len(result.graph) < len(cut.graph) and g.nodes == qviz.load(samples["resnet_block"]).nodes
+
+
+def test_the_report_and_cli_say_both(samples, tmp_path, capsys):
+    g = qviz.load(samples["lenet_digits"])
+    assert local_layer_errors(g, g) and all(e.sqnr_db > 100 for e in local_layer_errors(g, g))
+    recipe = tmp_path / "r.json"
+    recipe.write_text(Recipe.default(g, LayerBits(3, 8)).to_json())
+    report = tmp_path / "report.json"
+    assert main(["apply", str(samples["lenet_digits"]), "--recipe", str(recipe), "--local",
+                 "--report", str(report)]) == 0
+    out = capsys.readouterr().out
+    assert "lowest layer SQNR (accumulated):" in out and "lowest layer SQNR (local, each layer's own):" in out
+    import json
+
+    written = json.loads(report.read_text())["report"]
+    assert {e["layer"] for e in written["local_layers"]} == {e["layer"] for e in written["layers"]}
