@@ -25,6 +25,15 @@ ALERT = "alert"
 # graph
 GRAPH = "graph"
 MINIMAP = "graph-minimap"          # drawn by assets/graph_view.js
+# side by side (qviz.app.side_by_side): pane B beside the graph, the float model or a pinned recipe
+SIDE_BY_SIDE = "side-by-side"      # the toggle
+PANE_A_CAPTION = "pane-a-caption"
+PANE_B = "pane-b"                  # its container (hidden when the toggle is off)
+PANE_B_CAPTION = "pane-b-caption"
+GRAPH_B = "graph-b"
+PIN_RECIPE = "pin-recipe"          # pin the current recipe into pane B
+UNPIN_RECIPE = "unpin-recipe"      # pane B back to the float model
+PINNED = "pinned-recipe"           # store: the pinned recipe's JSON, or None
 GRAPH_LEGEND = "graph-legend"
 COLOR_BY = "color-by"                # fill the nodes by op kind or by a metric
 NODE_DATA_UPLOAD = "node-data-upload"  # Model Explorer node-data JSON to paint

@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -144,7 +144,7 @@ def _edges(g, pos, routes=None):
 
 
 def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None,
-                 selected: str | None = None, show_status: bool = True, title: str = "",
+                 selected: str | Collection[str] | None = None, show_status: bool = True, title: str = "",
                  hover: Mapping[str, str] | None = None, routes: Mapping | None = None,
                  flags: Mapping[str, str] | None = None, first_view: bool = False,
                  direction: str = "LR", badges: Mapping[str, Badge] | None = None,
@@ -155,7 +155,7 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
         g: a view graph (:func:`qviz.layout.view_graph`).
         pos: its layout.
         highlights: node key → match number (each match gets its own halo colour).
-        selected: node key drawn with a thick outline.
+        selected: node key(s) drawn with a thick outline.
         show_status: colour the outline by diff status (added/modified/removed).
         hover: node key → extra hover lines (shapes, fold/bit state).
         routes: ``{(u, v): [(x, y), ...]}`` bends of long edges
@@ -194,8 +194,9 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
         texts.append(f"{what}{state}{extra}")
     outline = []
     widths = []
+    chosen = {selected} if isinstance(selected, str) else set(selected or ())
     for k, d in zip(keys, data):
-        if k == selected:
+        if k in chosen:
             outline.append(SELECTED_OUTLINE[0])
             widths.append(SELECTED_OUTLINE[1])
         elif show_status and d.get("status"):
@@ -448,11 +449,10 @@ def layer_error_figure(layers, sqnr, *, quantized=(), limit: int | None = WORST_
                            textposition="auto", customdata=[ViewKey.layer(name) for _, name in rows],
                            hovertemplate="%{y}: %{text}<extra></extra>"))
     shown = "" if len(rows) == total else f", the worst {len(rows)} of {total}"
-    fig.update_layout(title=f"per-layer SQNR, {mode} (dB, higher is better; ◆ blue: quantized, "
-                            f"green: exact{shown})",
+    fig.update_layout(title=f"per-layer SQNR, {mode} (◆ blue: quantized, green: exact{shown})",
                       height=60 + 22 * max(len(rows), 1), margin=dict(l=10, r=10, t=40, b=20),
                       yaxis=dict(autorange="reversed", automargin=True, title=dict(text="layer", standoff=4)),
-                      xaxis=dict(rangemode="tozero", title=dict(text="SQNR (dB)", standoff=4)))
+                      xaxis=dict(rangemode="tozero", title=dict(text="SQNR (dB, higher is better)", standoff=4)))
     return fig
 
 

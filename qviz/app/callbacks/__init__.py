@@ -1,7 +1,7 @@
 """Callbacks, grouped by feature. Each is thin: component properties in, a
 :mod:`qviz.app.services` (or library) call, properties out."""
 
-from . import analysis, device, explainer, graph, model, panels, recipe, url
+from . import analysis, device, explainer, graph, model, panels, recipe, side_by_side, url
 
 
 def register(app, store, options) -> None:
@@ -15,6 +15,7 @@ def register(app, store, options) -> None:
     model.register(app, store, options)
     recipe.register(app, store)
     graph.register(app, store)
+    side_by_side.register(app, store)
     panels.register(app, store)
     explainer.register(app, store)
     analysis.register(app, store)

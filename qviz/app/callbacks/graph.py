@@ -18,6 +18,7 @@ from ...analysis.match_fates import summary as summarize_matches
 from ...patterns import BUILTIN, PatternSyntaxError, parse
 from ...layout import ViewKey
 from ...render import graph_figure
+from ...render.figure import FIRST_VIEW_RANKS
 from .. import ids, services
 from ..legend import OP_KIND, color_options, metric_legend
 from ..services import ViewChoice, current
@@ -56,10 +57,12 @@ def _match_button(item: services.MatchItem):
                        title=item.reason, className="match-item", id={"type": ids.MATCH_ITEM, "key": item.key})
 
 
-def _center(fig, pos, key):
+def center_on(fig, pos, key, direction: str = "LR"):
+    """Look at ``key`` at the first view's zoom (as many ranks along, names readable)."""
     x, y = pos[key]
-    span = 8
-    fig.update_layout(xaxis=dict(range=[x - span, x + span]), yaxis=dict(range=[y - span / 2, y + span / 2]))
+    along, across = FIRST_VIEW_RANKS / 2, 0.2 * FIRST_VIEW_RANKS
+    dx, dy = (along, across) if direction != "TB" else (across, along)
+    fig.update_layout(xaxis=dict(range=[x - dx, x + dx]), yaxis=dict(range=[y - dy, y + dy]))
 
 
 _DRAWN_NOTHING = dict(figure=no_update, nodes="", match_count="", matches="", pattern_error="", diff="",
@@ -120,7 +123,7 @@ def register(app, store) -> None:
                            show_status=not choice.original, hover=hover, flags=flags, badges=badges,
                            first_view=True, direction=choice.direction, fill=fill)
         if sel in view.pos and selected.get("center"):
-            _center(fig, view.pos, sel)
+            center_on(fig, view.pos, sel, choice.direction)
         c = result.changes
         drawn = recipe.to_json(indent=None)
         s.latest = drawn

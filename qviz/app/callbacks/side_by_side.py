@@ -1,0 +1,121 @@
+"""Side by side: pane B (the float model or a pinned recipe) beside the graph, the
+selection and the view kept in step through the change record
+(:mod:`qviz.app.side_by_side`)."""
+
+from __future__ import annotations
+
+import logging
+
+from dash import Input, Output, Patch, State, ctx, no_update
+
+from ...passes import Recipe
+from ...render import graph_figure
+from .. import ids, services
+from ..layout import NO_FIGURE
+from ..services import current
+from ..side_by_side import counterparts, folded_pairs, pane_caption, pane_views, synced_range
+from .graph import center_on, view_choice
+
+log = logging.getLogger(__name__)
+
+#: What pane A is called while pane B is shown.
+PANE_A = "A: this recipe (edit it here)"
+
+
+def _pinned(data) -> Recipe | None:
+    return Recipe.from_json(data) if data else None
+
+
+def register(app, store) -> None:
+    @app.callback(
+        output=dict(hidden=Output(ids.PANE_B, "hidden"), caption_a=Output(ids.PANE_A_CAPTION, "children"),
+                    caption_a_hidden=Output(ids.PANE_A_CAPTION, "hidden")),
+        inputs=dict(toggle=Input(ids.SIDE_BY_SIDE, "value")),
+        prevent_initial_call=True,   # the page opens with pane B hidden: nothing to add to its first load
+    )
+    def show_pane(toggle):
+        on = bool(toggle)
+        return dict(hidden=not on, caption_a=PANE_A if on else "", caption_a_hidden=not on)
+
+    @app.callback(
+        Output(ids.PINNED, "data"),
+        Input(ids.PIN_RECIPE, "n_clicks"), Input(ids.UNPIN_RECIPE, "n_clicks"),
+        State(ids.RECIPE, "data"), prevent_initial_call=True,
+    )
+    def pin(_pin, _unpin, history):
+        if ctx.triggered_id == ids.UNPIN_RECIPE or not history:
+            return None
+        return current(history).to_json(indent=None)
+
+    @app.callback(
+        output=dict(figure=Output(ids.GRAPH_B, "figure"), caption=Output(ids.PANE_B_CAPTION, "children")),
+        inputs=dict(toggle=Input(ids.SIDE_BY_SIDE, "value"), pinned=Input(ids.PINNED, "data"),
+                    history=Input(ids.RECIPE, "data"), view_state=Input(ids.VIEW, "data"),
+                    mode=Input(ids.VIEW_MODE, "value"), show=Input(ids.SHOW, "value"),
+                    direction=Input(ids.DIRECTION, "value"), selected=Input(ids.SELECTED, "data")),
+        state=dict(session=State(ids.SESSION, "data")),
+        prevent_initial_call=True,
+    )
+    def draw_b(toggle, pinned, history, view_state, mode, show, direction, selected, session):
+        # drawn only while shown: a hidden pane costs nothing
+        s = store.require(session)
+        if not toggle or s is None or not history:
+            return dict(figure=NO_FIGURE if not toggle else no_update, caption="")
+        recipe, other = current(history), _pinned(pinned)
+        a, b = pane_views(s, recipe, other, view_choice(mode, show, direction, view_state))
+        key = (selected or {}).get("key")
+        chosen = counterparts(key, a, b, folded_pairs(s, recipe, other)) if key else []
+        graph = s.graph if other is None else s.result(other).graph
+        hover = services.hover_lines(s, graph, b.graph, other or recipe, services.hover_shapes(s.graph, graph))
+        badges = services.bit_badges(s, b.graph, other) if other is not None else {}
+        fig = graph_figure(b.graph, b.pos, routes=b.routes, selected=chosen, show_status=other is not None,
+                           hover=hover, badges=badges, first_view=True, direction=direction or "LR")
+        if chosen:   # the selection's counterpart, in view
+            center_on(fig, b.pos, chosen[0], direction or "LR")
+        return dict(figure=fig, caption=pane_caption(other, s))
+
+    @app.callback(
+        Output(ids.SELECTED, "data", allow_duplicate=True),
+        Input(ids.GRAPH_B, "clickData"),
+        State(ids.PINNED, "data"), State(ids.RECIPE, "data"), State(ids.VIEW, "data"), State(ids.VIEW_MODE, "value"),
+        State(ids.SHOW, "value"), State(ids.DIRECTION, "value"), State(ids.SESSION, "data"), prevent_initial_call=True,
+    )
+    def select_in_b(click, pinned, history, view_state, mode, show, direction, session):
+        # a node of pane B selects what stands for it in pane A (a folded batch norm: its conv)
+        s = store.require(session)
+        key = ((click or {}).get("points") or [{}])[0].get("customdata")
+        if s is None or not key or not history:
+            return no_update
+        recipe, other = current(history), _pinned(pinned)
+        a, b = pane_views(s, recipe, other, view_choice(mode, show, direction, view_state))
+        found = counterparts(key, b, a, folded_pairs(s, recipe, other))
+        return {"key": found[0], "center": True} if found else no_update
+
+    def _sync(relayout, from_a, pinned, history, view_state, mode, show, direction, session):
+        s = store.require(session)
+        if s is None or not history or not relayout:
+            return no_update
+        recipe, other = current(history), _pinned(pinned)
+        a, b = pane_views(s, recipe, other, view_choice(mode, show, direction, view_state))
+        source, target = (a, b) if from_a else (b, a)
+        ranges = synced_range(relayout, source, target, folded_pairs(s, recipe, other))
+        if ranges is None:
+            return no_update
+        patch = Patch()
+        patch["layout"]["xaxis"]["range"], patch["layout"]["yaxis"]["range"] = ranges
+        patch["layout"]["xaxis"]["autorange"] = patch["layout"]["yaxis"]["autorange"] = False
+        return patch
+
+    view_state = (State(ids.PINNED, "data"), State(ids.RECIPE, "data"), State(ids.VIEW, "data"),
+                  State(ids.VIEW_MODE, "value"), State(ids.SHOW, "value"), State(ids.DIRECTION, "value"),
+                  State(ids.SESSION, "data"))
+
+    @app.callback(Output(ids.GRAPH_B, "figure", allow_duplicate=True), Input(ids.GRAPH, "relayoutData"),
+                  State(ids.SIDE_BY_SIDE, "value"), *view_state, prevent_initial_call=True)
+    def follow_a(relayout, toggle, *state):
+        return _sync(relayout, True, *state) if toggle else no_update
+
+    @app.callback(Output(ids.GRAPH, "figure", allow_duplicate=True), Input(ids.GRAPH_B, "relayoutData"),
+                  State(ids.SIDE_BY_SIDE, "value"), *view_state, prevent_initial_call=True)
+    def follow_b(relayout, toggle, *state):
+        return _sync(relayout, False, *state) if toggle else no_update

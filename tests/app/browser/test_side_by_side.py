@@ -1,0 +1,95 @@
+"""Issue 19.2 in the app: pane B beside the graph shows the float model (or a pinned
+recipe); a selection in either pane selects its counterparts in the other through
+the change record (a folded conv: the conv and its batch norm), and a pan in one
+brings the same node into view in the other."""
+
+from .helpers import click, edit_cell, needs_browser, shot, start_app, text_of, wait_for
+
+pytestmark = needs_browser
+
+
+def _pane(graph_id):
+    return f"document.querySelector('#{graph_id} .js-plotly-plot')"
+
+
+def _outlined(dash_duo, graph_id):
+    """The node keys drawn with the selection's outline."""
+    return set(dash_duo.driver.execute_script(
+        f"const g = {_pane(graph_id)}; if (!g || !g.data) return [];"
+        "const t = g.data.find(d => d.name === 'nodes'); if (!t) return [];"
+        "return t.customdata.filter((k, i) => t.marker.line.color[i] === '#000');"))
+
+
+def _positions(dash_duo, graph_id):
+    return dash_duo.driver.execute_script(
+        f"const g = {_pane(graph_id)}; const t = g.data.find(d => d.name === 'nodes'); const out = {{}};"
+        "t.customdata.forEach((k, i) => { out[k] = [t.x[i], t.y[i]]; }); return out;")
+
+
+def _badges(dash_duo, graph_id):
+    return dash_duo.driver.execute_script(
+        f"const g = {_pane(graph_id)}; const t = g && g.data ? g.data.find(d => d.name === 'bits') : null;"
+        "const out = {}; if (t) t.customdata.forEach((k, i) => { out[k] = t.text[i]; }); return out;")
+
+
+def _x_range(dash_duo, graph_id):
+    return dash_duo.driver.execute_script(f"const g = {_pane(graph_id)}; return g._fullLayout.xaxis.range;")
+
+
+def test_two_panes_select_and_pan_together(dash_duo):
+    start_app(dash_duo)
+    click(dash_duo, "#bulk-fold-all")
+    click(dash_duo, "#bulk-all-8")
+    wait_for(lambda: "layer:conv2" in _badges(dash_duo, "graph"), what="the 8-bit recipe drawn")
+    click(dash_duo, "#side-by-side input")
+    wait_for(lambda: "layer:bn1" in (_positions(dash_duo, "graph-b") if dash_duo.driver.execute_script(
+        f"return !!({_pane('graph-b')} && {_pane('graph-b')}.data && {_pane('graph-b')}.data.length)") else {}),
+        what="pane B drawn")
+    assert text_of(dash_duo, "#pane-b-caption").startswith("B: the float model")
+    assert text_of(dash_duo, "#pane-a-caption").startswith("A: this recipe")
+
+    # conv1 selected in A: in the float model, conv1 and the batch norm it absorbed
+    dash_duo.find_element("#search").send_keys("conv1\n")
+    wait_for(lambda: _outlined(dash_duo, "graph-b") == {"layer:conv1", "layer:bn1"},
+             what=lambda: f"conv1 + bn1 outlined in B; {_outlined(dash_duo, 'graph-b')}")
+    # bn2 clicked in B: A selects conv2, which does bn2's work now
+    dash_duo.driver.execute_script(
+        f"const g = {_pane('graph-b')}; const t = g.data.findIndex(d => d.name === 'nodes');"
+        "const i = g.data[t].customdata.indexOf('layer:bn2');"
+        "g.emit('plotly_click', {points: [{curveNumber: t, pointNumber: i, pointIndex: i, x: g.data[t].x[i],"
+        "                                  y: g.data[t].y[i], customdata: 'layer:bn2', data: g.data[t]}]});")
+    wait_for(lambda: "layer:conv2" in _outlined(dash_duo, "graph") and "layer conv2" in text_of(dash_duo, "#node-panel"),
+             what=lambda: f"conv2 selected in A; {_outlined(dash_duo, 'graph')}")
+    wait_for(lambda: _outlined(dash_duo, "graph-b") == {"layer:conv2", "layer:bn2"}, what="conv2 + bn2 in B")
+    dash_duo.driver.execute_script("window.scrollTo(0, 0);")
+    shot(dash_duo, "side_by_side.png")
+
+    # a pan in A: B centres the node nearest A's centre (fc1), though the panes are laid out apart
+    a, b = _positions(dash_duo, "graph"), _positions(dash_duo, "graph-b")
+    assert a["layer:fc1"] != b["layer:fc1"]
+    x, y = a["layer:fc1"]
+    dash_duo.driver.execute_script(
+        f"Plotly.relayout({_pane('graph')}, {{'xaxis.range': [{x - 2}, {x + 2}], 'yaxis.range': [{y - 1}, {y + 1}]}});")
+    wait_for(lambda: abs(sum(_x_range(dash_duo, "graph-b")) / 2 - b["layer:fc1"][0]) < 0.01,
+             what=lambda: f"B centred on fc1 at {b['layer:fc1']}; its x range is {_x_range(dash_duo, 'graph-b')}")
+    lo, hi = _x_range(dash_duo, "graph-b")
+    assert abs((hi - lo) - 4) < 0.01      # at the same zoom
+    # and no echo: B's new range does not move A again (A keeps exactly the range it was given)
+    import time
+
+    time.sleep(1.5)
+    assert _x_range(dash_duo, "graph") == [x - 2, x + 2]
+
+    # recipe A | recipe B: pin the 8-bit recipe, then edit A; B keeps what was pinned
+    click(dash_duo, "#pin-recipe")
+    wait_for(lambda: text_of(dash_duo, "#pane-b-caption").startswith("B: the pinned recipe (3 batch norm(s) folded, "
+                                                                       "4 layer(s) quantized)"),
+             what=lambda: f"the pinned caption; {text_of(dash_duo, '#pane-b-caption')!r}")
+    edit_cell(dash_duo, "conv2", "weight_bits", "4")
+    wait_for(lambda: _badges(dash_duo, "graph").get("layer:conv2", "").startswith("w4"), what="A at 4 bits")
+    wait_for(lambda: _badges(dash_duo, "graph-b").get("layer:conv2", "").startswith("w8"),
+             what=lambda: f"B still 8-bit; {_badges(dash_duo, 'graph-b')}")
+    click(dash_duo, "#unpin-recipe")
+    wait_for(lambda: text_of(dash_duo, "#pane-b-caption").startswith("B: the float model"), what="back to float")
+    click(dash_duo, "#side-by-side input")
+    wait_for(lambda: not dash_duo.find_element("#pane-b").is_displayed(), what="pane B hidden")
