@@ -68,6 +68,8 @@ class NodeData:
     colors: Mapping[str, str] = field(default_factory=dict)   # per-key colours the file fixed
     unmatched: int = 0   # keys of the file that name nothing in the model (:func:`on_layers`)
     no_value: str = "no value"   # what an unpainted node means here (the legend's words)
+    #: words for each threshold's colour, when the values are categories (fold status)
+    labels: tuple[str, ...] = ()
 
     @cached_property
     def span(self) -> tuple[float, float] | None:

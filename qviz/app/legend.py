@@ -12,11 +12,10 @@ from __future__ import annotations
 from dash import html
 
 from ..analysis.node_data import NodeData
-from ..analysis.weight_stats import WEIGHT_METRICS
 from ..render.figure import (BIT_COLORS, COLORS, FLOAT_BADGE_COLOR, GHOST_OPACITY, HALO_COLORS, HALO_OPACITY,
                              KIND_NAMES, NO_VALUE_COLOR, SELECTED_OUTLINE, STATUS_COLORS)
 from . import ids
-from .services import LOCAL_SQNR, RECIPE_SQNR
+from .colour_by import MENU
 
 __all__ = ["graph_legend", "color_options", "metric_legend", "OP_KIND"]
 
@@ -28,7 +27,7 @@ def color_options(uploaded=()) -> list[dict]:
     """The "colour by" menu: op kind, the data-free weight metrics, then node-data files
     the user painted (by the name each is listed under)."""
     return ([{"label": "op kind", "value": OP_KIND}]
-            + [{"label": m, "value": m} for m in (*WEIGHT_METRICS, RECIPE_SQNR, LOCAL_SQNR)]
+            + [{"label": m, "value": m} for m in MENU]
             + [{"label": name, "value": name} for name in uploaded])
 
 
@@ -44,8 +43,9 @@ def metric_legend(data: NodeData | None, painted: int = 0, waiting: str = "", na
     if data is None:   # nothing to paint (yet): say why, when there is a why
         return [html.B(f"colour: {name}"), f" — {waiting}"] if waiting else []
     if data.thresholds:
-        scale = [html.Span([html.Span(className="swatch", style=_dot(c)), f"≤ {_number(b)}"], className="legend-item")
-                 for b, c in data.thresholds]
+        words = data.labels or [f"≤ {_number(b)}" for b, _ in data.thresholds]
+        scale = [html.Span([html.Span(className="swatch", style=_dot(c)), word], className="legend-item")
+                 for (_, c), word in zip(data.thresholds, words)]
     elif data.span is not None:
         lo, hi = data.span
         stops = ", ".join(f"{c} {s * 100:.0f}%" for s, c in data.gradient)

@@ -32,14 +32,11 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
-from .._text import one_line
 from ..choices import bits_label, parse_bits_label
 from ..layout import ViewKey, around, default_cache, diff_status, key_showing, view_graph
 from ..analysis.budget import budget
 from ..analysis.channel_ranges import ChannelRanges, channel_ranges
-from ..analysis.node_data import (MAX_NODE_DATA_BYTES, SQNR_GRADIENT, NodeData, NodeDataError, layer_sqnr,
-                                  on_layers)
-from ..analysis.weight_stats import WEIGHT_METRICS, weight_metrics
+from ..analysis.node_data import MAX_NODE_DATA_BYTES, NodeData, NodeDataError, on_layers
 from ..matcher import explain, explain_layer
 from ..passes import (LayerBits, Recipe, RecipeError, apply_rules, fold_candidates, quantizable_layers,
                       quantizable_units)
@@ -52,8 +49,7 @@ __all__ = ["HISTORY_LIMIT", "START_RECIPE", "new_history", "current", "push", "u
            "EDITED_FIELDS", "apply_edits",
            "shows", "set_layer", "recipe_from_upload", "with_rule", "rules_line", "layer_rows", "on_tflite", "ViewChoice", "DrawnView",
            "shown", "draw_view", "match_marks", "MatchItem", "why", "search", "hover_lines", "hover_shapes", "warm_up",
-           "device_flags", "bit_badges", "cost_line", "metric_of", "recipe_sqnr", "RECIPE_SQNR", "LOCAL_SQNR", "metric_waiting",
-           "painted", "metric_fill", "node_data_from_upload",
+           "device_flags", "bit_badges", "cost_line", "painted", "metric_fill", "node_data_from_upload",
            "layer_of_key", "with_expanded", "channel_bits", "channel_ranges_for", "graph_svg_file",
            "report_explains", "fold_layer_of", "grid_values"]
 
@@ -467,53 +463,6 @@ def graph_svg_file(session, recipe: Recipe, choice: ViewChoice, around_layer: st
     svg = graph_svg(vg, pos, routes, direction=choice.direction, badges=badges,
                     show_status=not choice.original, standalone=True, title=title)
     return f"{stem}.svg", svg
-
-
-#: The "colour by" entry for the verification report's per-layer SQNR of the recipe drawn.
-RECIPE_SQNR = "per-layer SQNR (this recipe)"
-LOCAL_SQNR = "per-layer SQNR, local (each layer's own error)"
-
-
-def metric_of(session, name: str, recipe: Recipe | None = None) -> NodeData | None:
-    """The metric the graph is coloured by, keyed by layer: a weight statistic
-    (data-free, :mod:`qviz.analysis.weight_stats`), the per-layer SQNR of
-    ``recipe`` (:data:`RECIPE_SQNR`; None until its verification report is done),
-    or a node-data file the user painted; None for the op-kind fill (``name``
-    empty, or a file this session no longer holds)."""
-    if not name:
-        return None
-    if name in WEIGHT_METRICS:
-        return weight_metrics(session.graph)[name]
-    if name in (RECIPE_SQNR, LOCAL_SQNR):
-        return recipe_sqnr(session, recipe, local=name == LOCAL_SQNR) if recipe is not None else None
-    return session.node_data.get(name)
-
-
-def recipe_sqnr(session, recipe: Recipe, local: bool = False) -> NodeData | None:
-    """Each layer's output SQNR (dB) under ``recipe``, from its verification report
-    (started if it is not running; ``local``: each layer's own error,
-    :mod:`qviz.metrics.local`); None while it runs or if it failed
-    (:func:`metric_waiting` says which). A layer the recipe leaves exact (infinite
-    SQNR) gets no value: it is drawn grey, "exact (no error)"."""
-    future = session.report_future(recipe, local=local)
-    if not future.done() or future.cancelled() or future.exception() is not None:
-        return None
-    report = future.result()
-    return layer_sqnr(report.local_layers if local else report.layers)
-
-
-def metric_waiting(session, name: str, recipe: Recipe) -> str:
-    """Why the metric ``name`` colours nothing yet ("" when it does, or never will):
-    the recipe's verification report is running, or failed."""
-    if name not in (RECIPE_SQNR, LOCAL_SQNR):
-        return ""
-    future = session.report_future(recipe, local=name == LOCAL_SQNR)
-    if not future.done():
-        return "waiting for this recipe's verification report; op kinds until then"
-    if future.cancelled() or future.exception() is not None:
-        why = "cancelled" if future.cancelled() else one_line(str(future.exception()))[:200]
-        return f"the verification report failed ({why}); op kinds instead"
-    return ""
 
 
 def node_data_from_upload(session, contents: str, filename: str) -> tuple[str, int]:

@@ -89,6 +89,7 @@ class Session:
     layouts: dict = field(default_factory=dict)                 # (graph id, ViewChoice) → DrawnView
     latest: str = ""   # the recipe last drawn: reports for older ones are not worth computing
     warmed: bool = False   # the starting calibration has been asked for (services.warm_up)
+    sweep_target: float = 30.0   # the sweep panel's target SQNR (dB): its suggestion colours the graph
     ranges: dict = field(default_factory=dict)   # fold selection → Future of activation ranges (shared per graph)
     key: str = field(default_factory=lambda: uuid.uuid4().hex)  # names this model in the worker
     # Jobs the page started and polls, by name ("sweep", "qat", "tflite", "explain", "training"): one

@@ -20,6 +20,7 @@ from ...layout import ViewKey
 from ...render import graph_figure
 from ...render.figure import FIRST_VIEW_RANKS
 from .. import ids, services
+from ..colour_by import metric_of, metric_waiting
 from ..legend import OP_KIND, color_options, metric_legend
 from ..services import ViewChoice, current
 
@@ -92,7 +93,7 @@ def register(app, store) -> None:
             # A poll while the graph waits for a metric (the recipe's SQNR): redrawn once it is in.
             # (A poll, not a store the verification sets: that would close a loop of callbacks,
             # draw → verification → draw, which Dash's renderer may hold up.)
-            if services.metric_waiting(s, color_by, recipe).startswith("waiting"):
+            if metric_waiting(s, color_by, recipe).startswith("waiting"):
                 raise PreventUpdate
         started = time.monotonic()
         try:
@@ -116,9 +117,9 @@ def register(app, store) -> None:
         hover = services.hover_lines(s, graph, view.graph, recipe, services.hover_shapes(s.graph, graph))
         flags = services.device_flags(s, view.graph, recipe, hover) if not choice.original else {}
         badges = services.bit_badges(s, view.graph, recipe) if not choice.original else {}
-        metric = services.metric_of(s, color_by, recipe)
+        metric = metric_of(s, color_by, recipe)
         fill = services.metric_fill(metric, view.graph, hover) if metric is not None else None
-        waiting = "" if metric is not None else services.metric_waiting(s, color_by, recipe)
+        waiting = "" if metric is not None else metric_waiting(s, color_by, recipe)
         fig = graph_figure(view.graph, view.pos, routes=view.routes, highlights=highlights, selected=sel,
                            show_status=not choice.original, hover=hover, flags=flags, badges=badges,
                            first_view=True, direction=choice.direction, fill=fill)

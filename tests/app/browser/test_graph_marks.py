@@ -4,7 +4,7 @@ mark means."""
 
 from qviz.render.figure import bits_color
 
-from .helpers import edit_cell, needs_browser, shot, start_app, wait_for
+from .helpers import click, edit_cell, needs_browser, shot, start_app, wait_for
 
 pytestmark = needs_browser
 
@@ -104,7 +104,8 @@ def test_nodes_coloured_by_a_weight_metric_and_by_model_explorer_node_data(dash_
 def test_nodes_coloured_by_the_recipes_per_layer_sqnr_once_verified(dash_duo):
     """Issue 19.1: find the red blocks by eye — the verification report's per-layer
     SQNR of the recipe drawn, low (much error) red."""
-    from qviz.app.services import RECIPE_SQNR, SQNR_GRADIENT, START_RECIPE, recipe_sqnr
+    from qviz.app.colour_by import RECIPE_SQNR, SQNR_GRADIENT, recipe_sqnr
+    from qviz.app.services import START_RECIPE
 
     app = start_app(dash_duo)
     _choose_colour(dash_duo, RECIPE_SQNR)
@@ -163,3 +164,50 @@ def test_save_svg_downloads_the_graph_as_drawn(dash_duo):
     labels = sorted(c.find(f"{ns}title").text for c in root.iter(f"{ns}circle"))
     assert sorted(t.split(" (")[0] for t in labels) == ["bn1", "bn2", "conv1", "conv2", "pool", "relu1", "relu2"]
     assert "bn2 (removed)" in labels and "conv2 (modified)" in labels   # the changes are drawn here too
+
+
+def test_colour_by_fold_status_error_share_activation_range_and_suggested_bits(dash_duo):
+    """Issue 19.1: the rest of the menu — fold status (data-free, follows each edit), each
+    layer's share of the error, activation ranges, and the sweep's suggested bits (which
+    says it needs a sweep first)."""
+    from qviz.analysis.layer_metrics import FOLD_STATES
+    from qviz.app.colour_by import ACTIVATION_RANGE, ERROR_SHARE, FOLD_STATUS, SUGGESTED_BITS, metric_of
+    from qviz.render.figure import NO_VALUE_COLOR
+
+    app = start_app(dash_duo)
+    session = app.qviz_sessions.get(next(iter(app.qviz_sessions._sessions)))
+    _choose_colour(dash_duo, FOLD_STATUS)
+    orange, green = "#ff9f1c", "#2ca02c"
+    wait_for(lambda: dash_duo.driver.execute_script(_FILLS)["layer:conv2"] == orange, what="foldable, not folded")
+    fills = dash_duo.driver.execute_script(_FILLS)
+    assert fills["layer:bn2"] == orange and fills["layer:relu1"] == NO_VALUE_COLOR   # no batch norm: grey
+    legend = dash_duo.find_element("#metric-legend").text
+    assert all(state in legend for state in FOLD_STATES) and "no batch norm" in legend
+    click(dash_duo, "#bulk-fold-all")
+    wait_for(lambda: dash_duo.driver.execute_script(_FILLS)["layer:conv2"] == green, what="folded: green")
+
+    click(dash_duo, "#bulk-first-last-8-rest-4")
+    _choose_colour(dash_duo, ERROR_SHARE)
+    wait_for(lambda: "colour: share of the error" in dash_duo.find_element("#metric-legend").text, timeout=120,
+             what=lambda: f"the error shares; legend {dash_duo.find_element('#metric-legend').text!r}")
+    from qviz.passes import Recipe
+
+    share = None
+
+    def painted():
+        nonlocal share
+        share = metric_of(session, ERROR_SHARE, Recipe.from_json(session.latest))   # the recipe drawn last
+        fills = dash_duo.driver.execute_script(_FILLS)
+        return share is not None and all(fills[f"layer:{k}"] == share.color_of(k) for k in share.values)
+
+    wait_for(painted, timeout=60, what="the shares painted")
+    assert abs(sum(share.values.values()) - 100) < 1e-6
+    most = max(share.values, key=share.values.get)
+    assert dash_duo.driver.execute_script(_FILLS)[f"layer:{most}"] == "#d7191c"     # the most error: red
+
+    _choose_colour(dash_duo, ACTIVATION_RANGE)
+    wait_for(lambda: "colour: activation range" in dash_duo.find_element("#metric-legend").text, timeout=60,
+             what=lambda: f"the ranges; legend {dash_duo.find_element('#metric-legend').text!r}")
+    _choose_colour(dash_duo, SUGGESTED_BITS)
+    wait_for(lambda: "run the sensitivity sweep first" in dash_duo.find_element("#metric-legend").text,
+             what=lambda: f"the sweep asked for; legend {dash_duo.find_element('#metric-legend').text!r}")

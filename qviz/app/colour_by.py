@@ -1,0 +1,110 @@
+"""The "colour by" menu's metrics: what each paints per layer, and why one paints
+nothing yet. No Dash here.
+
+Data-free ones are at once (weight |max| and kurtosis, fold status); the others
+read a job: the recipe's verification report (per-layer SQNR, accumulated or
+local, and each layer's share of the error), its calibration (activation range),
+or the sensitivity sweep (the bits it suggests). Until the job is done the graph
+keeps its op-kind colours and the legend says what it waits for.
+
+>>> import qviz
+>>> from qviz.samples import sample_path
+>>> from qviz.app.session import Session
+>>> s = Session(qviz.load(sample_path("lenet_digits")), "lenet")
+>>> metric_of(s, FOLD_STATUS, qviz.Recipe.default(s.graph)).values["conv1"]   # 3: folded
+3.0
+>>> metric_waiting(s, SUGGESTED_BITS, qviz.Recipe.default(s.graph))
+'run the sensitivity sweep first (its panel, below); op kinds until then'
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+
+from .._text import one_line
+from ..analysis.layer_metrics import activation_range, error_share, fold_status, suggested_bits
+from ..analysis.node_data import SQNR_GRADIENT, NodeData, layer_sqnr
+from ..analysis.weight_stats import WEIGHT_METRICS, weight_metrics
+from ..passes import Recipe
+from ..render.figure import BIT_COLORS
+
+__all__ = ["RECIPE_SQNR", "LOCAL_SQNR", "ERROR_SHARE", "FOLD_STATUS", "ACTIVATION_RANGE", "SUGGESTED_BITS",
+           "MENU", "metric_of", "recipe_sqnr", "metric_waiting", "SQNR_GRADIENT"]
+
+RECIPE_SQNR = "per-layer SQNR (this recipe)"
+LOCAL_SQNR = "per-layer SQNR, local (each layer's own error)"
+ERROR_SHARE = "share of the error (each layer's own)"
+FOLD_STATUS = "fold status"
+ACTIVATION_RANGE = "activation range (calibration)"
+SUGGESTED_BITS = "suggested weight bits (sweep)"
+#: The built-in entries after op kind, in the menu's order.
+MENU = (*WEIGHT_METRICS, FOLD_STATUS, RECIPE_SQNR, LOCAL_SQNR, ERROR_SHARE, ACTIVATION_RANGE, SUGGESTED_BITS)
+
+#: What each job-backed metric waits for, in the legend's words.
+_WAITS_FOR = {RECIPE_SQNR: "this recipe's verification report", LOCAL_SQNR: "each layer's own error",
+              ERROR_SHARE: "each layer's own error", ACTIVATION_RANGE: "this fold selection's calibration"}
+
+
+def _job(session, name: str, recipe: Recipe) -> Future | None:
+    """The job a metric reads, started if it is not running (None: the sweep, not run)."""
+    if name in (RECIPE_SQNR, LOCAL_SQNR, ERROR_SHARE):
+        return session.report_future(recipe, local=name != RECIPE_SQNR)
+    if name == ACTIVATION_RANGE:
+        return session.ranges_future(recipe)
+    sweep = session.jobs.get("sweep")
+    return sweep.handle if sweep is not None else None
+
+
+def _ready(future: Future | None) -> bool:
+    return future is not None and future.done() and not future.cancelled() and future.exception() is None
+
+
+def metric_of(session, name: str, recipe: Recipe | None = None) -> NodeData | None:
+    """The metric ``name`` for ``recipe``, keyed by layer, or a node-data file the user
+    painted; None for the op-kind fill (``name`` empty, or a file this session no
+    longer holds) and while its job runs (:func:`metric_waiting` says so)."""
+    if not name:
+        return None
+    if name in WEIGHT_METRICS:
+        return weight_metrics(session.graph)[name]
+    if name == FOLD_STATUS:
+        return fold_status(session.graph, recipe) if recipe is not None else None
+    if name in (*_WAITS_FOR, SUGGESTED_BITS):
+        if recipe is None:
+            return None
+        job = _job(session, name, recipe)
+        if not _ready(job):
+            return None
+        if name == ACTIVATION_RANGE:
+            return activation_range(session.result(recipe).folded.graph, job.result())
+        if name == SUGGESTED_BITS:
+            return suggested_bits(job.result(), session.sweep_target, BIT_COLORS)
+        report = job.result()
+        if name == ERROR_SHARE:
+            return error_share(report.local_layers)
+        return layer_sqnr(report.local_layers if name == LOCAL_SQNR else report.layers)
+    return session.node_data.get(name)
+
+
+def recipe_sqnr(session, recipe: Recipe, local: bool = False) -> NodeData | None:
+    """Each layer's output SQNR (dB) under ``recipe`` (``local``: its own error alone),
+    from the verification report; None while it runs or if it failed. A layer left
+    exact gets no value: it is drawn grey, "exact (no error)"."""
+    return metric_of(session, LOCAL_SQNR if local else RECIPE_SQNR, recipe)
+
+
+def metric_waiting(session, name: str, recipe: Recipe) -> str:
+    """Why the metric ``name`` colours nothing yet ("" when it does, or never will):
+    its job is running ("waiting for …", the page polls), failed, or was never run."""
+    if name not in (*_WAITS_FOR, SUGGESTED_BITS):
+        return ""
+    job = _job(session, name, recipe)
+    if job is None:
+        return "run the sensitivity sweep first (its panel, below); op kinds until then"
+    what = _WAITS_FOR.get(name, "the sensitivity sweep")
+    if not job.done():
+        return f"waiting for {what}; op kinds until then"
+    if job.cancelled() or job.exception() is not None:
+        why = "cancelled" if job.cancelled() else one_line(str(job.exception()))[:200]
+        return f"{what} failed ({why}); op kinds instead"
+    return ""
