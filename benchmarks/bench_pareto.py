@@ -24,7 +24,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 def _mobilenet_v2(path: str) -> str:
     import keras
 
-    model = keras.applications.MobileNetV2(input_shape=(96, 96, 3), weights=None, classes=10)
+    # logits, not softmax: a random net's softmax is nearly flat whatever its weights' bits
+    model = keras.applications.MobileNetV2(input_shape=(96, 96, 3), weights=None, classes=10,
+                                           classifier_activation=None)
     model.save(path)
     return path
 

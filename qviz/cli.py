@@ -466,7 +466,7 @@ def _pareto(args, graph, sens, data) -> int:
     elif args.bops is not None:
         chosen = front.within_bops(args.bops)
         if chosen is None:
-            fewest = min(p.bops for p in front.points)
+            fewest = min((p.bops for p in front.points if p.bops is not None), default=None)
             raise _UsageError(f"--bops {count_text(args.bops)}: no recipe is that cheap; the cheapest takes "
                               f"{count_text(fewest)} bit-ops")
         what = f"the best recipe within {count_text(args.bops)} bit-ops"
@@ -678,11 +678,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="search mixed precision too: narrow layers' weights greedily (the least noise per bit "
                         "saved first), measure each recipe, print the size-vs-SQNR front and the smallest recipe "
                         "reaching --target-sqnr")
-    p.add_argument("--size-kb", type=float, metavar="KB",
-                   help="the recipe is the best measured one whose weights fit in KB (implies --pareto)")
-    p.add_argument("--bops", type=_count, metavar="COUNT",
-                   help="the recipe is the best measured one within COUNT bit-operations per example, e.g. 8M "
-                        "or 2.5G (implies --pareto --trade bit-ops)")
+    budget = p.add_mutually_exclusive_group()
+    budget.add_argument("--size-kb", type=float, metavar="KB",
+                        help="the recipe is the best measured one whose weights fit in KB (implies --pareto)")
+    budget.add_argument("--bops", type=_count, metavar="COUNT",
+                        help="the recipe is the best measured one within COUNT bit-operations per example, e.g. "
+                             "8M or 2.5G (implies --pareto --trade bit-ops)")
     p.add_argument("--trade", choices=("size", "bit-ops"), default=None,
                    help="what the search narrows weights to save: their size (default) or bit-operations "
                         "(MACs × weight bits × input bits: a conv used at many positions goes first)")

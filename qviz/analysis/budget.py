@@ -40,7 +40,7 @@ from ..ir.ops import FAKE_QUANT_OPS, LAYER_OPS
 from ..passes.constants import NotConstantError, constant_value
 from ..passes.quant_points import grid_source
 
-__all__ = ["Budget", "budget", "layer_macs", "parse_count", "count_text"]
+__all__ = ["Budget", "budget", "layer_macs", "weighted_ops", "parse_count", "count_text"]
 
 FLOAT_BITS = 32
 
@@ -74,11 +74,18 @@ def _bytes(n: float) -> str:
     return f"{n:.0f} B"
 
 
-def count_text(n: int) -> str:
+def count_text(n: float | None) -> str:
+    """A count in a few digits and an SI unit: ``21.6 M``; None: ``unknown``.
+
+    >>> count_text(21_600_000), count_text(999.5), count_text(None)
+    ('21.6 M', '1000', 'unknown')
+    """
+    if n is None:
+        return "unknown"
     for unit, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
         if n >= scale:
             return f"{n / scale:.3g} {unit}"
-    return str(n)
+    return f"{n:.0f}"
 
 
 def _width(graph: Graph, tensor: str) -> int:
@@ -88,7 +95,7 @@ def _width(graph: Graph, tensor: str) -> int:
     return int(node.attrs.get("num_bits", 8)) if node.op in FAKE_QUANT_OPS else FLOAT_BITS
 
 
-def _weighted_ops(graph: Graph):
+def weighted_ops(graph: Graph):
     """(op, number of weights) for each conv/depthwise/dense op whose weights are constants."""
     for node in graph.nodes:
         if node.op not in LAYER_OPS or len(node.inputs) < 2:
@@ -120,7 +127,7 @@ def layer_macs(graph: Graph, shapes: dict) -> dict[str, int]:
     {'conv1': 9216, 'conv2': 294912, 'fc1': 32768, 'logits': 640}
     """
     macs: dict[str, int] = {}
-    for node, count in _weighted_ops(graph):
+    for node, count in weighted_ops(graph):
         positions = _positions(node, shapes)
         if positions is not None:
             macs[node.layer] = macs.get(node.layer, 0) + count * positions
@@ -144,7 +151,8 @@ def parse_count(text: str) -> float:
     except ValueError:
         value = math.nan
     if not math.isfinite(value) or value < 0:
-        raise ValueError(f"{text!r} is not a count such as 1500, 250k, 21.6M or 3G")
+        shown = text if len(text) <= 30 else text[:27] + "…"
+        raise ValueError(f"{shown!r} is not a count such as 1500, 250k, 21.6M or 3G")
     return value
 
 
@@ -162,7 +170,7 @@ def budget(original: Graph, rewritten: Graph, shapes: dict | None = None) -> Bud
     weight_bits = float_weight_bits = 0
     bops = float_bops = 0 if shapes is not None else None
     seen: dict[str, int] = {}
-    for node, count in _weighted_ops(original):
+    for node, count in weighted_ops(original):
         i = seen[node.layer] = seen.get(node.layer, -1) + 1
         twins = ops_of.get(node.layer, [])
         twin = twins[i] if i < len(twins) else None

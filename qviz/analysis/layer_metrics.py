@@ -72,10 +72,11 @@ def activation_range(folded: Graph, ranges: Mapping[str, tuple[float, float]]) -
 
 
 def error_share(local_layers) -> NodeData:
-    """Each layer's share (%) of the summed error: its own (local) noise power,
-    10^(−SQNR/10), over the sum across layers — where the output's error is made.
-    Layers left exact make none (no value)."""
+    """Each layer's own (local) noise power, 10^(−SQNR/10) — relative to its own
+    output — as % of the sum over layers: where error is made. A guide, not each
+    layer's exact part of the output's error (that takes a run per layer, as the
+    sensitivity sweep does). Layers left exact make none (no value)."""
     noise = {e.layer: 10 ** (-e.sqnr_db / 10) for e in local_layers if math.isfinite(e.sqnr_db)}
     total = sum(noise.values())
     values = {layer: 100 * n / total for layer, n in noise.items()} if total > 0 else {}
-    return NodeData("share of the error (%, each layer's own)", values, no_value="exact (no error of its own)")
+    return NodeData("own error, % of the layers' sum (local)", values, no_value="exact (no error of its own)")

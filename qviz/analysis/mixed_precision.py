@@ -42,10 +42,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..ir import Graph
-from ..ir.ops import LAYER_OPS
 from ..passes import LayerBits, Recipe
-from ..passes.constants import NotConstantError, constant_value
-from .budget import FLOAT_BITS, budget, count_text
+from .budget import FLOAT_BITS, budget, count_text, weighted_ops
 from .sensitivity import Sensitivity
 
 __all__ = ["ParetoPoint", "MixedPrecision", "search", "weight_counts", "measure_front"]
@@ -143,13 +141,8 @@ def _kb(n: float) -> str:
 def weight_counts(graph: Graph) -> dict[str, int]:
     """Each layer's number of weights (its conv/dense kernels; layers without any are left out)."""
     counts: dict[str, int] = {}
-    for node in graph.nodes:
-        if node.op in LAYER_OPS and len(node.inputs) > 1:
-            try:
-                counts[node.layer] = counts.get(node.layer, 0) + int(np.size(
-                    constant_value(graph, node.inputs[1], tensorflow=False)))
-            except NotConstantError:
-                continue
+    for node, count in weighted_ops(graph):
+        counts[node.layer] = counts.get(node.layer, 0) + count
     return counts
 
 
@@ -173,8 +166,8 @@ def search(sens: Sensitivity, counts: Mapping[str, int], *, activation_bits: int
             size, and estimate each point's (inputs taken at the activation width).
 
     Raises:
-        ValueError: no layer of the sweep has weights to narrow, or an activation
-            width the sweep did not measure.
+        ValueError: no layer of the sweep has weights to narrow, an activation
+            width the sweep did not measure, or ``macs`` lacks a layer to narrow.
     """
     if activation_bits == 0:
         activation_bits = max(sens.bits)
@@ -186,6 +179,10 @@ def search(sens: Sensitivity, counts: Mapping[str, int], *, activation_bits: int
     layers = [name for name in sens.layers if counts.get(name)]
     if not layers:
         raise ValueError("no layer of the sweep has weights to narrow")
+    unknown = [name for name in layers if macs is not None and not macs.get(name)]
+    if unknown:
+        raise ValueError(f"bit-operations need each layer's output shape, not known for {', '.join(unknown[:3])}"
+                         f"{' …' if len(unknown) > 3 else ''} (set --input-shape, or trade size)")
     row = {name: i for i, name in enumerate(sens.layers)}
     act_col = sens.bits.index(activation_bits) if activation_bits in sens.bits else None
     act_noise = sum(_noise(sens.activation_sqnr[i, act_col]) for i in range(len(sens.layers))) \
@@ -240,7 +237,8 @@ def measure_front(graph: Graph, front: MixedPrecision, *, inputs, labels=None, c
         p = replace(p, measured_sqnr_db=result.report.sqnr_db, accuracy=result.report.accuracy)
         if shapes is not None:
             cost = budget(graph, result.graph, shapes)
-            p, float_bops = replace(p, bops=cost.bops), cost.float_bops
+            if cost.bops is not None:    # else the estimate stays (an output shape was not known)
+                p, float_bops = replace(p, bops=cost.bops), cost.float_bops
         measured.append(p)
         if progress is not None:
             progress(i + 1, len(front.points))

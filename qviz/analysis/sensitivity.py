@@ -12,6 +12,14 @@ float; the output SQNR (and, for ``lenet_digits``, test accuracy) is measured.
 (('conv1', 'conv2', 'fc1', 'logits'), (8, 2))
 >>> bool((s.weight_sqnr[:, 0] > s.weight_sqnr[:, 1]).all())   # 8 bits beat 2 bits everywhere
 True
+
+A sweep splits by layers (each part on another worker) and merges back whole:
+
+>>> g = qviz.load(sample_path("lenet_digits"))
+>>> parts = [sensitivity(g, bits=(8, 2), layers=chunk) for chunk in (["conv1", "logits"], ["conv2", "fc1"])]
+>>> whole = Sensitivity.merge(parts, quantizable_layers(g))
+>>> whole.layers == s.layers and bool((whole.weight_sqnr == s.weight_sqnr).all())
+True
 """
 
 from __future__ import annotations
@@ -48,6 +56,26 @@ class Sensitivity:
     weight_accuracy: np.ndarray | None = None
     activation_accuracy: np.ndarray | None = None
     warning: str | None = None   # the float reference cannot measure error (constant output)
+
+    @classmethod
+    def merge(cls, parts: Sequence["Sensitivity"], order: Sequence[str]) -> "Sensitivity":
+        """One sweep from ``parts`` that swept disjoint layers at the same bits, its rows in
+        ``order`` (the graph's quantizable layers). Raises ValueError if they do not fit."""
+        if not parts or len({p.bits for p in parts}) != 1:
+            raise ValueError("the parts of a sweep must sweep the same bits")
+        rows = {name: (p, i) for p in parts for i, name in enumerate(p.layers)}
+        if sorted(rows) != sorted(order) or sum(len(p.layers) for p in parts) != len(order):
+            raise ValueError(f"the parts sweep {sorted(rows)}, not the layers {sorted(order)} once each")
+
+        def stack(field):
+            if any(getattr(p, field) is None for p in parts):
+                return None
+            return np.array([getattr(rows[name][0], field)[rows[name][1]] for name in order]).reshape(
+                len(order), len(parts[0].bits))
+
+        return cls(tuple(order), parts[0].bits, stack("weight_sqnr"), stack("activation_sqnr"),
+                   stack("weight_accuracy"), stack("activation_accuracy"),
+                   warning=next((p.warning for p in parts if p.warning), None))
 
     def need_db(self, target_sqnr_db: float) -> float:
         """The SQNR each quantizer (weights and activations of every layer) must
@@ -146,7 +174,7 @@ def sensitivity(graph: Graph, *, bits: Sequence[int] = SWEEP_BITS,
                 inputs: Sequence[np.ndarray] | None = None, labels: np.ndarray | None = None,
                 calibration: Sequence[np.ndarray] | None = None,
                 progress: Callable[[int, int], None] | None = None,
-                checkpoint: str | os.PathLike | None = None) -> Sensitivity:
+                checkpoint: str | os.PathLike | None = None, layers: Sequence[str] | None = None) -> Sensitivity:
     """Sweep every quantizable layer over ``bits``, weights then activations.
 
     Args:
@@ -157,6 +185,11 @@ def sensitivity(graph: Graph, *, bits: Sequence[int] = SWEEP_BITS,
         checkpoint: a JSON file the measurements are written to as they are
             made; measurements already in it (for the same graph and inputs)
             are not made again, so a stopped sweep resumes where it stopped.
+        layers: sweep only these quantizable layers (one part of a sweep fanned
+            out over workers; :meth:`Sensitivity.merge` joins the parts).
+
+    Raises:
+        ValueError: ``layers`` names a layer that is not quantizable.
     """
     from ..pipeline import apply
 
@@ -166,7 +199,12 @@ def sensitivity(graph: Graph, *, bits: Sequence[int] = SWEEP_BITS,
     if inputs is None:
         inputs = noise_inputs(graph, count=VERIFY_EXAMPLES, seed=1)
     inputs = list(inputs)
-    layers = quantizable_layers(graph)
+    every = quantizable_layers(graph)
+    if layers is not None:
+        unknown = [name for name in layers if name not in every]
+        if unknown:
+            raise ValueError(f"not quantizable layers of this graph: {unknown[:5]}")
+    layers = every if layers is None else [name for name in every if name in set(layers)]
     # One calibration for every run: the folded graph's activation ranges.
     folded = fold_batch_norms(graph).graph
     config = QuantizeConfig({name: LayerBits(8, 8) for name in quantizable_layers(folded)})

@@ -33,7 +33,7 @@ __all__ = ["RECIPE_SQNR", "LOCAL_SQNR", "ERROR_SHARE", "FOLD_STATUS", "ACTIVATIO
 
 RECIPE_SQNR = "per-layer SQNR (this recipe)"
 LOCAL_SQNR = "per-layer SQNR, local (each layer's own error)"
-ERROR_SHARE = "share of the error (each layer's own)"
+ERROR_SHARE = "share of the summed own error (local)"
 FOLD_STATUS = "fold status"
 ACTIVATION_RANGE = "activation range (calibration)"
 SUGGESTED_BITS = "suggested weight bits (sweep)"

@@ -18,13 +18,13 @@ from .legend import color_options, graph_legend
 BITS = [bits_label(b) for b in BIT_MENU]
 #: The one sentence that tells the two per-layer error modes apart.
 ERROR_MODES_HELP = ("Accumulated: each layer's output as the quantized model runs, every earlier layer's error "
-                    "carried in. Local: each layer fed the float model's values (rounded as it reads them), so "
-                    "only its own error shows — low accumulated but high local means the error is inherited.")
+                    "carried in. Local: each layer fed the float model's values, so only its own quantizers' error "
+                    "shows — low accumulated but high local means the error is inherited.")
 #: The rule box's tooltip: the grammar of qviz.passes.rules, in one breath.
 RULE_HELP = ("SELECTORS: ACTIONS — selectors (& joins them): name~REGEX, op=TYPE, pattern=NAME ("
              + ", ".join(BUILTIN) + "), between=FIRST..LAST (every layer on a path between two layers), *; "
              "actions (, joins them): fold, nofold, wN, aM, wNaM, float. Rules apply in order, a later one "
-             "winning; a table or panel edit after them wins too; a preset starts the rules afresh.")
+             "winning; a table or panel edit after them wins too; a preset drops the actions it overwrites.")
 #: An empty plot without axes (instead of plotly's default empty grid).
 NO_FIGURE = {"data": [], "layout": {"xaxis": {"visible": False}, "yaxis": {"visible": False},
                                     "height": 60, "margin": {"l": 0, "r": 0, "t": 0, "b": 0}}}

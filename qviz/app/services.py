@@ -40,6 +40,7 @@ from ..analysis.node_data import MAX_NODE_DATA_BYTES, NodeData, NodeDataError, o
 from ..matcher import explain, explain_layer
 from ..passes import (LayerBits, Recipe, RecipeError, apply_rules, fold_candidates, quantizable_layers,
                       quantizable_units)
+from ..passes.recipe import MAX_RULES
 from ..render.figure import Badge
 from ..render.metric import metric_fill
 from ..render.image import recipe_badges
@@ -168,20 +169,28 @@ def recipe_from_upload(contents: str, graph) -> Recipe:
     return Recipe.from_json(text).validate(graph)
 
 
-def with_rule(history: dict, text: str, graph) -> dict:
-    """The history with one more step: the current recipe with rule ``text`` applied.
+def with_rule(recipe: Recipe, text: str | None, graph) -> Recipe:
+    """``recipe`` with the rule ``text`` applied (an empty box: ``recipe`` itself).
 
     Raises:
-        RecipeError: the rule does not parse or reaches no layer it can act on (one line, naming it).
+        RecipeError: the rule does not parse, reaches no layer it can act on, or the
+            recipe holds as many rules as a recipe may (one line, naming it).
 
     >>> import qviz
     >>> from qviz.samples import sample_path
     >>> g = qviz.load(sample_path("lenet_digits"))
-    >>> page = with_rule(new_history(qviz.Recipe.default(g)), "name~^conv: w4a6", g)
-    >>> current(page).bits("conv2"), rules_line(current(page))
+    >>> r = with_rule(qviz.Recipe.default(g), "name~^conv: w4a6", g)
+    >>> r.bits("conv2"), rules_line(r)
     (LayerBits(weight_bits=4, activation_bits=6), 'rules applied, in order: 1) name~^conv: w4a6')
+    >>> with_rule(r, "  ", g) is r
+    True
     """
-    return push(history, apply_rules(current(history), [(text or "").strip()], graph))
+    text = (text or "").strip()
+    if not text:
+        return recipe
+    if len(recipe.rules) >= MAX_RULES:
+        raise RecipeError(f"rule {text[:60]!r}: the recipe holds {MAX_RULES} rules already; reset to start again")
+    return apply_rules(recipe, [text], graph)
 
 
 def rules_line(recipe: Recipe) -> str:

@@ -72,12 +72,18 @@ def counterparts(key: str, source: DrawnView, target: DrawnView, pairs: Mapping[
 
 
 def _axis_range(relayout: Mapping, axis: str) -> tuple[float, float] | None:
+    """The ``axis`` range plotly's relayoutData sets, or None (not set, or not two finite numbers)."""
     if f"{axis}.range[0]" in relayout and f"{axis}.range[1]" in relayout:
-        return float(relayout[f"{axis}.range[0]"]), float(relayout[f"{axis}.range[1]"])
-    rng = relayout.get(f"{axis}.range")
-    if isinstance(rng, (list, tuple)) and len(rng) == 2:
-        return float(rng[0]), float(rng[1])
-    return None
+        ends = relayout[f"{axis}.range[0]"], relayout[f"{axis}.range[1]"]
+    else:
+        ends = relayout.get(f"{axis}.range")
+    if not isinstance(ends, (list, tuple)) or len(ends) != 2:
+        return None
+    try:
+        lo, hi = float(ends[0]), float(ends[1])
+    except (TypeError, ValueError):   # the page's data: a forged value is ignored
+        return None
+    return (lo, hi) if math.isfinite(lo) and math.isfinite(hi) else None
 
 
 def synced_range(relayout: Mapping | None, source: DrawnView, target: DrawnView,
@@ -92,6 +98,8 @@ def synced_range(relayout: Mapping | None, source: DrawnView, target: DrawnView,
     >>> synced_range({"xaxis.range[0]": 0.5, "xaxis.range[1]": 1.5, "yaxis.range[0]": -1, "yaxis.range[1]": 1},
     ...              a, b, {})
     ([4.5, 5.5], [1.0, 3.0])
+    >>> synced_range({"xaxis.range": ["x", 1], "yaxis.range": [0, float("nan")]}, a, b, {}) is None
+    True
     """
     xr, yr = _axis_range(relayout or {}, "xaxis"), _axis_range(relayout or {}, "yaxis")
     if xr is None or yr is None or not source.pos:

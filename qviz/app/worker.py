@@ -140,12 +140,18 @@ def activation_samples(key, graph, recipe_json, ranges, examples=64, progress=No
 
 def sweep(key, graph, bits, progress=None):
     """The per-layer sensitivity sweep; ``progress(done, total)`` after each measurement."""
+    return sweep_part(key, graph, bits, None, progress=progress)
+
+
+def sweep_part(key, graph, bits, layers, progress=None):
+    """The sweep of ``layers`` only (None: all): one part of a sweep fanned out
+    (:mod:`qviz.app.fan_out`)."""
     from ..analysis.sensitivity import sensitivity
     from ..samples import data_for
 
     graph = _graph(key, graph)
     data = data_for(graph)
-    return sensitivity(graph, bits=tuple(bits), **data.sweep_kwargs(), progress=progress)
+    return sensitivity(graph, bits=tuple(bits), **data.sweep_kwargs(), progress=progress, layers=layers)
 
 
 def qat_export(source, recipe_json, folding_mode, freeze_bn_delay, progress=None):
@@ -164,16 +170,28 @@ def qat_export(source, recipe_json, folding_mode, freeze_bn_delay, progress=None
 def pareto(key, graph, sens, trade="size", progress=None):
     """The mixed-precision search over the sweep ``sens`` saving ``trade`` ("size" or
     "bops"), each recipe measured on the model's data and its bit-operations counted."""
+    chain, shapes = pareto_chain(key, graph, sens, trade)
+    return pareto_measure(key, graph, chain, shapes, progress=progress)
+
+
+def pareto_chain(key, graph, sens, trade="size", progress=None):
+    """``(the search's recipes, not yet measured; the graph's tensor shapes)``."""
     from ..analysis.budget import layer_macs
-    from ..analysis.mixed_precision import measure_front, search, weight_counts
+    from ..analysis.mixed_precision import search, weight_counts
     from ..runtime import tensor_shapes
+
+    graph = _graph(key, graph)
+    shapes = tensor_shapes(graph)
+    return search(sens, weight_counts(graph), macs=layer_macs(graph, shapes) if trade == "bops" else None), shapes
+
+
+def pareto_measure(key, graph, chain, shapes, progress=None):
+    """``chain``'s recipes measured on the model's data (all of a search's, or one part)."""
+    from ..analysis.mixed_precision import measure_front
     from ..samples import data_for
 
     graph = _graph(key, graph)
-    data = data_for(graph)
-    shapes = tensor_shapes(graph)
-    front = search(sens, weight_counts(graph), macs=layer_macs(graph, shapes) if trade == "bops" else None)
-    return measure_front(graph, front, **data.sweep_kwargs(), shapes=shapes, progress=progress)
+    return measure_front(graph, chain, **data_for(graph).sweep_kwargs(), shapes=shapes, progress=progress)
 
 
 def code_export(source, recipe_json, tool, name, progress=None):
@@ -253,9 +271,12 @@ JOBS: dict[str, Callable] = {
     "samples": activation_samples,
     "report": report,
     "sweep": sweep,
+    "sweep_part": sweep_part,
     "qat": qat_export,
     "code": code_export,
     "pareto": pareto,
+    "pareto_chain": pareto_chain,
+    "pareto_measure": pareto_measure,
     "tflite": tflite_export,
     "explain_fold": explain_fold,
     "explain_training": explain_training,

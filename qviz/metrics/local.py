@@ -4,13 +4,19 @@ each layer fed the float model's values at its inputs, so what is left is its ow
 quantization error alone (as the TFLite quantization debugger's two modes).
 
 A layer with low accumulated but high local SQNR inherits its error; one whose
-local SQNR is low makes it. Local keeps what the layer itself does to its input:
-where the rewritten graph rounds a tensor before the layer reads it (the producer's
-activation fake-quant), the float value is rounded by a copy of that quantizer.
+local SQNR is low makes it. Each quantizer counts for one layer, the one qviz's
+rewrite put it in: a layer's weights, and the fake-quant on its own output (or on
+its input, where the rewrite gave it one). A layer reading another layer's rounded
+output is fed the float value, so that rounding counts once, for the layer that
+rounds.
 
 How: one graph (:func:`isolated`) in which every layer reads placeholders where it
 read another layer's tensor; the float model is run once to fill them, and that
-graph once to fetch every layer's output.
+graph once to fetch every layer's output. A tensor's float value is the original's
+tensor of the same name where the rewrite left everything up to it alone, and the
+original layer's output where it is a rewritten layer's output (a conv that
+absorbed its batch norm: the batch norm's); a layer reading anything else cannot
+be cut off and is left out.
 
 >>> import qviz
 >>> from qviz.samples import sample_path
@@ -35,6 +41,7 @@ import numpy as np
 from .. import runtime
 from ..ir import Graph, Node
 from ..ir.ops import FAKE_QUANT_OPS
+from ..passes import fold_candidates
 from ..passes.calibration import noise_inputs
 from .report import PER_LAYER_EXAMPLES, VERIFY_EXAMPLES, LayerError, layer_outputs, rel_err, sqnr_db
 
@@ -55,18 +62,32 @@ class Isolated:
     not_isolated: Mapping[str, str]
 
 
-def _float_source(original: Graph, rewritten: Graph, tensor: str, stands_for: Mapping[str, str],
-                  old: Mapping[str, str]) -> str | None:
-    """The original's tensor holding ``tensor``'s float value (``tensor`` of the rewritten)."""
-    producer = rewritten.producer(tensor).layer
-    if producer in stands_for:     # a conv that absorbed its batch norm hands on the batch norm's output
-        return old.get(stands_for[producer])
-    if tensor in rewritten.inputs:
+def _untouched(original: Graph, rewritten: Graph) -> set[str]:
+    """The rewritten graph's nodes the rewrite left alone, and everything up to them:
+    they compute what the original's node of that name does."""
+    same: set[str] = set()
+    for node in rewritten.toposort().nodes:
+        if node.name in original and original.node(node.name) == node and all(
+                rewritten.producer(t).name in same for t in node.inputs):
+            same.add(node.name)
+    return same
+
+
+def _float_source(rewritten: Graph, tensor: str, untouched: set[str], stands_for: Mapping[str, str],
+                  old: Mapping[str, str], new_raw: Mapping[str, str]) -> str | None:
+    """The original's tensor holding the float value of ``tensor`` (of the rewritten graph)."""
+    if tensor in rewritten.inputs or rewritten.producer(tensor).name in untouched:
         return tensor
-    name = tensor.rpartition(":")[0]
-    if name in original:           # an op the rewrite left alone keeps its name
-        return tensor
-    return old.get(producer)
+    layer = rewritten.producer(tensor).layer
+    if new_raw.get(layer) == tensor:    # what the layer hands on: the original layer's output
+        return old.get(stands_for.get(layer, layer))
+    return None
+
+
+def _before_quant(rewritten: Graph, tensor: str) -> str:
+    """``tensor``, or the input of the fake-quant that produces it."""
+    node = rewritten.producer(tensor)
+    return node.inputs[0] if node.op in FAKE_QUANT_OPS and not rewritten.is_constant(node) else tensor
 
 
 def isolated(original: Graph, rewritten: Graph, dtypes: Mapping[str, np.dtype],
@@ -80,6 +101,9 @@ def isolated(original: Graph, rewritten: Graph, dtypes: Mapping[str, np.dtype],
     """
     stands_for = dict(layer_map or {})
     old = layer_outputs(original)
+    # each layer's output before its own fake-quant: what its float counterpart is
+    new_raw = {layer: _before_quant(rewritten, t) for layer, t in layer_outputs(rewritten).items()}
+    untouched = _untouched(original, rewritten)
     graph_inputs = set(rewritten.inputs)
     added: list[Node] = []
     feeds: dict[str, str] = {}
@@ -93,30 +117,28 @@ def isolated(original: Graph, rewritten: Graph, dtypes: Mapping[str, np.dtype],
             if producer.layer == node.layer or t in graph_inputs or rewritten.is_constant(t):
                 continue
             if (t, node.layer) not in cut:
-                # a fake-quant the producer put on its output: read the float value through a copy of it
-                quant = producer if producer.op in FAKE_QUANT_OPS else None
-                source_tensor = quant.inputs[0] if quant is not None else t
-                source = _float_source(original, rewritten, source_tensor, stands_for, old)
+                # the value before the producer's own rounding: that rounding is the producer's error
+                source = _float_source(rewritten, _before_quant(rewritten, t), untouched, stands_for, old, new_raw)
                 if source is None or source not in dtypes:
-                    not_isolated[node.layer] = f"no float counterpart of {source_tensor} in the original"
+                    not_isolated[node.layer] = f"no float counterpart of {t} in the original"
                     cut[(t, node.layer)] = t
                     continue
-                k = len(feeds)
-                ph = Node(f"{LOCAL_SCOPE}/{k}/input", "Placeholder", attrs={"dtype": dtypes[source]},
+                ph = Node(f"{LOCAL_SCOPE}/{len(feeds)}/input", "Placeholder", attrs={"dtype": dtypes[source]},
                           layer=node.layer)
                 added.append(ph)
                 feeds[ph.output(0)] = source
-                read = ph.output(0)
-                if quant is not None:
-                    copy = quant.replace(name=f"{LOCAL_SCOPE}/{k}/quant", inputs=(read, *quant.inputs[1:]),
-                                         layer=node.layer)
-                    added.append(copy)
-                    read = copy.output(0)
-                cut[(t, node.layer)] = read
+                cut[(t, node.layer)] = ph.output(0)
             inputs[i] = cut[(t, node.layer)]
         nodes.append(node if inputs == list(node.inputs) else node.replace(inputs=tuple(inputs)))
     graph = rewritten.with_nodes([*added, *nodes], inputs=(*rewritten.inputs, *feeds))
     return Isolated(graph, feeds, not_isolated)
+
+
+def _folded_into(original: Graph, rewritten: Graph) -> dict[str, str]:
+    """Conv → the batch norm it absorbed: the foldable pairs whose batch norm is gone."""
+    kept = set(rewritten.layers)
+    return {c.layer: c.bn_layer for c in fold_candidates(original)
+            if c.foldable and c.layer in kept and c.bn_layer not in kept}
 
 
 def local_layer_errors(original: Graph, rewritten: Graph, inputs: Sequence[np.ndarray] | None = None, *,
@@ -124,11 +146,13 @@ def local_layer_errors(original: Graph, rewritten: Graph, inputs: Sequence[np.nd
     """Each layer's own error: its output with the float model's values at its inputs,
     against the float model's (for the layers in both graphs, as
     :func:`qviz.metrics.verify` pairs them; on at most 8 examples of ``inputs``,
-    default fixed-seed noise). A layer that could not be cut off is left out."""
+    default fixed-seed noise). ``layer_map`` as :func:`isolated`'s (default: the
+    foldable pairs whose batch norm the rewrite removed). A layer that could not
+    be cut off is left out."""
     if inputs is None:
         inputs = noise_inputs(original, count=VERIFY_EXAMPLES, seed=1)
     few = [np.asarray(x)[:PER_LAYER_EXAMPLES] for x in inputs]
-    stands_for = dict(layer_map or {})
+    stands_for = dict(_folded_into(original, rewritten) if layer_map is None else layer_map)
     old, new = layer_outputs(original), layer_outputs(rewritten)
     common = [layer for layer in rewritten.layers if stands_for.get(layer, layer) in old and layer in new]
     # every original tensor a placeholder could need, and every layer output to compare with

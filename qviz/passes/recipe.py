@@ -323,8 +323,8 @@ class Recipe:
                    quantize_layers={name: bits for name in quantizable_layers(graph)})
 
     def with_preset(self, name: str, graph: Graph) -> "Recipe":
-        """This recipe with one of the :data:`PRESETS` applied for ``graph`` (and no
-        :attr:`rules`: the preset overwrote what they chose).
+        """This recipe with one of the :data:`PRESETS` applied for ``graph``; of its
+        :attr:`rules`, the actions the preset did not overwrite.
 
         >>> import qviz
         >>> from qviz.samples import sample_path
@@ -337,16 +337,20 @@ class Recipe:
         ...
         qviz.passes.recipe.RecipeError: preset: 'int3' is not one of all-8, first-last-8-rest-4, fold-all, float
         """
-        # a preset overwrites the per-layer choices any rules made: they no longer describe it
+        from .rules import surviving_rules   # the rules module builds on this one
+
+        # a preset overwrites what rules chose for every layer's bits or folds: those actions go
         if name == "all-8":
-            return replace(self, quantize_default=LayerBits(8, 8), quantize_layers={}, rules=())
+            return replace(self, quantize_default=LayerBits(8, 8), quantize_layers={},
+                           rules=surviving_rules(self.rules, bits=True, folds=False))
         if name == "first-last-8-rest-4":
             layers = list(quantizable_layers(graph))
             edge = {layers[0], layers[-1]} if layers else set()
-            return replace(self, rules=(), quantize_layers={
+            return replace(self, rules=surviving_rules(self.rules, bits=True, folds=False), quantize_layers={
                 layer: LayerBits(8, 8) if layer in edge else LayerBits(4, 4) for layer in layers})
         if name == "fold-all":
-            return replace(self, fold_default=True, fold_layers={}, rules=())
+            return replace(self, fold_default=True, fold_layers={},
+                           rules=surviving_rules(self.rules, bits=False, folds=True))
         if name == "float":
             return Recipe(fold_default=False, quantize_default=None)
         raise RecipeError(f"preset: {name!r} is not one of {', '.join(PRESETS)}")

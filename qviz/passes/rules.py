@@ -28,7 +28,7 @@ a rule that reaches no such layer is an error (a typo should not pass silently).
 >>> parse_rule("name~block_1[: w4a8")
 Traceback (most recent call last):
 ...
-qviz.passes.recipe.RecipeError: rule 'name~block_1[: w4a8': name~block_1[ is not a regular expression (unterminated character set at position 7)
+qviz.passes.recipe.RecipeError: rule 'name~block_1[: w4a8': name~block_1[ is not a regular expression (unterminated character set at position 8)
 >>> apply_rules(Recipe(), ["name~nowhere: w4a8"], g)
 Traceback (most recent call last):
 ...
@@ -44,9 +44,11 @@ qviz.passes.recipe.RecipeError: rule 'between=fc1..conv2: w4': no path leads fro
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass, replace
 
 import networkx as nx
+import regex
 
 from ..choices import MAX_BITS, MIN_BITS
 from ..ir import Graph
@@ -57,10 +59,13 @@ from .quant_points import quantizable_units
 from .quantize import LayerBits
 from .recipe import Recipe, RecipeError
 
-__all__ = ["Rule", "parse_rule", "apply_rules", "MAX_RULE_CHARS"]
+__all__ = ["Rule", "parse_rule", "apply_rules", "surviving_rules", "MAX_RULE_CHARS"]
 
 #: The longest rule read (a regular expression is compiled from it).
 MAX_RULE_CHARS = 500
+#: Seconds a ``name~REGEX`` may take over all of a model's layer names: a pattern such
+#: as ``(.*.*)*!`` backtracks for hours, and rules run while the user waits.
+REGEX_SECONDS = 1.0
 _BITS = re.compile(r"(?:w(\d+))?(?:a(\d+))?")
 
 
@@ -87,8 +92,7 @@ class Rule:
             if kind == "*":
                 continue
             if kind == "name":
-                regex = re.compile(arg)
-                chosen = {layer for layer in chosen if regex.search(layer)}
+                chosen = _named(chosen, arg, self.text)
             elif kind == "op":
                 chosen &= {n.layer for n in graph.nodes if n.op == arg}
             elif kind == "between":
@@ -99,25 +103,48 @@ class Rule:
 
 
 def _between(graph: Graph, text: str, arg: str) -> set[str]:
-    """The layers on a path from one layer to another, ends included (``arg`` is ``A..B``)."""
+    """The layers on a path of data edges from one layer to another, ends included
+    (``arg`` is ``A..B``)."""
     layers = set(graph.layers)
     # a layer name may itself hold "..": take the split whose two sides are layers
     splits = [(arg[:i], arg[i + 2:]) for i in range(len(arg)) if arg.startswith("..", i)]
     ends = next(((a, b) for a, b in splits if a in layers and b in layers), None)
     if ends is None:
-        missing = [end for end in (splits[0] if splits else (arg,)) if end not in layers]
-        _fail(text, f"between=: no layer named {missing[0]!r} in this model" if missing
-              else "between= takes two layer names, A..B")
+        unknown = sorted({end for split in splits for end in split if end not in layers})
+        _fail(text, f"between=: no layer named {unknown[0]!r} in this model" if len(splits) == 1
+              else f"between={arg}: no split of it names two layers of this model")
     start, end = ends
     dag = graph.nx
-    first = {n.name for n in graph.layer_nodes(start)}
-    last = {n.name for n in graph.layer_nodes(end)}
-    after = set(first).union(*(nx.descendants(dag, n) for n in first))
-    before = set(last).union(*(nx.ancestors(dag, n) for n in last))
+    data = nx.subgraph_view(dag, filter_edge=lambda u, v: not dag[u][v].get("control"))
+    after = _reach(data.successors, {n.name for n in graph.layer_nodes(start)})
+    before = _reach(data.predecessors, {n.name for n in graph.layer_nodes(end)})
     on_path = {graph.node(n).layer for n in after & before}
     if not ({start, end} <= on_path):
         _fail(text, f"no path leads from layer {start} to layer {end}")
     return on_path
+
+
+def _reach(step, starts: set[str]) -> set[str]:
+    """``starts`` and every node ``step`` (successors or predecessors) leads to: one search."""
+    seen, todo = set(starts), list(starts)
+    while todo:
+        for nxt in step(todo.pop()):
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
+
+
+def _named(layers, pattern: str, text: str) -> set[str]:
+    """The layers whose name holds a match of ``pattern``, within :data:`REGEX_SECONDS` in all."""
+    compiled = regex.compile(pattern)
+    deadline = time.monotonic() + REGEX_SECONDS
+    try:
+        return {layer for layer in layers
+                if compiled.search(layer, timeout=max(deadline - time.monotonic(), 1e-3))}
+    except TimeoutError:
+        _fail(text, f"name~{pattern} takes over {REGEX_SECONDS:g} s to match the layer names "
+                    "(nested repeats such as (.*)* backtrack without end); simplify it")
 
 
 def _fail(text: str, cause: str):
@@ -140,8 +167,8 @@ def parse_rule(text) -> Rule:
             selectors.append(("*", ""))
         elif sel.startswith("name~"):
             try:
-                re.compile(sel[5:])
-            except re.error as exc:
+                regex.compile(sel[5:])
+            except regex.error as exc:
                 _fail(text, f"{sel} is not a regular expression ({exc})")
             selectors.append(("name", sel[5:]))
         elif sel.startswith("op="):
@@ -173,6 +200,25 @@ def parse_rule(text) -> Rule:
     if floats and (w or a):
         _fail(text, "float and bit widths contradict each other")
     return Rule(text, tuple(selectors), fold, floats, w, a)
+
+
+def surviving_rules(rules, *, bits: bool, folds: bool) -> tuple[str, ...]:
+    """``rules`` after something overwrote every layer's bits (``bits``) and/or folds
+    (``folds``) — a preset: each rule keeps only the actions that still apply, and a
+    rule with none left is dropped, so the record says what still made the recipe.
+
+    >>> surviving_rules(["name~^conv: w4, fold", "op=MatMul: float", "*: nofold"], bits=True, folds=False)
+    ('name~^conv: fold', '*: nofold')
+    """
+    kept = []
+    for rule in map(parse_rule, rules):
+        actions = [] if folds or rule.fold is None else ["fold" if rule.fold else "nofold"]
+        if not bits and rule.sets_bits:
+            actions.append("float" if rule.float else "".join(
+                f"{k}{v}" for k, v in (("w", rule.weight_bits), ("a", rule.activation_bits)) if v is not None))
+        if actions:
+            kept.append(f"{rule.text.rsplit(':', 1)[0].strip()}: {', '.join(actions)}")
+    return tuple(kept)
 
 
 def apply_rules(recipe: Recipe, rules, graph: Graph) -> Recipe:

@@ -113,3 +113,13 @@ def replace_points(front, n):
     from dataclasses import replace
 
     return replace(front, points=front.points[:n])
+
+
+def test_a_bit_ops_search_without_output_shapes_says_so():
+    from qviz.analysis.sensitivity import Sensitivity
+
+    s = Sensitivity(("a", "b"), (8, 4), np.array([[50.0, 26], [50, 40]]), np.array([[60.0, 30], [60, 30]]))
+    with pytest.raises(ValueError, match="bit-operations need each layer's output shape, not known for b"):
+        search(s, {"a": 10, "b": 10}, macs={"a": 100})
+    with pytest.raises(SystemExit):     # one budget at a time
+        main(["sensitivity", str(sample_path("lenet_digits")), "--size-kb", "20", "--bops", "8M"])

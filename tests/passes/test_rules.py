@@ -54,8 +54,12 @@ def test_the_recipe_keeps_its_rules_and_a_recipe_without_rules_is_written_as_bef
     back = Recipe.from_json(r.to_json())
     assert back == r and back.rules == ("name~^stem: w4a8",) and back.bits("stem_conv") == LayerBits(4, 8)
     assert "rules" not in Recipe.default(block).to_dict()   # older qviz reads these unchanged
-    for preset in ("all-8", "first-last-8-rest-4", "fold-all", "float"):   # it overwrote what the rules chose
+    for preset in ("all-8", "first-last-8-rest-4", "float"):   # it overwrote what the rules chose
         assert r.with_preset(preset, block).rules == ()
+    assert r.with_preset("fold-all", block).rules == r.rules     # bits only: it still applies
+    both = apply_rules(Recipe.default(block), ["name~^stem: w4a8, nofold"], block)
+    assert both.with_preset("all-8", block).rules == ("name~^stem: nofold",)
+    assert not both.with_preset("all-8", block).folds("stem_conv")
     with pytest.raises(RecipeError, match=r"rules: must be a list"):
         Recipe.from_dict({"rules": "name~x: w4"})
     with pytest.raises(RecipeError, match=r"rule 'name~x w4': expected SELECTORS: ACTIONS"):
@@ -103,3 +107,38 @@ def test_a_recipes_rules_carry_over_to_another_model(samples, tmp_path, capsys):
     saved.write_text(Recipe.default(block).to_json())
     assert main(["recipe", str(samples["mobilenet_block"]), "--rules-from", str(saved)]) == 2
     assert "the recipe has no rules to carry over" in capsys.readouterr().err
+
+
+def test_a_backtracking_regex_is_answered_not_run_for_hours(monkeypatch):
+    from qviz.passes import rules
+
+    names = ["block_16_depthwise_relu_expand_xxxxxxxxxxxxxxxx"] * 200
+    # (.*.*)*! takes Python's re minutes on one such name; the rules' engine answers at once
+    assert rules._named(names, "(.*.*)*!", "name~(.*.*)*!: w4") == set()
+
+    class Slow:   # an engine that does run out of time: the rule says so, naming itself
+        def search(self, name, timeout):
+            raise TimeoutError("regex timed out")
+
+    monkeypatch.setattr(rules.regex, "compile", lambda pattern: Slow())
+    with pytest.raises(RecipeError, match=r"rule 'name~\(x\+\)\+y: w4': name~\(x\+\)\+y takes over 1 s to match"):
+        rules._named(names, "(x+)+y", "name~(x+)+y: w4")
+
+
+def test_between_follows_data_not_control_edges():
+    import numpy as np
+
+    from qviz.ir import Graph, Node
+    from qviz.passes.rules import parse_rule
+
+    f32 = {"T": np.dtype("float32")}
+    g = Graph([Node("x", "Placeholder", attrs={"dtype": np.dtype("float32")}, layer="a"),
+               Node("a/out", "Relu", ["x"], f32, layer="a"),
+               Node("y", "Placeholder", attrs={"dtype": np.dtype("float32")}, layer="s"),
+               Node("s/out", "Relu", ["y"], f32, layer="s", control_inputs=["a/out"]),   # after a, reads no data of it
+               Node("b/out", "Relu", ["s/out"], f32, layer="b")])
+    with pytest.raises(RecipeError, match="no path leads from layer a to layer b"):
+        parse_rule("between=a..b: w4").layers(g)
+    assert parse_rule("between=s..b: w4").layers(g) == {"s", "b"}
+    with pytest.raises(RecipeError, match="no split of it names two layers"):
+        parse_rule("between=a..c..d: w4").layers(g)

@@ -9,6 +9,7 @@ its answer back to properties; the node panel and verification are in
 from __future__ import annotations
 
 import logging
+import math
 import time
 
 from dash import ALL, Input, Output, State, ctx, dcc, html, no_update
@@ -20,7 +21,7 @@ from ...layout import ViewKey
 from ...render import graph_figure
 from ...render.figure import FIRST_VIEW_RANKS
 from .. import ids, services
-from ..colour_by import metric_of, metric_waiting
+from ..colour_by import SUGGESTED_BITS, metric_of, metric_waiting
 from ..legend import OP_KIND, color_options, metric_legend
 from ..services import ViewChoice, current
 
@@ -81,13 +82,18 @@ def register(app, store) -> None:
                     mode=Input(ids.VIEW_MODE, "value"), show=Input(ids.SHOW, "value"),
                     direction=Input(ids.DIRECTION, "value"), builtin=Input(ids.PATTERN_BUILTIN, "value"),
                     text=Input(ids.PATTERN_TEXT, "value"), selected=Input(ids.SELECTED, "data"),
-                    color_by=Input(ids.COLOR_BY, "value"), _tick=Input(ids.METRIC_POLL, "n_intervals")),
+                    color_by=Input(ids.COLOR_BY, "value"), _tick=Input(ids.METRIC_POLL, "n_intervals"),
+                    target=Input(ids.SWEEP_TARGET, "value")),
         state=dict(session=State(ids.SESSION, "data")),
     )
-    def draw(history, view_state, mode, show, direction, builtin, text, selected, color_by, _tick, session):
+    def draw(history, view_state, mode, show, direction, builtin, text, selected, color_by, _tick, target, session):
         s = store.require(session)
         if s is None or not history:
             return dict(_DRAWN_NOTHING)
+        if ctx.triggered_id == ids.SWEEP_TARGET and color_by != SUGGESTED_BITS:
+            raise PreventUpdate   # the target only changes the suggestion's colours
+        if isinstance(target, (int, float)) and math.isfinite(target):
+            s.sweep_target = float(target)   # what "suggested weight bits" paints
         recipe = current(history)
         if set(ctx.triggered_prop_ids) == {f"{ids.METRIC_POLL}.n_intervals"}:
             # A poll while the graph waits for a metric (the recipe's SQNR): redrawn once it is in.

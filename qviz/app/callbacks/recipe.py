@@ -104,7 +104,7 @@ def register(app, store) -> None:
                 return dict(history=no_update, error=f"recipe not loaded: {exc}")
         elif trig in (ids.RULE_APPLY, ids.RULE_INPUT):
             try:
-                edited = services.with_rule(history, rule, s.graph)
+                edited = services.push(history, services.with_rule(current(history), rule, s.graph))
             except RecipeError as exc:
                 return dict(history=no_update, error=f"not applied: {exc}")
         if current(edited) == current(history):

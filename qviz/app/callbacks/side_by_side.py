@@ -59,8 +59,10 @@ def register(app, store) -> None:
     def draw_b(toggle, pinned, history, view_state, mode, show, direction, selected, session):
         # drawn only while shown: a hidden pane costs nothing
         s = store.require(session)
-        if not toggle or s is None or not history:
-            return dict(figure=NO_FIGURE if not toggle else no_update, caption="")
+        if not toggle:   # hidden: emptied once, when it is hidden, and left alone after
+            return dict(figure=NO_FIGURE if ctx.triggered_id == ids.SIDE_BY_SIDE else no_update, caption="")
+        if s is None or not history:
+            return dict(figure=no_update, caption="")
         recipe, other = current(history), _pinned(pinned)
         a, b = pane_views(s, recipe, other, view_choice(mode, show, direction, view_state))
         key = (selected or {}).get("key")

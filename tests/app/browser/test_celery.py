@@ -89,6 +89,41 @@ def test_jobs_run_in_celery_and_match_in_process(redis_url):
     runner.close()
 
 
+def test_a_sweep_and_a_search_fan_out_and_merge_to_what_one_task_gives(redis_url):
+    from qviz.analysis.sensitivity import sensitivity
+    from qviz.app import worker
+    from qviz.app.celery_worker import CeleryRunner
+    from qviz.samples import data_for
+
+    g = qviz.load(sample_path("lenet_digits"))
+    fanned, single = CeleryRunner(redis_url, fan_out=3), CeleryRunner(redis_url, fan_out=1)
+    fut = fanned.submit("sweep", "k", g, (8, 2))
+    seen = set()
+    while not fut.done():
+        seen.add(fut.progress())
+        time.sleep(0.05)
+    swept = fut.result()
+    here = sensitivity(g, bits=(8, 2), **data_for(g).sweep_kwargs())
+    assert swept.layers == here.layers      # the parts' rows back in the graph's order
+    np.testing.assert_allclose(swept.weight_sqnr, here.weight_sqnr, rtol=1e-6)
+    np.testing.assert_allclose(swept.activation_accuracy, here.activation_accuracy)
+    assert {p[1] for p in seen if p} == {16}    # one progress over every part
+
+    front = fanned.submit("pareto", "k", g, swept, "bops").result(timeout=180)
+    one = single.submit("pareto", "k", g, swept, "bops").result(timeout=180)
+    local = worker.pareto("k", g, here, "bops")
+    assert [p.recipe for p in front.points] == [p.recipe for p in one.points] == [p.recipe for p in local.points]
+    assert [p.bops for p in front.points] == [p.bops for p in local.points] and front.float_bops == local.float_bops
+    np.testing.assert_allclose([p.measured_sqnr_db for p in front.points],
+                               [p.measured_sqnr_db for p in local.points], rtol=1e-6)
+
+    doomed = fanned.submit("sweep", "k", g, (8, 6, 4, 3, 2))
+    assert doomed.cancel() and len(doomed.handles) == 3       # every part revoked
+    assert fanned.submit("report", "k", g, Recipe.default(g).to_json(indent=None), None).result(timeout=120)
+    fanned.close()
+    single.close()
+
+
 @needs_browser
 def test_app_verifies_through_celery(redis_url, dash_duo, monkeypatch):
     from .helpers import set_cell, start_app, wait_for

@@ -37,7 +37,7 @@ def test_local_error_shows_which_layer_makes_it(dash_duo):
     assert local["conv1"] == accumulated["conv1"] or abs(local["conv1"] - accumulated["conv1"]) < 0.2
     # conv2 and fc1 only inherit conv1's error: on their own they are far better
     assert local["conv2"] > accumulated["conv2"] + 6 and local["fc1"] > accumulated["fc1"] + 6, (local, accumulated)
-    assert "only its own error shows" in text_of(dash_duo, ".error-modes-help")
+    assert "only its own quantizers' error shows" in text_of(dash_duo, ".error-modes-help")
     dash_duo.driver.execute_script("document.getElementById('layer-errors').scrollIntoView({block: 'center'});")
     shot(dash_duo, "error_modes.png")
     click(dash_duo, "#layer-errors-mode input[value='accumulated']")

@@ -183,12 +183,17 @@ def test_colour_by_fold_status_error_share_activation_range_and_suggested_bits(d
     assert fills["layer:bn2"] == orange and fills["layer:relu1"] == NO_VALUE_COLOR   # no batch norm: grey
     legend = dash_duo.find_element("#metric-legend").text
     assert all(state in legend for state in FOLD_STATES) and "no batch norm" in legend
-    click(dash_duo, "#bulk-fold-all")
+    edit_cell(dash_duo, "conv2", "fold", True)
     wait_for(lambda: dash_duo.driver.execute_script(_FILLS)["layer:conv2"] == green, what="folded: green")
+    assert dash_duo.driver.execute_script(_FILLS)["layer:conv1"] == orange
+    shot(dash_duo, "colour_by_fold_status.png")
+    click(dash_duo, "#bulk-fold-all")
+    wait_for(lambda: dash_duo.driver.execute_script(_FILLS)["layer:conv1"] == green, what="all folded: green")
 
     click(dash_duo, "#bulk-first-last-8-rest-4")
     _choose_colour(dash_duo, ERROR_SHARE)
-    wait_for(lambda: "colour: share of the error" in dash_duo.find_element("#metric-legend").text, timeout=120,
+    wait_for(lambda: "colour: own error, % of the layers' sum" in dash_duo.find_element("#metric-legend").text,
+             timeout=120,
              what=lambda: f"the error shares; legend {dash_duo.find_element('#metric-legend').text!r}")
     from qviz.passes import Recipe
 
