@@ -78,7 +78,8 @@ def apply(graph: Graph, recipe: Recipe, *, calibration: Sequence[np.ndarray] | N
         graph: the original graph (never modified).
         recipe: the user's choices; checked against the graph first.
         calibration: inputs for activation ranges (one array per graph
-            input); default: fixed-seed noise.
+            input, or a function making them, called only if a range is not
+            in ``ranges``); default: fixed-seed noise.
         verification, labels: inputs (and labels) for the report; default:
             fixed-seed noise, no labels.
         report: compute the verification report (runs both graphs).

@@ -69,7 +69,8 @@ def quantize(graph: Graph, config: QuantizeConfig, *, calibration=None,
         graph: the graph (usually after :func:`fold_batch_norms`); not modified.
         config: which layers, at which bits, with which options.
         calibration: inputs to measure activation ranges on: one array per graph
-            input, or a bare array for a one-input graph; default
+            input, or a bare array for a one-input graph, or a function making
+            them (called only if ``ranges`` lacks a tensor); default
             :func:`~qviz.passes.calibration.noise_inputs`.
         ranges: activation ranges measured already (``{tensor: (min, max)}``);
             tensors missing from it are calibrated.
@@ -84,6 +85,8 @@ def quantize(graph: Graph, config: QuantizeConfig, *, calibration=None,
     ranges = dict(ranges or {})
     need = [p.tensor for p in points if p.kind not in ("weights", "requantize", "fixed") and p.tensor not in ranges]
     if need:
+        if callable(calibration):
+            calibration = calibration()
         inputs = as_input_list(graph, calibration) if calibration is not None else noise_inputs(graph)
         ranges.update(activation_ranges(graph, need, inputs, ema_decay=config.ema_decay))
     editor = GraphEditor(graph)

@@ -166,3 +166,26 @@ def test_calibration_takes_a_bare_array_for_a_one_input_graph(lenet, samples):
     assert bare.graph.to_graph_def().SerializeToString() == listed.graph.to_graph_def().SerializeToString()
     result = qviz.apply(qviz.load(samples["lenet_digits"]), qviz.Recipe.default(lenet), calibration=x, report=False)
     assert any(n.op in FAKE_QUANT_OPS for n in result.graph.nodes)
+
+
+def test_calibration_data_is_made_only_when_a_range_is_missing(samples):
+    import qviz
+    from qviz.passes.calibration import noise_inputs
+
+    g = qviz.load(samples["lenet_digits"])
+    recipe = qviz.Recipe.default(g)
+    made = []
+
+    def data():
+        made.append(1)
+        return noise_inputs(g, count=8, seed=0)
+
+    first = qviz.apply(g, recipe, report=False, calibration=data)
+    assert made == [1]       # nothing measured yet: the data is made, once
+    from qviz.passes.quant_points import quant_points
+
+    folded = first.folded.graph
+    points, _ = quant_points(folded, recipe.quantize_config(folded))
+    every = {p.tensor: (0.0, 1.0) for p in points}
+    qviz.apply(g, recipe, report=False, ranges=every, calibration=data)
+    assert made == [1]       # every range known: no data made
