@@ -1,6 +1,7 @@
 """Mixed precision on a real architecture: the sensitivity sweep, the greedy search and
-each recipe measured, on MobileNetV2 (96×96, built offline with random weights and
-fixed-seed noise as data) or a bundled sample. Prints how long each part took and
+each recipe measured, on MobileNetV2 (96×96, built offline with random weights, its
+batch norms set to the statistics they see, fixed-seed noise as data) or a bundled
+sample. Prints how long each part took and
 the size-vs-SQNR front.
 
     python benchmarks/bench_pareto.py [--model mobilenet_v2 | lenet_digits] [--bits 8 4] [--trade size|bit-ops]
@@ -23,10 +24,15 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 def _mobilenet_v2(path: str) -> str:
     import keras
+    import numpy as np
 
-    # logits, not softmax: a random net's softmax is nearly flat whatever its weights' bits
+    from qviz.samples import normalize_batch_norms
+
+    # logits, not softmax (a random net's softmax is nearly flat whatever its weights' bits), and
+    # batch norms set to the statistics they see: an untrained net otherwise loses its signal
     model = keras.applications.MobileNetV2(input_shape=(96, 96, 3), weights=None, classes=10,
                                            classifier_activation=None)
+    normalize_batch_norms(model, np.random.default_rng(0).normal(size=(32, 96, 96, 3)).astype("float32"))
     model.save(path)
     return path
 
