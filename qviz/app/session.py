@@ -23,6 +23,7 @@ from cachetools import LRUCache
 
 from ..ir import Graph
 from ..passes import Recipe
+from ..passes.refold import ranges_across_folds
 from .jobs import Job, ThreadRunner, shared_thread_runner
 
 if TYPE_CHECKING:
@@ -149,11 +150,22 @@ class Session:
             raise
 
     def ranges_future(self, recipe: Recipe) -> Future:
-        """The calibration of this fold selection, running or done in the runner."""
+        """The calibration of this fold selection: read off one made for other folds when
+        it can be (a fold toggle: :func:`qviz.passes.refold.ranges_across_folds`), else
+        running or done in the runner."""
         folds = tuple(recipe.fold_selection(self.graph))
         with _CACHES:
             if folds in self.ranges:
                 return self.ranges[folds]
+            done = [(other, fut) for other, fut in self.ranges.items()
+                    if fut.done() and not fut.cancelled() and fut.exception() is None]
+        for other, fut in done[-2:]:   # the newest: most likely one toggle away
+            derived = ranges_across_folds(self.graph, fut.result(), other, folds)
+            if derived is not None:
+                ready: Future = Future()
+                ready.set_result(derived)
+                with _CACHES:
+                    return self.ranges.setdefault(folds, ready)
         return self._submit_once(self.ranges, folds, "calibrate", self.key, self.graph, folds)
 
     def result_ready(self, recipe: Recipe) -> bool:

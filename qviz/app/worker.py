@@ -86,23 +86,15 @@ def _calibration(graph) -> list:
 
 
 def calibrate(key, graph, fold_layers, progress=None):
-    """Activation ranges of every quantizable layer of the graph folded as asked."""
-    from ..ir.ops import LAYER_OPS
-    from ..passes import LayerBits, QuantizeConfig, fold_batch_norms, quant_points, quantizable_units
+    """Activation ranges of every quantizable layer of the graph folded as asked
+    (:func:`qviz.passes.refold.calibration_tensors`)."""
+    from ..passes import fold_batch_norms
     from ..passes.calibration import activation_ranges
-    from ..passes.quant_points import bypass_adds
+    from ..passes.refold import calibration_tensors
 
     graph = _graph(key, graph)
     folded = fold_batch_norms(graph, layers=list(fold_layers)).graph
-    config = QuantizeConfig({name: LayerBits(8, 8) for name in quantizable_units(folded)})
-    points, _ = quant_points(folded, config)
-    adds = set(bypass_adds(folded))
-    tensors = [p.tensor for p in points if p.kind not in ("weights", "requantize", "fixed")]
-    # and every unit's input: a layer quantized alone rounds its input at a range of its own
-    units = set(config.layers)
-    tensors += [t for n in folded.nodes if n.layer in units and (n.op in LAYER_OPS or n in adds)
-                for t in (n.inputs[:1] if n.op in LAYER_OPS else n.inputs)]
-    return activation_ranges(folded, list(dict.fromkeys(tensors)), _calibration(graph))
+    return activation_ranges(folded, calibration_tensors(folded), _calibration(graph))
 
 
 def report(key, graph, recipe_json, ranges, local=False, progress=None):

@@ -150,3 +150,24 @@ def test_a_model_with_an_input_of_unknown_size_draws_and_folds():
     assert view.graph.nodes[ViewKey.layer("bn")]["ghost_of"] == ViewKey.layer("conv")
     with pytest.raises(CalibrationError, match="unknown dimensions"):
         s.result(Recipe(quantize_default=LayerBits(8, 8)))
+
+
+def test_a_fold_toggle_reads_its_ranges_off_the_last_calibration_without_a_job():
+    import qviz
+    from qviz.app import worker
+    from qviz.app.session import Session
+    from qviz.samples import sample_path
+
+    g = qviz.load(sample_path("resnet_block"))
+    s = Session(g, "resnet_block")
+    base = qviz.Recipe.default(g)
+    calibrated = s.ranges_future(base).result(timeout=120)     # the job, as after opening
+    submitted = []
+    s.runner.submit = lambda *args: submitted.append(args)     # any job from here on would be recorded
+    toggled = base.with_fold("conv2", False)
+    fut = s.ranges_future(toggled)
+    assert fut.done() and not submitted
+    fresh = worker.calibrate("k", g, tuple(toggled.fold_selection(g)))
+    assert sorted(fut.result()) == sorted(fresh)
+    assert all(abs(fut.result()[t][k] - fresh[t][k]) <= 1e-4 * max(1.0, abs(fresh[t][k])) for t in fresh for k in (0, 1))
+    assert calibrated is not fut.result()
