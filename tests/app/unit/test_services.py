@@ -152,7 +152,7 @@ def test_a_model_with_an_input_of_unknown_size_draws_and_folds():
         s.result(Recipe(quantize_default=LayerBits(8, 8)))
 
 
-def test_a_fold_toggle_reads_its_ranges_off_the_last_calibration_without_a_job():
+def test_a_fold_toggle_reads_its_ranges_off_the_last_calibration_without_a_job(monkeypatch):
     import qviz
     from qviz.app import worker
     from qviz.app.session import Session
@@ -163,7 +163,8 @@ def test_a_fold_toggle_reads_its_ranges_off_the_last_calibration_without_a_job()
     base = qviz.Recipe.default(g)
     calibrated = s.ranges_future(base).result(timeout=120)     # the job, as after opening
     submitted = []
-    s.runner.submit = lambda *args: submitted.append(args)     # any job from here on would be recorded
+    # any job from here on would be recorded (the runner is shared: patched for this test only)
+    monkeypatch.setattr(s.runner, "submit", lambda *args: submitted.append(args))
     toggled = base.with_fold("conv2", False)
     fut = s.ranges_future(toggled)
     assert fut.done() and not submitted
