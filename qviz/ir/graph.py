@@ -299,6 +299,28 @@ class Graph:
     def layer_scopes(self) -> Mapping[str, str]:
         return dict(self._layer_scopes)
 
+    def layer_outputs(self) -> Mapping[str, str]:
+        """``{layer: tensor}``: for each layer, the last tensor it hands to another layer
+        (or to the graph's outputs) — what the layer computes, as the next one sees it.
+
+        >>> g = Graph([Node("x", "Placeholder", layer="in"), Node("a/m", "Neg", ["x"], layer="a"),
+        ...            Node("a/r", "Relu", ["a/m"], layer="a"), Node("b", "Abs", ["a/r"], layer="b")])
+        >>> dict(g.layer_outputs())
+        {'in': 'x:0', 'a': 'a/r:0', 'b': 'b:0'}
+        """
+        def compute() -> dict[str, str]:
+            outputs = set(self.outputs)
+            found: dict[str, str] = {}
+            for node in self._order:
+                if self.is_constant(node):
+                    continue
+                t = node.output(0)
+                if t in outputs or any(c.layer != node.layer for c in self.consumers(t)):
+                    found[node.layer] = t
+            return found
+
+        return self.memo("ir.layer_outputs", compute)
+
     def is_constant(self, tensor_or_node: str | Node) -> bool:
         """Whether a tensor (or node) is computed from ``Const`` nodes only.
 

@@ -117,22 +117,10 @@ class Report:
         return "\n".join(lines)
 
 
-def layer_outputs(graph: Graph) -> dict[str, str]:
+def layer_outputs(graph: Graph) -> Mapping[str, str]:
     """``{layer: tensor}``: for each layer, the last tensor it hands to another layer
-    (or to the graph's outputs)."""
-    return graph.memo("metrics.layer_outputs", lambda: _layer_outputs(graph))
-
-
-def _layer_outputs(graph: Graph) -> dict[str, str]:
-    outputs = set(graph.outputs)
-    found: dict[str, str] = {}
-    for node in graph.nodes:
-        if graph.is_constant(node):
-            continue
-        t = node.output(0)
-        if t in outputs or any(c.layer != node.layer for c in graph.consumers(t)):
-            found[node.layer] = t
-    return found
+    (or to the graph's outputs); :meth:`qviz.ir.Graph.layer_outputs`."""
+    return graph.layer_outputs()
 
 
 def _accuracy(logits: np.ndarray, labels: np.ndarray) -> float:

@@ -53,19 +53,6 @@ def calibration_tensors(folded: Graph) -> list[str]:
     return list(dict.fromkeys(tensors))
 
 
-def _hands_on(graph: Graph) -> dict[str, str]:
-    """Layer → the tensor it hands to another layer (or to the graph's outputs), last one wins."""
-    outputs = set(graph.outputs)
-    found: dict[str, str] = {}
-    for node in graph.nodes:
-        if graph.is_constant(node):
-            continue
-        t = node.output(0)
-        if t in outputs or any(c.layer != node.layer for c in graph.consumers(t)):
-            found[node.layer] = t
-    return found
-
-
 def ranges_across_folds(graph: Graph, ranges: Mapping[str, tuple[float, float]], folds: Sequence[str],
                         new_folds: Sequence[str]) -> dict[str, tuple[float, float]] | None:
     """The ranges :func:`calibration_tensors` of ``graph`` folded as ``new_folds`` needs,
@@ -76,7 +63,7 @@ def ranges_across_folds(graph: Graph, ranges: Mapping[str, tuple[float, float]],
     changed_bns = {bn_of[c] for c in changed if c in bn_of}
     old = fold_batch_norms(graph, layers=list(folds)).graph
     new = fold_batch_norms(graph, layers=list(new_folds)).graph
-    old_out, new_out = _hands_on(old), _hands_on(new)
+    old_out, new_out = old.layer_outputs(), new.layer_outputs()
     conv_of = {bn: conv for conv, bn in bn_of.items()}
     now = set(new_folds)
     out: dict[str, tuple[float, float]] = {}
