@@ -34,7 +34,7 @@ import numpy as np
 
 from .ir import Graph
 from .metrics import Report, verify
-from .passes import fold_batch_norms, fold_candidates, quantize
+from .passes import fold_batch_norms, folded_into, quantize
 from .passes.recipe import Recipe
 from .passes.result import Changes, PassResult, Skipped
 
@@ -115,7 +115,5 @@ def report_for(graph: Graph, recipe: Recipe, result: Result,
     the (slower: it runs both graphs) report when it is ready. ``local``: each
     layer's own error too (:mod:`qviz.metrics.local`).
     """
-    selected = set(recipe.fold_selection(graph))
-    folded_into = {c.layer: c.bn_layer for c in fold_candidates(graph) if c.foldable and c.layer in selected}
     return verify(graph, result.graph, None if verification is None else list(verification),
-                  labels=labels, layer_map=folded_into, local=local)
+                  labels=labels, layer_map=folded_into(graph, recipe.fold_selection(graph)), local=local)

@@ -28,7 +28,7 @@ import math
 from collections.abc import Mapping
 
 from ..layout import ViewKey
-from ..passes import Recipe, fold_candidates
+from ..passes import Recipe, folded_into
 from .services import DrawnView, ViewChoice, draw_view
 
 __all__ = ["pane_views", "folded_pairs", "counterparts", "synced_range", "pane_caption"]
@@ -46,9 +46,7 @@ def folded_pairs(session, *recipes: Recipe | None) -> dict[str, str]:
     """Conv layer → the batch norm it absorbs, for the folds any of ``recipes`` makes."""
     pairs = {}
     for recipe in filter(None, recipes):
-        chosen = set(recipe.fold_selection(session.graph))
-        pairs.update({c.layer: c.bn_layer for c in fold_candidates(session.graph)
-                      if c.foldable and c.layer in chosen})
+        pairs.update(folded_into(session.graph, recipe.fold_selection(session.graph)))
     return pairs
 
 

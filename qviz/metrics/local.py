@@ -41,7 +41,7 @@ import numpy as np
 from .. import runtime
 from ..ir import Graph, Node
 from ..ir.ops import FAKE_QUANT_OPS
-from ..passes import fold_candidates
+from ..passes import folded_into
 from ..passes.calibration import noise_inputs
 from .report import PER_LAYER_EXAMPLES, VERIFY_EXAMPLES, LayerError, layer_outputs, rel_err, sqnr_db
 
@@ -137,8 +137,7 @@ def isolated(original: Graph, rewritten: Graph, dtypes: Mapping[str, np.dtype],
 def _folded_into(original: Graph, rewritten: Graph) -> dict[str, str]:
     """Conv → the batch norm it absorbed: the foldable pairs whose batch norm is gone."""
     kept = set(rewritten.layers)
-    return {c.layer: c.bn_layer for c in fold_candidates(original)
-            if c.foldable and c.layer in kept and c.bn_layer not in kept}
+    return {conv: bn for conv, bn in folded_into(original).items() if conv in kept and bn not in kept}
 
 
 def local_layer_errors(original: Graph, rewritten: Graph, inputs: Sequence[np.ndarray] | None = None, *,

@@ -5,7 +5,7 @@ Each pass takes a :class:`~qviz.ir.Graph` and returns a
 what it left alone, with reasons); the graph it was given is never modified.
 """
 
-from .fold_batch_norms import FoldCandidate, fold_batch_norms, fold_candidates, fold_values
+from .fold_batch_norms import FoldCandidate, fold_batch_norms, fold_candidates, fold_values, folded_into
 from .fold_training import fold_batch_norms_training
 from .quantize import LayerBits, QuantizeConfig, quant_points, quantizable_layers, quantizable_units, quantize
 from .recipe import Recipe, RecipeError
@@ -16,5 +16,5 @@ from .rewrite import GraphEditor
 __all__ = ["Recipe", "RecipeError", "apply_rules", "parse_rule",
            "quantize", "QuantizeConfig", "LayerBits", "quant_points", "quantizable_layers",
            "quantizable_units",
-           "fold_batch_norms", "fold_batch_norms_training", "fold_candidates", "fold_values", "FoldCandidate",
+           "fold_batch_norms", "fold_batch_norms_training", "fold_candidates", "folded_into", "fold_values", "FoldCandidate",
            "Changes", "GraphEditor", "PassResult", "Skipped"]

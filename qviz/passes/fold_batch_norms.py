@@ -39,7 +39,7 @@ from .constants import constant_value
 from .result import Changes, PassResult, Skipped
 from .rewrite import GraphEditor, const_node
 
-__all__ = ["BatchNormMatch", "FoldCandidate", "FoldValues", "fold_batch_norms", "fold_candidates", "batch_norm_nodes",
+__all__ = ["BatchNormMatch", "FoldCandidate", "FoldValues", "fold_batch_norms", "fold_candidates", "folded_into", "batch_norm_nodes",
            "fold_values"]
 
 #: The pattern this pass folds: a conv/dense layer, then a fused or unfused batch norm.
@@ -209,6 +209,20 @@ def fold_candidates(graph: Graph) -> tuple[FoldCandidate, ...]:
     Cached per graph (graphs are immutable).
     """
     return graph.memo("fold.candidates", lambda: _fold_candidates(graph))
+
+
+def folded_into(graph: Graph, layers=None) -> dict[str, str]:
+    """Conv/dense layer → the batch norm folding absorbs into it, for every foldable one
+    (or those of ``layers``): what the folded layer's output stands for.
+
+    >>> import qviz
+    >>> from qviz.samples import sample_path
+    >>> folded_into(qviz.load(sample_path("lenet_digits")), ["conv2"])
+    {'conv2': 'bn2'}
+    """
+    chosen = None if layers is None else set(layers)
+    return {c.layer: c.bn_layer for c in fold_candidates(graph)
+            if c.foldable and (chosen is None or c.layer in chosen)}
 
 
 def _fold_candidates(graph: Graph) -> tuple[FoldCandidate, ...]:

@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 
 from ..ir import Graph
 from ..ir.ops import LAYER_OPS
-from .fold_batch_norms import fold_batch_norms, fold_candidates
+from .fold_batch_norms import fold_batch_norms, folded_into
 from .quant_points import bypass_adds, quant_points, quantizable_units
 from .quantize import LayerBits, QuantizeConfig
 
@@ -58,7 +58,7 @@ def ranges_across_folds(graph: Graph, ranges: Mapping[str, tuple[float, float]],
     """The ranges :func:`calibration_tensors` of ``graph`` folded as ``new_folds`` needs,
     read off ``ranges`` (measured on ``graph`` folded as ``folds``); None if one of them
     has no counterpart there (calibrate instead)."""
-    bn_of = {c.layer: c.bn_layer for c in fold_candidates(graph) if c.foldable}
+    bn_of = folded_into(graph)
     changed = set(folds) ^ set(new_folds)
     changed_bns = {bn_of[c] for c in changed if c in bn_of}
     old = fold_batch_norms(graph, layers=list(folds)).graph
