@@ -62,6 +62,13 @@ def wait_open(dash_duo, name, timeout=60):
              what=lambda: f"{name} open; the status reads {dash_duo.find_element('#model-status').text!r}")
 
 
+def wait_idle(dash_duo, timeout=60):
+    """Wait until the page has no callback in flight: a value set from the test
+    then triggers its own request instead of racing a late poll of the page's
+    opening (a loaded CI machine once lost a forged value that way)."""
+    wait_for(dash_duo._wait_for_callbacks, timeout=timeout, what="the page idle (no callback in flight)")
+
+
 def start_app(dash_duo):
     from qviz.app import create_app
 

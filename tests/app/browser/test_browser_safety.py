@@ -6,7 +6,7 @@ from qviz.app import create_app
 from qviz.app.session import Origin, Session
 from qviz.samples import sample_path
 
-from .helpers import figure_nodes, needs_browser, wait_for, wait_open
+from .helpers import figure_nodes, needs_browser, wait_for, wait_idle, wait_open
 
 pytestmark = needs_browser
 
@@ -52,6 +52,7 @@ def test_a_file_over_the_upload_limit_is_refused_in_the_page(dash_duo, tmp_path)
 
 def test_a_forged_callback_value_is_one_line_not_a_silent_500(dash_duo):
     _start(dash_duo)
+    wait_idle(dash_duo)
     dash_duo.driver.execute_script(
         "window.dash_clientside.set_props('model-picker', {value: '../../../etc/passwd'});")
     dash_duo.wait_for_contains_text("#model-status", "no such sample", timeout=60)
