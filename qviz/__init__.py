@@ -7,21 +7,33 @@ fake quantization at any bit width, live in the browser.
 """
 
 from .errors import QvizError
-from .importers import LoadError, load
-from .ir import Graph, GraphError, Node
-from .passes import LayerBits, Recipe, RecipeError
-from .pipeline import Result, apply
-from .runtime import RunError, run
 
 __all__ = ["QvizError", "Graph", "Node", "GraphError", "load", "LoadError", "RunError",
            "run", "apply", "Result", "Recipe", "RecipeError", "LayerBits", "show"]
 __version__ = "0.1.0"
 
+# Names are imported when first used, not with the package: `qviz serve` answers
+# before numpy and networkx are imported (a third of a second), and the first
+# view of a model it has drawn before costs no import at all (qviz.app.front).
+_LAZY = {"load": "importers", "LoadError": "importers", "Graph": "ir", "GraphError": "ir", "Node": "ir",
+         "LayerBits": "passes", "Recipe": "passes", "RecipeError": "passes", "Result": "pipeline",
+         "apply": "pipeline", "RunError": "runtime", "run": "runtime", "show": "notebook"}
+
 
 def __getattr__(name):
-    # qviz.show is the app (Dash): imported when asked for, not with the library
-    if name == "show":
-        from .notebook import show
+    import importlib
 
-        return show
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    try:   # a subpackage used as qviz.passes.… after `import qviz` alone
+        return importlib.import_module(f".{name}", __name__)
+    except ModuleNotFoundError as exc:
+        if exc.name != f"{__name__}.{name}":
+            raise
     raise AttributeError(f"module 'qviz' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

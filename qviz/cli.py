@@ -9,7 +9,6 @@ from pathlib import Path
 
 from .choices import SWEEP_BITS, WEIGHT_METRICS
 from .errors import QvizError
-from .samples import data_for
 
 __all__ = ["main"]
 
@@ -188,6 +187,7 @@ def _cmd_node_data(args) -> int:
 
 def _cmd_render(args) -> int:
     from .render.image import graph_svg_of, svg_to_png
+    from .samples import data_for
 
     _check_output(args.output, (".svg", ".png"), "images")
     recipe = _read_recipe(args.recipe) if args.recipe else None
@@ -222,6 +222,8 @@ def _cmd_render(args) -> int:
 
 
 def _cmd_report(args) -> int:
+    from .samples import data_for
+
     from .passes import RecipeError, fold_candidates
     from .render.report import make_report
 
@@ -273,6 +275,8 @@ def _cmd_recipe(args) -> int:
 
 
 def _cmd_apply(args) -> int:
+    from .samples import data_for
+
     import json
 
     from dataclasses import replace
@@ -317,6 +321,8 @@ def _cmd_apply(args) -> int:
 
 
 def _cmd_export_tflite(args) -> int:
+    from .samples import data_for
+
     from .exporters.tflite import export_tflite
 
     from .passes import RecipeError
@@ -350,6 +356,8 @@ def _cmd_export_tflite(args) -> int:
 
 
 def _cmd_export_qat(args) -> int:
+    from .samples import data_for
+
     from .qat import export_qat
 
     from .passes import RecipeError
@@ -375,6 +383,8 @@ def _cmd_export_qat(args) -> int:
 
 
 def _cmd_export_code(args) -> int:
+    from .samples import data_for
+
     from .exporters.code import CODE_TOOLS, export_code
     from .passes import RecipeError
 
@@ -406,6 +416,8 @@ def _cmd_export_code(args) -> int:
 
 
 def _cmd_sensitivity(args) -> int:
+    from .samples import data_for
+
     from .analysis.sensitivity import sensitivity
 
     graph = _load(args)
@@ -490,22 +502,11 @@ def _cmd_serve(args) -> int:
     import logging
     import secrets
 
-    _check_port(args.host, args.port)   # before seconds of imports and loading, not after "serving on"
-    if args.model:
-        _check_model_path(args)
-
-    # A server process is never a notebook: keep Dash's Jupyter support from importing IPython
-    # (a third of a second before the first answer, where IPython is installed).
-    sys.modules.setdefault("IPython", None)
-    from .app import create_app
+    from .app.front import FirstViewCache, listening_socket, start_front
     from .app.guard import LOOPBACK_HOSTS
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)   # not a line per request
-    # The model is opened by the app in the background (TensorFlow is imported there, quietly,
-    # leaving a core to the web server): the page answers at once.
-    # A model that then fails to open is one line on the page and in this log; the server stays up
-    # (samples and uploads still work).
+    if args.model:
+        _check_model_path(args)   # before seconds of imports and loading, not after "serving on"
     load_options = _load_options(args) if args.model else None
     token = args.token or os.environ.get("QVIZ_TOKEN")
     public = args.host not in LOOPBACK_HOSTS
@@ -514,11 +515,46 @@ def _cmd_serve(args) -> int:
     hosts = set(args.allowed_host or ())
     if public and args.host not in ("0.0.0.0", "::"):
         hosts.add(args.host)
-    app = create_app(args.model or None, model_name=args.model, max_upload_mb=args.max_upload_mb,
-                     allowed_hosts=hosts, token=token, load_options=load_options)
-    # SIGTERM (kill, process managers, docker stop) ends the server the way Ctrl-C does: the
-    # worker processes are stopped and upload directories are removed (app.qviz_shutdown).
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)   # not a line per request
+    try:
+        sock = listening_socket(args.host, args.port)
+    except OSError as exc:
+        raise _UsageError(f"cannot serve on {args.host}:{args.port}: {exc.strerror or exc}; pick another --port "
+                          "(or --host)") from None
+    # The port answers now, before a second of imports: a page with the model's first view
+    # (qviz.app.front), which reloads into the app when the app takes the same socket over.
+    front = start_front(sock, name=args.model, allowed_hosts=hosts, token=token)
+    query = f"?token={token}" if token else ""
+    print(f"qviz: serving on http://{'127.0.0.1' if args.host in ('0.0.0.0', '::') else args.host}:"
+          f"{args.port}/{query}  (Ctrl-C stops)", flush=True)
+    if public and not hosts:
+        print("qviz: bound to every interface; pass --allowed-host NAME for each name or address "
+              "browsers will use to reach it", file=sys.stderr)
+    views = FirstViewCache()
+    model = Path(args.model) if args.model else None
+    cached = views.read(model) if model is not None and model.is_file() else None
+    if cached is not None or model is None:
+        front.show(cached)
+    else:   # drawn here, before Dash is imported: the page waits for this, not for Dash
+        from .app.first_view import sketch_of
+
+        first = sketch_of(model, load_options["max_bytes"])
+        front.show(first.entry() if first is not None else None)
+        if first is not None:
+            views.write(model, first.entry())
+    return _serve_app(args, sock, front, views, model, hosts=hosts, token=token, load_options=load_options)
+
+
+def _serve_app(args, sock, front, views, model, *, hosts, token, load_options) -> int:
+    """Build the app, take the socket over from ``front``, serve until Ctrl-C or SIGTERM."""
+    import logging
     import signal
+
+    # A server process is never a notebook: keep Dash's Jupyter support from importing IPython
+    # (a third of a second before the first answer, where IPython is installed).
+    sys.modules.setdefault("IPython", None)
+    app = None
 
     def stop(*_):
         # A second SIGTERM (a process manager and `timeout` both sending one) must not
@@ -526,19 +562,28 @@ def _cmd_serve(args) -> int:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         sys.exit(0)
 
+    # SIGTERM (kill, process managers, docker stop) ends the server the way Ctrl-C does: the
+    # worker processes are stopped and upload directories are removed (app.qviz_shutdown).
     signal.signal(signal.SIGTERM, stop)
-    query = f"?token={token}" if token else ""
-    print(f"qviz: serving on http://{'127.0.0.1' if args.host in ('0.0.0.0', '::') else args.host}:"
-          f"{args.port}/{query}  (Ctrl-C stops)")
-    if public and not hosts:
-        print("qviz: bound to every interface; pass --allowed-host NAME for each name or address "
-              "browsers will use to reach it", file=sys.stderr)
     code = 0
     try:
-        app.run(host=args.host, port=args.port, debug=False)
+        from werkzeug.serving import make_server
+
+        from .app import create_app
+
+        # The model is opened by the app in the background (TensorFlow is imported there, quietly,
+        # leaving a core to the web server). A model that then fails to open is one line on the
+        # page and in this log; the server stays up (samples and uploads still work).
+        app = create_app(args.model or None, model_name=args.model, max_upload_mb=args.max_upload_mb,
+                         allowed_hosts=hosts, token=token, load_options=load_options)
+        if model is not None and app.qviz_first_view is not None:
+            views.refresh(model, app.qviz_first_view.entry())   # a stale entry is replaced
+        app.enable_dev_tools(False)   # what Dash's app.run() does before serving
+        server = make_server(args.host, args.port, app.server, threaded=True, fd=front.hand_over().fileno())
+        server.serve_forever()
     except KeyboardInterrupt:
         pass
-    except SystemExit as exc:   # our SIGTERM handler (0), or the server failing to start (1)
+    except SystemExit as exc:   # our SIGTERM handler (0)
         code = exc.code if isinstance(exc.code, int) else 1
     except Exception:   # a bug: its traceback, then the same clean exit
         logging.getLogger("qviz").exception("the server stopped on an error")
@@ -548,7 +593,8 @@ def _cmd_serve(args) -> int:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         try:
-            app.qviz_shutdown()
+            if app is not None:
+                app.qviz_shutdown()
         finally:
             # Nothing is left to save. What Python would still do is tear TensorFlow down
             # (seconds, tens of seconds on a loaded machine, past a process manager's grace
@@ -557,19 +603,6 @@ def _cmd_serve(args) -> int:
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(code)
-
-
-def _check_port(host: str, port: int) -> None:
-    import socket
-
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind((host, port))
-        except OSError as exc:
-            raise _UsageError(f"cannot serve on {host}:{port}: {exc.strerror or exc}; pick another --port "
-                              "(or --host)") from None
 
 
 class _ProgressBar:
@@ -744,17 +777,17 @@ def main(argv=None) -> int:
     """Run the CLI; returns the exit status (2 for any user-facing error)."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     from ._text import one_line   # a path or name in a message may hold a newline: still one line
-    from .patterns import PatternSyntaxError
 
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except PatternSyntaxError as exc:
-        print(one_line(f"qviz: error: --pattern: {exc}"), file=sys.stderr)
-        return 2
     except (QvizError, _UsageError) as exc:
-        print(one_line(f"qviz: error: {exc}"), file=sys.stderr)
+        # A pattern's mistake names the option. (Imported only by the commands that read
+        # patterns: `qviz serve` answers before numpy and networkx are imported.)
+        language = sys.modules.get("qviz.patterns.language")
+        option = "--pattern: " if language is not None and isinstance(exc, language.PatternSyntaxError) else ""
+        print(one_line(f"qviz: error: {option}{exc}"), file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0

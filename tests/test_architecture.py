@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent / "qviz"
 #: Lowest first. The README's map: ir ← runtime ← matcher/patterns ← passes ←
 #: metrics ← pipeline ← analysis/qat/exporters ← layout/render ← app/cli.
 LAYERS = (
-    ("qviz._text", "qviz.errors", "qviz.choices", "qviz.ir"),
+    ("qviz._text", "qviz.errors", "qviz.choices", "qviz.cache_dir", "qviz.ir"),
     ("qviz.runtime", "qviz.importers", "qviz.keras_layers"),
     ("qviz.matcher", "qviz.patterns"),
     ("qviz.passes",),

@@ -73,7 +73,8 @@ def create_app(model=None, *, model_name: str | None = None, default_sample: str
     from .errors import make_error_handler
     from .first_view import ServedModel, index_with, sketch_of
     from .jobs import ThreadRunner
-    from .guard import LOOPBACK_HOSTS, install_guard
+    from .front import READY_PATH
+    from .guard import install_guard, served_hosts
     from .layout import page
     from .session import SessionStore
     from .uploads import size_text
@@ -110,10 +111,12 @@ def create_app(model=None, *, model_name: str | None = None, default_sample: str
                               figure=first.figure if first else None,
                               status=first.status(first_name) if first else "", linked=_linked_model())
     app.server.config["MAX_CONTENT_LENGTH"] = int(max_upload_bytes * 1.4) + 2**20  # base64 overhead
-    hosts = set(LOOPBACK_HOSTS) | set(allowed_hosts)
-    hosts |= {h.strip() for h in os.environ.get("QVIZ_ALLOWED_HOSTS", "").split(",") if h.strip()}
-    install_guard(app.server, allowed_hosts=hosts, token=token or os.environ.get("QVIZ_TOKEN") or None,
-                  upload_limit_text=size_text(max_upload_bytes))
+    install_guard(app.server, allowed_hosts=served_hosts(allowed_hosts),
+                  token=token or os.environ.get("QVIZ_TOKEN") or None, upload_limit_text=size_text(max_upload_bytes))
+    # The page `qviz serve` answered with while this app was starting (qviz.app.front) asks
+    # this to know the app has taken over.
+    app.server.add_url_rule(READY_PATH, "qviz_ready", lambda: ("", 204))
+    app.qviz_first_view = first
     callbacks.register(app, store, options)
 
     def shutdown() -> None:

@@ -33,6 +33,7 @@ from ..layout import default_cache, sketch_view, view_graph
 from ..render import graph_figure
 from ..render.figure import first_view_range
 from ..render.svg import graph_svg
+from .front import FirstViewEntry, first_view_block
 
 __all__ = ["FirstView", "sketch_of", "graph_first_view", "ServedModel", "index_with", "failed_future"]
 
@@ -51,6 +52,10 @@ class FirstView:
     layers: int
     svg: str = ""             # the same view as SVG, for the page's HTML (qviz.render.svg)
     from_file: bool = True    # drawn from the file's config (else: from the opened graph)
+
+    def entry(self) -> FirstViewEntry:
+        """What :class:`~qviz.app.front.FirstViewCache` keeps of it (the page's SVG)."""
+        return FirstViewEntry(self.svg, self.layers)
 
     def status(self, name: str, seconds: float | None = None) -> str:
         if not self.from_file:
@@ -199,10 +204,7 @@ def index_with(index_string: str, first: FirstView | None, status: str) -> str:
     graph's place when the page is built, and removes it when plotly has drawn)."""
     if first is None or not first.svg:
         return index_string
-    from html import escape
-
-    block = (f'<div id="first-view" class="first-view">{first.svg}'
-             f'<div class="first-view-status">{escape(status)}</div></div>')
+    block = first_view_block(first.svg, status)
     # Dash fills the template's {%…%} slots after this: a name from the file must not be one
     block = block.replace("{", "&#123;").replace("}", "&#125;")
     return index_string.replace("{%app_entry%}", block + "{%app_entry%}", 1)

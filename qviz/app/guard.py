@@ -18,6 +18,7 @@ from __future__ import annotations
 import hmac
 import json
 import logging
+import os
 import uuid
 from collections.abc import Iterable
 
@@ -53,6 +54,13 @@ def host_allowed(host_header: str | None, allowed: Iterable[str]) -> bool:
         return False
     allowed = {h.lower().strip("[]") for h in allowed}
     return "*" in allowed or _hostname(host_header) in allowed
+
+
+def served_hosts(allowed_hosts: Iterable[str] = ()) -> frozenset[str]:
+    """The ``Host`` names a server answers: the loopback ones, ``allowed_hosts`` and
+    those in ``$QVIZ_ALLOWED_HOSTS`` (comma-separated)."""
+    extra = {h.strip() for h in os.environ.get("QVIZ_ALLOWED_HOSTS", "").split(",") if h.strip()}
+    return frozenset(LOOPBACK_HOSTS) | frozenset(allowed_hosts) | extra
 
 
 def _side_update(updates: dict) -> str:

@@ -9,11 +9,14 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..choices import KERAS_SUFFIXES, MODEL_FORMATS
-from ..ir import Graph
 from .errors import LoadError
 from .safety import DEFAULT_LIMITS, Limits, check_path, os_error
+
+if TYPE_CHECKING:
+    from ..ir import Graph
 
 __all__ = ["load", "LoadError", "Limits", "DEFAULT_LIMITS"]
 
@@ -52,6 +55,8 @@ def load(source, *, input_shape: Sequence | None = None, safe_mode: bool = True,
     qviz.importers.errors.LoadError: no/such/model.keras: no such file or directory
     """
     from .keras import freeze_keras_model, is_keras_model
+
+    from ..ir import Graph   # (not at the top: checking a path before serving needs no numpy)
 
     if isinstance(source, Graph):
         return source

@@ -5,9 +5,8 @@ The layered layout is a function of the view graph's structure and names
 hash of exactly that: nodes, edges, ghosts and direction. A layer view drawn
 from a Keras file's config and the frozen graph's layer view share their entry.
 
-The directory is ``$QVIZ_CACHE_DIR``, else ``$XDG_CACHE_HOME/qviz/layouts``,
-else ``~/.cache/qviz/layouts``. It never holds more than :data:`MAX_FILES`
-entries or :data:`MAX_BYTES` (the oldest go first); an entry that cannot be
+The directory is :func:`qviz.cache_dir.cache_directory`. It never holds more
+than :data:`MAX_FILES` entries or :data:`MAX_BYTES` (the oldest go first); an entry that cannot be
 read is recomputed, and a directory that cannot be written only costs the
 saving (logged). Nothing read from it is executed: entries are JSON numbers.
 Graphs under :data:`MIN_NODES` nodes are laid out every time (faster than a file).
@@ -31,6 +30,7 @@ from pathlib import Path
 
 import networkx as nx
 
+from ..cache_dir import cache_directory
 from .layered import LAYOUT_VERSION, layered_routes
 
 __all__ = ["LayoutCache", "default_cache", "MAX_FILES", "MAX_BYTES"]
@@ -140,13 +140,6 @@ class LayoutCache:
                     pass
 
 
-def _directory() -> Path:
-    if os.environ.get("QVIZ_CACHE_DIR"):
-        return Path(os.environ["QVIZ_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "qviz" / "layouts"
-
-
 def default_cache() -> LayoutCache:
     """The cache the app uses (graphs under :data:`MIN_NODES` nodes are laid out every time)."""
-    return LayoutCache(_directory(), min_nodes=MIN_NODES)
+    return LayoutCache(cache_directory(), min_nodes=MIN_NODES)

@@ -1,4 +1,5 @@
-"""``qviz serve`` as a process: it stops cleanly on SIGTERM, as process managers send it."""
+"""``qviz serve`` as a process: it answers with the model's first view before the app
+is up, hands over to the app, and stops cleanly on SIGTERM, as process managers send it."""
 
 import os
 import signal
@@ -10,6 +11,9 @@ import urllib.request
 
 import psutil
 
+from qviz.app.front import READY_PATH, FirstViewCache
+from qviz.samples import sample_path
+
 
 def _free_port() -> int:
     with socket.socket() as s:
@@ -17,21 +21,34 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_sigterm_stops_the_server_and_its_worker(tmp_path):
+def _wait_answer(server, url, end, status=200) -> str:
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                if response.status == status:
+                    return response.read().decode()
+        except OSError:
+            pass
+        assert server.poll() is None, server.stdout.read().decode()[-2000:]
+        assert time.monotonic() < end, f"qviz serve did not answer {url}"
+        time.sleep(0.2)
+
+
+def test_serve_shows_the_first_view_hands_over_and_stops_on_sigterm(tmp_path):
     port = _free_port()
-    env = {**os.environ, "TMPDIR": str(tmp_path)}
-    server = subprocess.Popen([sys.executable, "-m", "qviz", "serve", "--port", str(port)], env=env,
+    model = sample_path("mobilenet_block")
+    env = {**os.environ, "TMPDIR": str(tmp_path), "QVIZ_CACHE_DIR": str(tmp_path / "cache")}
+    server = subprocess.Popen([sys.executable, "-m", "qviz", "serve", str(model), "--port", str(port)], env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
         end = time.monotonic() + 120
-        while True:
-            try:
-                if urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2).status == 200:
-                    break
-            except OSError:
-                assert server.poll() is None, server.stdout.read().decode()[-2000:]
-                assert time.monotonic() < end, "qviz serve did not answer"
-                time.sleep(0.5)
+        # the front's page or the app's: either has the model's layer view in its HTML
+        first = _wait_answer(server, f"http://127.0.0.1:{port}/", end)
+        assert "first-view-graph" in first
+        _wait_answer(server, f"http://127.0.0.1:{port}{READY_PATH}", end, status=204)   # the app took over
+        assert "_dash-config" in _wait_answer(server, f"http://127.0.0.1:{port}/", end)
+        # drawn once, kept: the next `qviz serve` of this file shows it without laying it out
+        assert FirstViewCache(tmp_path / "cache").read(model) is not None
         # the worker processes start once the first model (here the default sample) is open
         while not (children := psutil.Process(server.pid).children(recursive=True)):
             assert time.monotonic() < end, "the worker processes never started"
