@@ -2,7 +2,7 @@
 
     python benchmarks/bench_app.py [--nets MobileNetV2 ResNet50 DenseNet121 NASNetMobile]
                                    [--synthetic 50000] [--no-dot] [--no-browser]
-    python benchmarks/bench_app.py --vs-netron [--nets …] [--repeats 3]
+    python benchmarks/bench_app.py --vs-netron [--nets …] [--repeats 3] [--cold]
 
 ``--vs-netron``: from ``qviz serve FILE`` to the graph on screen, side by side
 with ``netron FILE`` (``pip install netron``), for each net as ``.keras`` and as
@@ -173,13 +173,15 @@ def main(argv=None):
                     help="only: from `qviz serve FILE` to the graph on screen, side by side with `netron FILE` "
                          "(.keras and frozen .pb of each net)")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--cold", action="store_true",
+                    help="with --vs-netron: every qviz run with an empty first-view and layout cache")
     args = ap.parse_args(argv)
     import keras
 
     if args.vs_netron:
         from first_view import compare
 
-        compare(model_files(args.nets, Path(tempfile.mkdtemp(prefix="qviz-bench-"))), args.repeats)
+        compare(model_files(args.nets, Path(tempfile.mkdtemp(prefix="qviz-bench-"))), args.repeats, args.cold)
         return
 
     import qviz

@@ -8,7 +8,8 @@ in a fresh headless Chromium (no cache) and waits for the graph:
   (shown on a first visit, after a 2 s lookup of the visitor's country, which
   fails offline) is answered beforehand with its own cookie, so it is not counted
   against Netron.
-* qviz: nodes of the graph are painted — the first view's SVG in the HTML, or the
+* qviz: nodes of the graph are painted (``--cold``: each run with an empty cache
+  directory, so the first view is drawn before the first answer) — the first view's SVG in the HTML, or the
   plotly graph; then, separately, when the model is open for edits (the status
   line reads ``…: N ops, M layers``) and when plotly has drawn the graph.
 
@@ -18,11 +19,13 @@ machine falls on both alike.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 
@@ -49,11 +52,16 @@ def _wait_http(url: str, proc, timeout: float) -> float:
             time.sleep(0.02)
 
 
-def run_qviz(path: str, timeout: float = 180.0) -> dict:
-    """Seconds: launch → HTTP answer, navigation → graph painted, → plotly graph, → open for edits."""
+def run_qviz(path: str, timeout: float = 180.0, cold: bool = False) -> dict:
+    """Seconds: launch → HTTP answer, navigation → graph painted, → plotly graph, → open for edits.
+    ``cold``: with an empty cache directory (the first view is laid out and drawn before the
+    first answer, as on a model's first ``qviz serve``)."""
     port = free_port()
+    env = dict(os.environ)
+    if cold:
+        env["QVIZ_CACHE_DIR"] = tempfile.mkdtemp(prefix="qviz-cold-cache-")
     proc = subprocess.Popen([sys.executable, "-m", "qviz", "serve", path, "--port", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     driver = None
     try:
         answer = _wait_http(f"http://127.0.0.1:{port}/", proc, timeout)
@@ -118,15 +126,16 @@ def _median(values):
     return statistics.median(values) if values else float("nan")
 
 
-def compare(files: list[str], repeats: int = 3) -> None:
-    """Print a markdown table: medians over ``repeats`` interleaved runs per file."""
+def compare(files: list[str], repeats: int = 3, cold: bool = False) -> None:
+    """Print a markdown table: medians over ``repeats`` interleaved runs per file (``cold``:
+    every qviz run with an empty cache; otherwise the first run of each file fills it)."""
     print("| file | Netron: answer / graph / launch→graph s | qviz: answer / graph / launch→graph s | "
           "qviz: plotly graph / open for edits s | launch→graph, Netron ÷ qviz |")
     print("|---|---|---|---|---|")
     for path in files:
         q, n = [], []
         for _ in range(repeats):
-            q.append(run_qviz(path))
+            q.append(run_qviz(path, cold=cold))
             n.append(run_netron(path))
         med = {k: _median([r[k] for r in q]) for k in q[0]}
         nmed = {k: _median([r[k] for r in n]) for k in n[0]}

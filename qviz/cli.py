@@ -524,7 +524,11 @@ def _cmd_serve(args) -> int:
                           "(or --host)") from None
     # The port answers now, before a second of imports: a page with the model's first view
     # (qviz.app.front), which reloads into the app when the app takes the same socket over.
-    front = start_front(sock, name=args.model, allowed_hosts=hosts, token=token)
+    from .samples import DEFAULT_SAMPLE, sample_path
+
+    # without a model the app opens its default sample: the page shows that one's first view
+    model = Path(args.model) if args.model else sample_path(DEFAULT_SAMPLE)
+    front = start_front(sock, name=args.model or DEFAULT_SAMPLE, allowed_hosts=hosts, token=token)
     query = f"?token={token}" if token else ""
     print(f"qviz: serving on http://{'127.0.0.1' if args.host in ('0.0.0.0', '::') else args.host}:"
           f"{args.port}/{query}  (Ctrl-C stops)", flush=True)
@@ -532,14 +536,13 @@ def _cmd_serve(args) -> int:
         print("qviz: bound to every interface; pass --allowed-host NAME for each name or address "
               "browsers will use to reach it", file=sys.stderr)
     views = FirstViewCache()
-    model = Path(args.model) if args.model else None
-    cached = views.read(model) if model is not None and model.is_file() else None
-    if cached is not None or model is None:
+    cached = views.read(model) if model.is_file() else None
+    if cached is not None:
         front.show(cached)
     else:   # drawn here, before Dash is imported: the page waits for this, not for Dash
         from .app.first_view import sketch_of
 
-        first = sketch_of(model, load_options["max_bytes"])
+        first = sketch_of(model, load_options["max_bytes"] if load_options else None)
         front.show(first.entry() if first is not None else None)
         if first is not None:
             views.write(model, first.entry())
@@ -576,7 +579,7 @@ def _serve_app(args, sock, front, views, model, *, hosts, token, load_options) -
         # page and in this log; the server stays up (samples and uploads still work).
         app = create_app(args.model or None, model_name=args.model, max_upload_mb=args.max_upload_mb,
                          allowed_hosts=hosts, token=token, load_options=load_options)
-        if model is not None and app.qviz_first_view is not None:
+        if app.qviz_first_view is not None:
             views.refresh(model, app.qviz_first_view.entry())   # a stale entry is replaced
         app.enable_dev_tools(False)   # what Dash's app.run() does before serving
         server = make_server(args.host, args.port, app.server, threaded=True, fd=front.hand_over().fileno())

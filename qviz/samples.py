@@ -16,15 +16,15 @@ True
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:   # numpy and the rest are imported where used: `qviz serve` reads the table below first
+    import numpy as np
 
-from .ir import Graph
-from .metrics import VERIFY_EXAMPLES
-from .passes.calibration import CalibrationError, noise_inputs
+    from .ir import Graph
 
-__all__ = ["SAMPLES", "SAMPLE_DIR", "list_samples", "sample_path", "sample_data", "randomize_batch_norms",
-           "digits_split", "ModelData", "data_for"]
+__all__ = ["SAMPLES", "SAMPLE_DIR", "DEFAULT_SAMPLE", "list_samples", "sample_path", "sample_data",
+           "randomize_batch_norms", "digits_split", "ModelData", "data_for"]
 
 SAMPLE_DIR = Path(__file__).resolve().parent.parent / "sample_models"
 
@@ -41,6 +41,10 @@ SAMPLES = {
 }
 
 
+#: The sample the app opens when it is given no model.
+DEFAULT_SAMPLE = "lenet_digits"
+
+
 def list_samples() -> list[str]:
     """Names of the samples present on disk."""
     return [name for name, (fname, _) in SAMPLES.items() if (SAMPLE_DIR / fname).exists()]
@@ -55,6 +59,8 @@ def sample_path(name: str) -> Path:
 
 def sample_data(name: str) -> dict[str, np.ndarray] | None:
     """The sample's own data (``x_test``, ``y_test``, ``x_calib``) if it ships any."""
+    import numpy as np
+
     path = SAMPLE_DIR / f"{name}_data.npz"
     if not path.exists():
         return None
@@ -117,6 +123,9 @@ def data_for(graph: Graph) -> ModelData:
     """A bundled sample's own data (calibration split, test split and labels)
     when ``graph`` was loaded from a sample file; fixed-seed noise otherwise
     (made on each access, None for inputs of unknown size)."""
+    from .metrics import VERIFY_EXAMPLES
+    from .passes.calibration import CalibrationError, noise_inputs
+
     def sample() -> ModelData | None:
         name = sample_name_of(graph.source) if graph.source else None
         data = sample_data(name) if name else None
@@ -142,6 +151,8 @@ def randomize_batch_norms(model, rng: np.random.Generator | int = 1) -> None:
     moving mean and variance (untrained ones fold into near-identity and prove
     nothing). Used to make the samples and by the zoo proofs; BNs built with
     ``scale=False`` / ``center=False`` get only the weights they have."""
+    import numpy as np
+
     if not isinstance(rng, np.random.Generator):
         rng = np.random.default_rng(rng)
     for layer in model._flatten_layers(include_self=False, recursive=True):
@@ -165,6 +176,8 @@ def normalize_batch_norms(model, x, rng: np.random.Generator | int = 1) -> None:
     every input); normalized with its own statistics, each layer passes an
     input-dependent signal on, so output errors measure something.
     """
+    import numpy as np
+
     if not isinstance(rng, np.random.Generator):
         rng = np.random.default_rng(rng)
     bns = [layer for layer in model._flatten_layers(include_self=False, recursive=True)

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from concurrent.futures import wait
 from pathlib import Path
 
+from ..samples import DEFAULT_SAMPLE
 from .jobs import ProcessRunner
 
 __all__ = ["create_app"]
@@ -33,7 +34,7 @@ def _linked_model() -> str | None:
     return linked_model(urlparse(referrer).query) if referrer else None
 
 
-def create_app(model=None, *, model_name: str | None = None, default_sample: str = "lenet_digits",
+def create_app(model=None, *, model_name: str | None = None, default_sample: str = DEFAULT_SAMPLE,
                max_upload_mb: float = 200, sessions: int = 32, worker: bool = True,
                allowed_hosts: Iterable[str] = (), token: str | None = None, load_workers: int = 2,
                load_options: dict | None = None, recipe=None):

@@ -173,7 +173,7 @@ def test_the_command_line_and_the_front_answer_before_the_heavy_imports():
     import sys
 
     heavy = ("numpy", "networkx", "dash", "plotly", "flask", "tensorflow")
-    out = subprocess.run([sys.executable, "-c", "import sys, qviz, qviz.cli, qviz.app.front; "
+    out = subprocess.run([sys.executable, "-c", "import sys, qviz, qviz.cli, qviz.samples, qviz.app.front; "
                           f"print([m for m in {heavy!r} if m in sys.modules])"],
                          capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
