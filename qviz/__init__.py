@@ -19,6 +19,11 @@ _LAZY = {"load": "importers", "LoadError": "importers", "Graph": "ir", "GraphErr
          "LayerBits": "passes", "Recipe": "passes", "RecipeError": "passes", "Result": "pipeline",
          "apply": "pipeline", "RunError": "runtime", "run": "runtime", "show": "notebook"}
 
+#: What `qviz.NAME` imports on first use (not `__main__`, which runs the command line).
+_SUBPACKAGES = frozenset({"analysis", "app", "cache_dir", "choices", "cli", "errors", "exporters", "importers", "ir",
+                          "keras_layers", "layout", "matcher", "metrics", "notebook", "passes", "patterns",
+                          "pipeline", "qat", "render", "runtime", "samples", "summary"})
+
 
 def __getattr__(name):
     import importlib
@@ -27,11 +32,8 @@ def __getattr__(name):
         value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
         globals()[name] = value
         return value
-    try:   # a subpackage used as qviz.passes.… after `import qviz` alone
+    if name in _SUBPACKAGES:   # used as qviz.passes.… after `import qviz` alone
         return importlib.import_module(f".{name}", __name__)
-    except ModuleNotFoundError as exc:
-        if exc.name != f"{__name__}.{name}":
-            raise
     raise AttributeError(f"module 'qviz' has no attribute {name!r}")
 
 

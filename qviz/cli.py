@@ -519,9 +519,11 @@ def _cmd_serve(args) -> int:
     logging.getLogger("werkzeug").setLevel(logging.WARNING)   # not a line per request
     try:
         sock = listening_socket(args.host, args.port)
-    except OSError as exc:
-        raise _UsageError(f"cannot serve on {args.host}:{args.port}: {exc.strerror or exc}; pick another --port "
-                          "(or --host)") from None
+    except (OSError, OverflowError) as exc:   # taken, not this machine's address, or not a port number
+        raise _UsageError(f"cannot serve on {args.host}:{args.port}: {getattr(exc, 'strerror', None) or exc}; "
+                          "pick another --port (or --host)") from None
+    port = sock.getsockname()[1]   # --port 0: the one the system chose
+    _stop_on_sigterm()
     # The port answers now, before a second of imports: a page with the model's first view
     # (qviz.app.front), which reloads into the app when the app takes the same socket over.
     from .samples import DEFAULT_SAMPLE, sample_path
@@ -531,7 +533,7 @@ def _cmd_serve(args) -> int:
     front = start_front(sock, name=args.model or DEFAULT_SAMPLE, allowed_hosts=hosts, token=token)
     query = f"?token={token}" if token else ""
     print(f"qviz: serving on http://{'127.0.0.1' if args.host in ('0.0.0.0', '::') else args.host}:"
-          f"{args.port}/{query}  (Ctrl-C stops)", flush=True)
+          f"{port}/{query}  (Ctrl-C stops)", flush=True)
     if public and not hosts:
         print("qviz: bound to every interface; pass --allowed-host NAME for each name or address "
               "browsers will use to reach it", file=sys.stderr)
@@ -549,6 +551,20 @@ def _cmd_serve(args) -> int:
     return _serve_app(args, sock, front, views, model, hosts=hosts, token=token, load_options=load_options)
 
 
+def _stop_on_sigterm() -> None:
+    """SIGTERM (kill, process managers, docker stop) ends the server the way Ctrl-C does: the
+    worker processes are stopped and upload directories are removed (app.qviz_shutdown)."""
+    import signal
+
+    def stop(*_):
+        # A second SIGTERM (a process manager and `timeout` both sending one) must not
+        # interrupt the exit handlers the first one started.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        sys.exit(0)
+
+    signal.signal(signal.SIGTERM, stop)
+
+
 def _serve_app(args, sock, front, views, model, *, hosts, token, load_options) -> int:
     """Build the app, take the socket over from ``front``, serve until Ctrl-C or SIGTERM."""
     import logging
@@ -558,16 +574,6 @@ def _serve_app(args, sock, front, views, model, *, hosts, token, load_options) -
     # (a third of a second before the first answer, where IPython is installed).
     sys.modules.setdefault("IPython", None)
     app = None
-
-    def stop(*_):
-        # A second SIGTERM (a process manager and `timeout` both sending one) must not
-        # interrupt the exit handlers the first one started.
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        sys.exit(0)
-
-    # SIGTERM (kill, process managers, docker stop) ends the server the way Ctrl-C does: the
-    # worker processes are stopped and upload directories are removed (app.qviz_shutdown).
-    signal.signal(signal.SIGTERM, stop)
     code = 0
     try:
         from werkzeug.serving import make_server

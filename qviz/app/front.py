@@ -6,8 +6,9 @@ can answer anything, where a viewer such as Netron answers in a tenth of one. So
 standard library only — with the model's first view (its layer graph as SVG,
 :mod:`qviz.app.first_view`), and a line saying the app is starting. The page
 asks ``/_qviz/ready`` every 150 ms; when the app has taken the port over (the
-same listening socket, so no request is refused in between) it answers, and the
-page reloads into the app, whose HTML holds the same SVG in the same place: the
+same listening socket, so no request is refused in between) it answers — 204,
+or the app's own refusal, which the reload then shows — and the page reloads
+into the app, whose HTML holds the same SVG in the same place: the
 graph does not move.
 
 The first view comes from a disk cache (:class:`FirstViewCache`), so a model
@@ -36,12 +37,12 @@ True
 from __future__ import annotations
 
 import hashlib
-import hmac
 import json
 import logging
 import os
 import signal
 import socket
+import stat
 import tempfile
 import threading
 from dataclasses import dataclass
@@ -53,14 +54,17 @@ from urllib.parse import parse_qs, urlsplit
 
 from ..cache_dir import cache_directory
 from . import ASSETS
-from .guard import COOKIE, host_allowed, served_hosts
+from .guard import COOKIE, host_name, host_allowed, served_hosts, token_given, token_matches
 
-__all__ = ["Front", "ForkedFront", "start_front", "FirstViewCache", "FirstViewEntry", "listening_socket", "first_view_block", "READY_PATH"]
+__all__ = ["Front", "ForkedFront", "start_front", "FirstViewCache", "FirstViewEntry", "listening_socket",
+           "first_view_block", "READY_PATH"]
 
 log = logging.getLogger(__name__)
 
 #: What the waiting page polls; the app answers it (204), the front does not (503).
 READY_PATH = "/_qviz/ready"
+#: How long the front waits for a connection's request (then closes it; a browser opens another).
+HANDLER_TIMEOUT = 2.0
 #: How long a request for the page waits for a first view being drawn before it is sent without one.
 DRAW_WAIT_SECONDS = 3.0
 
@@ -91,15 +95,24 @@ def listening_socket(host: str, port: int) -> socket.socket:
     except OSError:
         sock.close()
         raise
-    sock.set_inheritable(True)   # werkzeug serves on it by descriptor
     return sock
+
+
+#: An entry bigger than this is not read (NASNetMobile's is ~60 kB).
+MAX_ENTRY_BYTES = 16 * 2**20
 
 
 class FirstViewCache:
     """First views on disk (``first-view-<key>.json`` in qviz's cache directory,
     beside the layouts), at most :attr:`max_files` of them, the least recently
     used going first. Entries are JSON text: nothing read is executed, and an
-    entry that cannot be read is drawn again."""
+    entry that cannot be read is drawn again.
+
+    An entry is markup put into the page as it is, so one is used only if it
+    could only have been written by this user: a regular file (not a link, not
+    a FIFO) of at most :data:`MAX_ENTRY_BYTES`, owned by this user and writable by
+    no one else, in a directory of the same kind, holding an ``<svg>`` without
+    scripts. Anything else is drawn again (and logged)."""
 
     PREFIX = "first-view-"
 
@@ -120,13 +133,11 @@ class FirstViewCache:
         if path is None:
             return None
         try:
-            with open(path, encoding="utf-8") as f:
-                data = json.load(f)
-            entry = FirstViewEntry(str(data["svg"]), int(data["layers"]))
+            entry = _read_entry(path)
         except FileNotFoundError:
             return None
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            log.info("first-view cache entry %s unreadable (%s): drawn again", path.name, exc)
+        except (OSError, ValueError, KeyError, TypeError, OverflowError, RecursionError) as exc:
+            log.info("first-view cache entry %s not used (%s): drawn again", path.name, exc)
             return None
         try:
             os.utime(path)   # recently used: kept longest
@@ -139,7 +150,7 @@ class FirstViewCache:
         if path is None:
             return
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
+            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=self.PREFIX, suffix=".tmp")
         except OSError as exc:
             log.info("first view not cached in %s: %s", self.directory, exc)
@@ -174,6 +185,33 @@ class FirstViewCache:
                 pass
 
 
+def _private(st, what: str) -> None:
+    if hasattr(os, "getuid") and (st.st_uid != os.getuid() or st.st_mode & 0o022):
+        raise ValueError(f"{what} is not this user's alone (owner {st.st_uid}, mode {st.st_mode & 0o777:o})")
+
+
+def _read_entry(path: Path) -> FirstViewEntry:
+    """One entry, on the terms of :class:`FirstViewCache` (``OSError``/``ValueError`` otherwise)."""
+    _private(os.stat(path.parent), "the cache directory")
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    fd = os.open(path, flags)   # a link is refused; a FIFO opens without waiting for a writer
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError("not a regular file")
+        _private(st, "the entry")
+        if st.st_size > MAX_ENTRY_BYTES:
+            raise ValueError(f"{st.st_size} bytes, over {MAX_ENTRY_BYTES}")
+        data = json.loads(f.read(MAX_ENTRY_BYTES + 1).decode("utf-8"))
+    svg, layers = data["svg"], data["layers"]
+    if not (isinstance(svg, str) and isinstance(layers, int) and 0 <= layers < 10**9):
+        raise ValueError("not a first view")
+    lowered = svg.lower()
+    if not lowered.startswith("<svg") or "<script" in lowered or "javascript:" in lowered:
+        raise ValueError("not the SVG qviz draws")
+    return FirstViewEntry(svg, layers)
+
+
 class Front:
     """Answers on ``sock`` until :meth:`hand_over`: the waiting page on ``/``,
     503 on anything else. ``token``/``allowed_hosts`` as for the app."""
@@ -187,13 +225,27 @@ class Front:
         front = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self):   # noqa: N802 (http.server's name)
+            timeout = HANDLER_TIMEOUT   # a connection that sends nothing does not hold the handover up
+
+            def do_GET(self):   # noqa: N802 (http.server's names)
+                front._answer(self)
+
+            def do_HEAD(self):   # noqa: N802
+                front._answer(self, body=False)
+
+            def do_POST(self):   # noqa: N802 — e.g. a tab of an earlier run asking for a callback
                 front._answer(self)
 
             def log_message(self, format, *args):   # noqa: A002 — not a line per request on the terminal
                 log.debug("front: " + format, *args)
 
-        self._server = ThreadingHTTPServer(sock.getsockname()[:2], Handler, bind_and_activate=False)
+        class Server(ThreadingHTTPServer):
+            daemon_threads = False   # server_close() waits for the answers being sent
+
+            def handle_error(self, request, client_address):   # a browser hanging up is not an error
+                log.debug("front: request from %s failed", client_address, exc_info=True)
+
+        self._server = Server(sock.getsockname()[:2], Handler, bind_and_activate=False)
         self._server.socket.close()
         self._server.socket = sock
         self._thread: threading.Thread | None = None
@@ -223,7 +275,9 @@ class Front:
     def _allowed(self, request: BaseHTTPRequestHandler) -> tuple[int, str] | None:
         host = request.headers.get("Host")
         if not host_allowed(host, self.allowed):
-            return 403, f"qviz: host {host!r} is not served here\n"
+            log.warning("refused a request for host %r", host)
+            return 403, (f"qviz: host {host!r} is not served here; start qviz with --allowed-host "
+                         f"{host_name(host or '')} to serve it\n")
         if not self.token:
             return None
         jar = cookies.SimpleCookie()
@@ -231,26 +285,24 @@ class Front:
             jar.load(request.headers.get("Cookie", ""))
         except cookies.CookieError:
             pass
-        given = jar[COOKIE].value if COOKIE in jar else ""
-        given = (parse_qs(urlsplit(request.path).query).get("token") or [given])[0]
-        auth = request.headers.get("Authorization", "")
-        if auth.startswith("Bearer "):
-            given = auth[7:]
-        if not hmac.compare_digest(given.encode(), self.token.encode()):
+        given = token_given(request.headers.get("Authorization", ""),
+                            (parse_qs(urlsplit(request.path).query).get("token") or [None])[0],
+                            jar[COOKIE].value if COOKIE in jar else None)
+        if not token_matches(given, self.token):
             return 401, "qviz: this server needs its access token: open the URL it printed (…/?token=…)\n"
         return None
 
-    def _answer(self, request: BaseHTTPRequestHandler) -> None:
+    def _answer(self, request: BaseHTTPRequestHandler, body: bool = True) -> None:
         refused = self._allowed(request)
         path = urlsplit(request.path).path
         if refused is not None:
-            status, body, kind = *refused, "text/plain"
-        elif path == "/":
+            status, text, kind = *refused, "text/plain"
+        elif path == "/" and request.command != "POST":
             self._drawn.wait(DRAW_WAIT_SECONDS)
-            status, body, kind = 200, self.page(), "text/html"
+            status, text, kind = 200, self.page(), "text/html"
         else:
-            status, body, kind = 503, "qviz is starting; try again in a moment\n", "text/plain"
-        data = body.encode("utf-8")
+            status, text, kind = 503, "qviz is starting; try again in a moment\n", "text/plain"
+        data = text.encode("utf-8")
         request.send_response(status)
         request.send_header("Content-Type", f"{kind}; charset=utf-8")
         request.send_header("Content-Length", str(len(data)))
@@ -258,7 +310,8 @@ class Front:
         if status == 503:
             request.send_header("Retry-After", "1")
         request.end_headers()
-        request.wfile.write(data)
+        if body:
+            request.wfile.write(data)
 
     def page(self) -> str:
         """The waiting page: the first view (if drawn) and the status line, reloading into the app."""
@@ -275,7 +328,7 @@ class Front:
 <script>
 (function poll() {{
   fetch("{READY_PATH}" + location.search, {{cache: "no-store", credentials: "same-origin"}})
-    .then(function (r) {{ if (r.ok) {{ location.reload(); }} else {{ setTimeout(poll, 150); }} }})
+    .then(function (r) {{ if (r.status !== 503) {{ location.reload(); }} else {{ setTimeout(poll, 150); }} }})
     .catch(function () {{ setTimeout(poll, 150); }});
 }})();
 </script></body></html>"""
@@ -308,6 +361,7 @@ class ForkedFront:
                         front.show(FirstViewEntry(data["svg"], data["layers"]) if data else None)
                 front.hand_over()
             except BaseException:   # noqa: BLE001 — nothing may escape into the parent's code
+                log.exception("the page before the app stopped answering (the app answers once it is up)")
                 code = 1
             os._exit(code)
         os.close(read)

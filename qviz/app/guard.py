@@ -22,7 +22,8 @@ import os
 import uuid
 from collections.abc import Iterable
 
-__all__ = ["LOOPBACK_HOSTS", "install_guard", "host_allowed"]
+__all__ = ["LOOPBACK_HOSTS", "install_guard", "host_allowed", "host_name", "served_hosts", "token_given",
+           "token_matches"]
 
 log = logging.getLogger("qviz.app")
 
@@ -30,10 +31,10 @@ LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 COOKIE = "qviz_token"
 
 
-def _hostname(host_header: str) -> str:
+def host_name(host_header: str) -> str:
     """``'example.com:8050'`` → ``'example.com'``; ``'[::1]:8050'`` → ``'::1'``.
 
-    >>> _hostname("[::1]:8050"), _hostname("LocalHost:80"), _hostname("a.b")
+    >>> host_name("[::1]:8050"), host_name("LocalHost:80"), host_name("a.b")
     ('::1', 'localhost', 'a.b')
     """
     host = host_header.strip().lower()
@@ -53,7 +54,24 @@ def host_allowed(host_header: str | None, allowed: Iterable[str]) -> bool:
     if not host_header:
         return False
     allowed = {h.lower().strip("[]") for h in allowed}
-    return "*" in allowed or _hostname(host_header) in allowed
+    return "*" in allowed or host_name(host_header) in allowed
+
+
+def token_given(authorization: str | None, query_token: str | None, cookie: str | None) -> str:
+    """The token a request carries: a ``Bearer`` header, else the URL's ``?token=``
+    (a link just opened: a cookie left by an earlier server on this host must not
+    override it), else the cookie.
+
+    >>> token_given("", "new", "old"), token_given("Bearer b", "new", "old"), token_given(None, None, "old")
+    ('new', 'b', 'old')
+    """
+    if authorization and authorization.startswith("Bearer "):
+        return authorization[7:]
+    return query_token or cookie or ""
+
+
+def token_matches(given: str, token: str) -> bool:
+    return hmac.compare_digest(given.encode("utf-8", "surrogateescape"), token.encode("utf-8", "surrogateescape"))
 
 
 def served_hosts(allowed_hosts: Iterable[str] = ()) -> frozenset[str]:
@@ -80,15 +98,13 @@ def install_guard(server, *, allowed_hosts: Iterable[str], token: str | None, up
         if not host_allowed(request.host, allowed):
             log.warning("refused a request for host %r", request.host)
             return Response(f"qviz: host {request.host!r} is not served here; start qviz with "
-                            f"--allowed-host {_hostname(request.host or '')} to serve it\n", 403,
+                            f"--allowed-host {host_name(request.host or '')} to serve it\n", 403,
                             mimetype="text/plain")
         if not token:
             return None
-        given = request.cookies.get(COOKIE) or request.args.get("token") or ""
-        auth = request.headers.get("Authorization", "")
-        if auth.startswith("Bearer "):
-            given = auth[7:]
-        if not hmac.compare_digest(given.encode(), token.encode()):
+        given = token_given(request.headers.get("Authorization", ""), request.args.get("token"),
+                            request.cookies.get(COOKIE))
+        if not token_matches(given, token):
             return Response("qviz: this server needs its access token: open the URL it printed "
                             "(…/?token=…)\n", 401, mimetype="text/plain")
         if request.args.get("token"):   # first visit: keep it in a cookie, drop it from the URL

@@ -87,6 +87,32 @@ def test_a_token_server_shows_nothing_without_its_token(sock):
     assert by_query[0] == by_cookie[0] == 200 and "first-view-graph" in by_query[2]
 
 
+def test_the_links_token_wins_over_a_stale_cookie_as_in_the_app(sock):
+    front = _started(sock, token="new")
+    front.show(ENTRY)
+    fresh_link = _get(sock, "/?token=new", headers={"Cookie": f"{COOKIE}=old"})
+    stale_link = _get(sock, "/?token=old", headers={"Cookie": f"{COOKIE}=new"})
+    front.hand_over()
+    assert fresh_link[0] == 200 and stale_link[0] == 401
+
+
+def test_head_and_post_are_told_to_come_back_not_501(sock):
+    front = _started(sock)
+    front.show(ENTRY)
+    conn = http.client.HTTPConnection("127.0.0.1", sock.getsockname()[1], timeout=10)
+    conn.request("POST", "/_dash-update-component", body=b"{}", headers={"Content-Length": "2"})
+    post = conn.getresponse()
+    post.read()
+    conn.close()
+    conn = http.client.HTTPConnection("127.0.0.1", sock.getsockname()[1], timeout=10)
+    conn.request("HEAD", "/")
+    head = conn.getresponse()
+    conn.close()
+    front.hand_over()
+    assert post.status == 503 and post.getheader("Retry-After") == "1"
+    assert head.status == 200 and int(head.getheader("Content-Length")) > 0
+
+
 def test_a_page_asked_for_while_the_view_is_drawn_waits_for_it(sock):
     front = _started(sock)
     got = {}
@@ -177,3 +203,61 @@ def test_the_command_line_and_the_front_answer_before_the_heavy_imports():
                           f"print([m for m in {heavy!r} if m in sys.modules])"],
                          capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def _entry_file(tmp_path, model):
+    cache = FirstViewCache(tmp_path / "cache")
+    cache.write(model, ENTRY)
+    (entry,) = (tmp_path / "cache").glob("first-view-*.json")
+    return cache, entry
+
+
+@pytest.mark.parametrize("content", [
+    '{"svg": "<svg></svg>", "layers": Infinity}',
+    '{"svg": "<svg></svg>", "layers": 1e400}',
+    "[" * 200_000 + "]" * 200_000,
+    '{"svg": "<svg></svg><script>fetch(\'/x?\' + location.search)</script>", "layers": 1}',
+    '{"svg": "<div onclick=x></div>", "layers": 1}',
+    '{"svg": 5, "layers": 1}',
+], ids=["infinity", "overflow", "deep", "script", "not-svg", "not-text"])
+def test_a_hostile_entry_is_drawn_again_not_served(tmp_path, content):
+    model = tmp_path / "net.keras"
+    model.write_bytes(b"one")
+    cache, entry = _entry_file(tmp_path, model)
+    entry.write_text(content)
+    assert cache.read(model) is None
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_a_fifo_link_or_huge_entry_is_not_read(tmp_path, monkeypatch):
+    import qviz.app.front as front_module
+
+    model = tmp_path / "net.keras"
+    model.write_bytes(b"one")
+    cache, entry = _entry_file(tmp_path, model)
+    entry.unlink()
+    os.mkfifo(entry)                                  # would block a plain open() for ever
+    assert cache.read(model) is None
+    entry.unlink()
+    entry.symlink_to("/dev/zero")                     # would be read until memory runs out
+    assert cache.read(model) is None
+    entry.unlink()
+    entry.write_text('{"svg": "<svg>' + "x" * 2000 + '</svg>", "layers": 1}')
+    monkeypatch.setattr(front_module, "MAX_ENTRY_BYTES", 1000)
+    assert cache.read(model) is None
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="no file owners here")
+def test_an_entry_others_could_have_written_is_not_served(tmp_path):
+    model = tmp_path / "net.keras"
+    model.write_bytes(b"one")
+    cache, entry = _entry_file(tmp_path, model)
+    assert cache.read(model) == ENTRY
+    entry.chmod(0o666)
+    assert cache.read(model) is None
+    entry.chmod(0o600)
+    (tmp_path / "cache").chmod(0o777)                 # a shared directory: anyone could swap the entry
+    try:
+        assert cache.read(model) is None
+    finally:
+        (tmp_path / "cache").chmod(0o700)

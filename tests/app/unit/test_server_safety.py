@@ -173,6 +173,11 @@ def test_token_is_required_once_then_kept_in_a_cookie():
     assert client.get("/").status_code == 200                      # the cookie carries it now
     other = app.server.test_client()
     assert other.get("/_dash-layout", headers={"Authorization": "Bearer s3cret"}).status_code == 200
+    # a cookie left by an earlier server on this host does not override the link just opened
+    stale = app.server.test_client()
+    stale.set_cookie("qviz_token", "old-server", domain="localhost")
+    assert stale.get("/?token=s3cret").status_code == 302
+    assert stale.get("/").status_code == 200
 
 
 # ----------------------------------------------------------------------------- sessions and uploads
