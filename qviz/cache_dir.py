@@ -14,10 +14,15 @@ prunes only its own.
 
 from __future__ import annotations
 
+import json
+import logging
 import os
+import tempfile
 from pathlib import Path
 
-__all__ = ["cache_directory"]
+__all__ = ["cache_directory", "save_json", "prune", "mark_used"]
+
+log = logging.getLogger(__name__)
 
 
 def cache_directory() -> Path:
@@ -26,3 +31,55 @@ def cache_directory() -> Path:
         return Path(os.environ["QVIZ_CACHE_DIR"])
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return Path(base) / "qviz" / "layouts"
+
+
+def save_json(path: Path, data, *, what: str) -> None:
+    """Write ``data`` to ``path`` as JSON, whole or not at all (a temporary file in the
+    same directory, renamed). The directory is made private to this user if it is
+    made here. A directory that cannot be written, or a full disk, only costs the
+    saving: logged as "``what`` not cached"."""
+    directory = path.parent
+    try:
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{path.stem}.", suffix=".tmp")
+    except OSError as exc:
+        log.info("%s not cached in %s: %s", what, directory, exc)
+        return
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f, separators=(",", ":"))
+        os.replace(tmp, path)
+    except OSError as exc:   # a full disk: nothing half-written stays
+        log.info("%s not cached in %s: %s", what, directory, exc)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def prune(directory: Path, prefix: str, max_files: int, max_bytes: int | None = None) -> None:
+    """Remove the least recently used ``prefix*.json`` entries of ``directory`` beyond
+    ``max_files`` entries or ``max_bytes`` bytes (no other file is touched)."""
+    entries = []
+    for p in Path(directory).glob(f"{prefix}*.json"):
+        try:
+            st = p.stat()
+        except OSError:
+            continue
+        entries.append((st.st_mtime, st.st_size, p))
+    entries.sort(reverse=True)   # newest first
+    total = 0
+    for i, (_, size, p) in enumerate(entries):
+        total += size
+        if i >= max_files or (max_bytes is not None and total > max_bytes):
+            try:
+                p.unlink()
+            except OSError:
+                pass
+
+
+def mark_used(path: Path) -> None:
+    """Mark an entry just read as recently used (:func:`prune` keeps it longest)."""
+    try:
+        os.utime(path)
+    except OSError:
+        pass

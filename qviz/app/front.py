@@ -43,7 +43,6 @@ import os
 import signal
 import socket
 import stat
-import tempfile
 import threading
 from dataclasses import dataclass
 from html import escape
@@ -52,7 +51,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
-from ..cache_dir import cache_directory
+from ..cache_dir import cache_directory, mark_used, prune, save_json
 from . import ASSETS
 from .guard import COOKIE, host_name, host_allowed, served_hosts, token_given, token_matches
 
@@ -139,50 +138,19 @@ class FirstViewCache:
         except (OSError, ValueError, KeyError, TypeError, OverflowError, RecursionError) as exc:
             log.info("first-view cache entry %s not used (%s): drawn again", path.name, exc)
             return None
-        try:
-            os.utime(path)   # recently used: kept longest
-        except OSError:
-            pass
+        mark_used(path)
         return entry
 
     def write(self, model, entry: FirstViewEntry) -> None:
         path = self._path(Path(model))
-        if path is None:
-            return
-        try:
-            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=self.PREFIX, suffix=".tmp")
-        except OSError as exc:
-            log.info("first view not cached in %s: %s", self.directory, exc)
-            return
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump({"svg": entry.svg, "layers": entry.layers}, f)
-            os.replace(tmp, path)
-            self._prune()
-        except OSError as exc:   # a full disk: nothing half-written stays
-            log.info("first view not cached in %s: %s", self.directory, exc)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+        if path is not None:
+            save_json(path, {"svg": entry.svg, "layers": entry.layers}, what="first view")
+            prune(self.directory, self.PREFIX, self.max_files)
 
     def refresh(self, model, entry: FirstViewEntry | None) -> None:
         """Store ``entry`` (the view the app drew from the file) unless the cache already holds it."""
         if entry is not None and entry.svg and self.read(model) != entry:
             self.write(model, entry)
-
-    def _prune(self) -> None:
-        entries = []
-        for p in self.directory.glob(f"{self.PREFIX}*.json"):
-            try:
-                entries.append((p.stat().st_mtime, p))
-            except OSError:
-                continue
-        for _, p in sorted(entries, reverse=True)[self.max_files:]:
-            try:
-                p.unlink()
-            except OSError:
-                pass
 
 
 def _private(st, what: str) -> None:

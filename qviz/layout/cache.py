@@ -24,13 +24,11 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
-import tempfile
 from pathlib import Path
 
 import networkx as nx
 
-from ..cache_dir import cache_directory
+from ..cache_dir import cache_directory, mark_used, prune, save_json
 from .layered import LAYOUT_VERSION, layered_routes
 
 __all__ = ["LayoutCache", "default_cache", "MAX_FILES", "MAX_BYTES"]
@@ -95,49 +93,13 @@ class LayoutCache:
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:   # whatever the file holds
             log.info("layout cache entry %s unreadable (%s): laid out again", path.name, exc)
             return None
-        try:
-            os.utime(path)     # recently used: kept longest
-        except OSError:
-            pass
+        mark_used(path)
         return pos, routes
 
     def _write(self, path: Path, pos: dict, routes: dict) -> None:
-        data = {"pos": {str(k): v for k, v in pos.items()},
-                "routes": [[str(u), str(v), pts] for (u, v), pts in routes.items()]}
-        try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=PREFIX, suffix=".tmp")
-        except OSError as exc:
-            log.info("layout not cached in %s: %s", self.directory, exc)
-            return
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(data, f, separators=(",", ":"))
-            os.replace(tmp, path)
-            self._prune()
-        except OSError as exc:   # a full disk: nothing half-written stays
-            log.info("layout not cached in %s: %s", self.directory, exc)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-
-    def _prune(self) -> None:
-        entries = []
-        for p in self.directory.glob(f"{PREFIX}*.json"):
-            try:
-                st = p.stat()
-            except OSError:
-                continue
-            entries.append((st.st_mtime, st.st_size, p))
-        entries.sort(reverse=True)   # newest first
-        total = 0
-        for i, (_, size, p) in enumerate(entries):
-            total += size
-            if i >= MAX_FILES or total > MAX_BYTES:
-                try:
-                    p.unlink()
-                except OSError:
-                    pass
+        save_json(path, {"pos": {str(k): v for k, v in pos.items()},
+                         "routes": [[str(u), str(v), pts] for (u, v), pts in routes.items()]}, what="layout")
+        prune(self.directory, PREFIX, MAX_FILES, MAX_BYTES)
 
 
 def default_cache() -> LayoutCache:
