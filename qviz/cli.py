@@ -538,16 +538,8 @@ def _cmd_serve(args) -> int:
         print("qviz: bound to every interface; pass --allowed-host NAME for each name or address "
               "browsers will use to reach it", file=sys.stderr)
     views = FirstViewCache()
-    cached = views.read(model) if model.is_file() else None
-    if cached is not None:
-        front.show(cached)
-    else:   # drawn here, before Dash is imported: the page waits for this, not for Dash
-        from .app.first_view import sketch_of
-
-        first = sketch_of(model, load_options["max_bytes"] if load_options else None)
-        front.show(first.entry() if first is not None else None)
-        if first is not None:
-            views.write(model, first.entry())
+    # a model not seen before is drawn here, before Dash is imported: the page waits for this, not for Dash
+    front.show(views.read_or_draw(model, load_options["max_bytes"] if load_options else None))
     return _serve_app(args, sock, front, views, model, hosts=hosts, token=token, load_options=load_options)
 
 

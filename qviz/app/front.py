@@ -147,6 +147,21 @@ class FirstViewCache:
             save_json(path, {"svg": entry.svg, "layers": entry.layers}, what="first view")
             prune(self.directory, self.PREFIX, self.max_files)
 
+    def read_or_draw(self, model, max_bytes: int | None = None) -> FirstViewEntry | None:
+        """The cached first view of ``model``, else drawn from the file now (importing
+        networkx and plotly, ~0.4 s) and kept; None if the file gives none."""
+        model = Path(model)
+        cached = self.read(model) if model.is_file() else None
+        if cached is not None:
+            return cached
+        from .first_view import sketch_of
+
+        first = sketch_of(model, max_bytes)
+        if first is None:
+            return None
+        self.write(model, first.entry())
+        return first.entry()
+
     def refresh(self, model, entry: FirstViewEntry | None) -> None:
         """Store ``entry`` (the view the app drew from the file) unless the cache already holds it."""
         if entry is not None and entry.svg and self.read(model) != entry:

@@ -54,6 +54,15 @@ def redis_url(tmp_path_factory):
     redis.wait(10)
 
 
+def _result_and_progress(fut):
+    """The job's result, and every progress it reported while it ran."""
+    seen = set()
+    while not fut.done():
+        seen.add(fut.progress())
+        time.sleep(0.05)
+    return fut.result(), seen
+
+
 def test_jobs_run_in_celery_and_match_in_process(redis_url):
     from qviz.analysis.sensitivity import sensitivity
     from qviz.app.celery_worker import CeleryRunner
@@ -71,11 +80,7 @@ def test_jobs_run_in_celery_and_match_in_process(redis_url):
     assert rep.accuracy == here.accuracy and rep.sqnr_db == pytest.approx(here.sqnr_db, abs=0.05)
 
     fut = runner.submit("sweep", "k", g, (8, 4))
-    seen = set()
-    while not fut.done():
-        seen.add(fut.progress())
-        time.sleep(0.05)
-    swept = fut.result()
+    swept, seen = _result_and_progress(fut)
     assert any(p is not None and 0 < p[0] < p[1] == 16 for p in seen), seen   # 4 layers × 2 × 2 bits
     np.testing.assert_allclose(swept.weight_sqnr, sensitivity(g, bits=(8, 4), **data_for(g).sweep_kwargs()).weight_sqnr,
                                rtol=1e-6)
@@ -98,11 +103,7 @@ def test_a_sweep_and_a_search_fan_out_and_merge_to_what_one_task_gives(redis_url
     g = qviz.load(sample_path("lenet_digits"))
     fanned, single = CeleryRunner(redis_url, fan_out=3), CeleryRunner(redis_url, fan_out=1)
     fut = fanned.submit("sweep", "k", g, (8, 2))
-    seen = set()
-    while not fut.done():
-        seen.add(fut.progress())
-        time.sleep(0.05)
-    swept = fut.result()
+    swept, seen = _result_and_progress(fut)
     here = sensitivity(g, bits=(8, 2), **data_for(g).sweep_kwargs())
     assert swept.layers == here.layers      # the parts' rows back in the graph's order
     np.testing.assert_allclose(swept.weight_sqnr, here.weight_sqnr, rtol=1e-6)

@@ -261,3 +261,16 @@ def test_an_entry_others_could_have_written_is_not_served(tmp_path):
         assert cache.read(model) is None
     finally:
         (tmp_path / "cache").chmod(0o700)
+
+
+def test_a_model_not_seen_before_is_drawn_once_then_read(tmp_path):
+    from qviz.samples import sample_path
+
+    model = tmp_path / "block.keras"
+    model.write_bytes(sample_path("mobilenet_block").read_bytes())
+    cache = FirstViewCache(tmp_path / "cache")
+    drawn = cache.read_or_draw(model)
+    assert drawn is not None and drawn.layers == 12 and drawn.svg.startswith("<svg")
+    assert cache.read(model) == drawn
+    (tmp_path / "plain.txt").write_text("not a model")
+    assert cache.read_or_draw(tmp_path / "plain.txt") is None
