@@ -39,6 +39,8 @@ from browser import chromium  # noqa: E402
 from synthetic import synthetic_graph  # noqa: E402
 
 from qviz.layout import count_crossings, layered_routes, view_graph  # noqa: E402
+from qviz.layout.blocks import find_blocks, layer_graph  # noqa: E402
+from qviz.layout.view import close_blocks  # noqa: E402
 from qviz.render import graph_figure  # noqa: E402
 
 
@@ -79,9 +81,14 @@ def dot_layout(vg, timeout=600):
     return pos, routes, dt
 
 
-def measure(name, graph, mode, use_dot=True):
+def measure(name, graph, mode, use_dot=True, blocks=False):
+    """One row of the table; ``blocks``: with the graph's blocks closed (the blocks found
+    within the time measured), as the app opens a graph of more than 400 layers."""
     t0 = time.perf_counter()
     vg = view_graph(graph, mode)
+    if blocks:
+        vg = close_blocks(vg, find_blocks(layer_graph(vg)))
+        name += " (blocks)"
     pos, routes = layered_routes(vg)
     t1 = time.perf_counter()
     fig = graph_figure(vg, pos, routes=routes)
@@ -98,7 +105,8 @@ def measure(name, graph, mode, use_dot=True):
 
 
 def browser_timings(graph, toggles=10, name="MobileNetV2", port=8765):
-    """(page load → graph drawn s, [toggle → re-rendered s]) in headless Chromium."""
+    """(page load → graph drawn s, [toggle → re-rendered s]) in headless Chromium; the page
+    load → the first view's SVG (in the page's HTML) on screen is printed too."""
     from werkzeug.serving import make_server
 
     from qviz.app import create_app
@@ -116,9 +124,15 @@ def browser_timings(graph, toggles=10, name="MobileNetV2", port=8765):
     try:
         t0 = time.perf_counter()
         driver.get(f"http://127.0.0.1:{port}/")
+        svg = None
         while driver.execute_script(nodes_js) <= 0:
+            if svg is None and driver.execute_script(
+                    "return document.querySelectorAll('#first-view circle, #first-view rect').length > 0;"):
+                svg = time.perf_counter() - t0
             time.sleep(0.02)
         load = time.perf_counter() - t0
+        print(f"  {name}: page load → first view (SVG) on screen "
+              f"{'—' if svg is None else f'{svg:.2f} s'}; → interactive graph {load:.2f} s")
         driver.execute_script(
             "const g = document.querySelector('#graph .js-plotly-plot');"
             "window.__plots = 0; g.on('plotly_afterplot', () => { window.__plots += 1; });")
@@ -212,7 +226,9 @@ def main(argv=None):
         for mode in ("layer", "op"):
             measure(net, graph, mode, use_dot=not args.no_dot)
     if args.synthetic:
-        measure(f"synthetic {args.synthetic // 1000}k", synthetic_graph(args.synthetic), "layer", use_dot=False)
+        graph = synthetic_graph(args.synthetic)
+        measure(f"synthetic {args.synthetic // 1000}k", graph, "layer", use_dot=False)
+        measure(f"synthetic {args.synthetic // 1000}k", graph, "layer", use_dot=False, blocks=True)
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ QVIZ_JS = """
 const status = (document.querySelector('#model-status') || {}).textContent || '';
 const g = document.querySelector('#graph .js-plotly-plot');
 const plotted = !!(g && g.data && g.data.some(d => d.name === 'nodes' && d.x && d.x.length));
-return [document.querySelectorAll('#first-view circle').length > 0 || plotted, plotted, status];
+return [document.querySelectorAll('#first-view circle, #first-view rect').length > 0 || plotted, plotted, status];
 """
 NETRON_JS = "return document.querySelectorAll('g.node').length;"
 

@@ -81,7 +81,10 @@ class NodeData:
         """The colour ``key`` is painted (None: no value, drawn as it would be without data)."""
         if key in self.colors:
             return self.colors[key]
-        value = self.values.get(key)
+        return self.color_of_value(self.values.get(key))
+
+    def color_of_value(self, value: float | None) -> str | None:
+        """The colour a node of ``value`` is painted (None: no value)."""
         if value is None or not math.isfinite(value):
             return None
         if self.thresholds:

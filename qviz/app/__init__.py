@@ -69,6 +69,7 @@ def create_app(model=None, *, model_name: str | None = None, default_sample: str
 
     import dash
 
+    from ..layout.blocks import default_grouping
     from ..samples import SAMPLES, sample_path
     from . import callbacks
     from .errors import make_error_handler
@@ -110,7 +111,8 @@ def create_app(model=None, *, model_name: str | None = None, default_sample: str
     app.layout = lambda: page(default_sample, store.new_id(), max_upload_bytes,
                               served_name=name if served is not None else None,
                               figure=first.figure if first else None,
-                              status=first.status(first_name) if first else "", linked=_linked_model())
+                              status=first.status(first_name) if first else "", linked=_linked_model(),
+                              grouped=first is not None and default_grouping(first.layers))
     app.server.config["MAX_CONTENT_LENGTH"] = int(max_upload_bytes * 1.4) + 2**20  # base64 overhead
     install_guard(app.server, allowed_hosts=served_hosts(allowed_hosts),
                   token=token or os.environ.get("QVIZ_TOKEN") or None, upload_limit_text=size_text(max_upload_bytes))

@@ -30,6 +30,8 @@ from ..importers.graphdef_sketch import sketch_graph_def
 from ..importers.keras_config import read_sketch
 from ..importers.safety import Limits
 from ..layout import default_cache, sketch_view, view_graph
+from ..layout.blocks import default_grouping, find_blocks, layer_graph
+from ..layout.view import close_blocks
 from ..render import graph_figure
 from ..render.figure import first_view_range
 from ..render.svg import graph_svg
@@ -133,13 +135,18 @@ def _keras_first_view(sketch) -> FirstView:
 
 
 def _first_view(vg, hover=None, from_file: bool = False) -> FirstView:
-    """Lay out a view graph (cached on disk) and draw it as the first figure and as SVG."""
+    """Lay out a view graph (cached on disk) and draw it as the first figure and as SVG;
+    a graph of more than :data:`~qviz.layout.blocks.BLOCKS_FROM_LAYERS` layers with its
+    blocks closed, as the app opens it."""
+    layers = layer_graph(vg)
+    if default_grouping(layers.number_of_nodes()):
+        vg = close_blocks(vg, find_blocks(layers))
     if vg.number_of_nodes() > MAX_SKETCH_LAYERS:
-        raise _TooBig(f"{vg.number_of_nodes()} layers (the first view draws at most {MAX_SKETCH_LAYERS})")
+        raise _TooBig(f"{vg.number_of_nodes()} nodes (the first view draws at most {MAX_SKETCH_LAYERS})")
     pos, routes = default_cache().routes(vg)
     fig = graph_figure(vg, pos, routes=routes, hover=hover, show_status=False, first_view=True)
     svg = graph_svg(vg, pos, routes, window=first_view_range(pos), css_class="first-view-graph")
-    return FirstView(fig.to_plotly_json(), vg.number_of_nodes(), svg, from_file=from_file)
+    return FirstView(fig.to_plotly_json(), layers.number_of_nodes(), svg, from_file=from_file)
 
 
 def graph_first_view(graph) -> FirstView | None:

@@ -45,6 +45,7 @@ SEARCH = "search"
 SEARCH_STATUS = "search-status"
 EXPAND = "expand-button"
 COLLAPSE_ALL = "collapse-all-button"
+BLOCKS_BUTTON = "blocks-button"
 NODE_COUNT = "node-count"
 SAVE_SVG_BUTTON = "save-svg-button"
 SAVE_SVG = "save-svg"                # dcc.Download: the graph drawn as SVG

@@ -39,10 +39,12 @@ SERVED_MODEL = "served:"
 
 
 def page(default_sample: str | None, session_id: str, max_upload_bytes: int = 200 * 2**20,
-         served_name: str | None = None, figure=None, status: str = "", linked: str | None = None):
+         served_name: str | None = None, figure=None, status: str = "", linked: str | None = None,
+         grouped: bool = False):
     """The page; ``served_name``: the served model's name, listed first and picked
     (``default_sample`` is then ignored). ``figure``: the graph drawn in the page
-    itself (the first model's layer view, before any callback), with ``status``.
+    itself (the first model's layer view, before any callback), with ``status``;
+    ``grouped``: drawn with its blocks closed.
     ``linked``: the model the page's link names (``?m=``), picked instead, if it is one."""
     samples = [{"label": name, "value": name} for name in list_samples()]
     if served_name is not None:
@@ -56,7 +58,8 @@ def page(default_sample: str | None, session_id: str, max_upload_bytes: int = 20
         dcc.Store(id=ids.URL_RESTORED, data=False),
         dcc.Store(id=ids.RECIPE),
         dcc.Store(id=ids.EDIT_LOG, data={"seq": 0, "edits": []}),
-        dcc.Store(id=ids.VIEW, data={"mode": "layer", "expanded": [], "direction": "LR"}),
+        dcc.Store(id=ids.VIEW, data={"mode": "layer", "expanded": [], "direction": "LR", "blocks": grouped,
+                                          "opened": []}),
         dcc.Store(id=ids.SELECTED),
         dcc.Store(id=ids.PINNED),
         dcc.Store(id=ids.MODEL_VERSION),
@@ -96,8 +99,13 @@ def page(default_sample: str | None, session_id: str, max_upload_bytes: int = 20
                     html.Span(id=ids.SEARCH_STATUS, className="status"),
                     dcc.Checklist(id=ids.SIDE_BY_SIDE, options=[{"label": " side by side", "value": "on"}],
                                   value=[], inline=True, className="side-toggle"),
-                    html.Button("expand layer", id=ids.EXPAND),
-                    html.Button("collapse all", id=ids.COLLAPSE_ALL),
+                    html.Button("expand", id=ids.EXPAND,
+                                title="draw the selected layer as its ops, or the selected block as its layers"),
+                    html.Button("collapse all", id=ids.COLLAPSE_ALL,
+                                title="every layer drawn whole again, every block closed"),
+                    html.Button("group into blocks", id=ids.BLOCKS_BUTTON,
+                                title="draw runs of layers (MobileNetV2's block_N, a NASNet cell) as one node "
+                                      "each; a model of more than 400 layers opens grouped"),
                     html.Span(id=ids.NODE_COUNT, className="status"),
                     html.Button("save SVG", id=ids.SAVE_SVG_BUTTON,
                                 title="the whole graph as drawn (view, changes, bits) as an SVG file; the camera "

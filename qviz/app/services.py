@@ -34,6 +34,8 @@ import networkx as nx
 
 from ..choices import bits_label, parse_bits_label
 from ..layout import ViewKey, around, default_cache, diff_status, key_showing, view_graph
+from ..layout.blocks import closed_blocks
+from ..layout.view import block_showing
 from ..analysis.budget import budget
 from ..analysis.channel_ranges import ChannelRanges, channel_ranges
 from ..analysis.node_data import MAX_NODE_DATA_BYTES, NodeData, NodeDataError, on_layers
@@ -52,7 +54,7 @@ __all__ = ["HISTORY_LIMIT", "START_RECIPE", "new_history", "current", "push", "u
            "shown", "draw_view", "match_marks", "MatchItem", "why", "search", "hover_lines", "hover_shapes", "warm_up",
            "device_flags", "bit_badges", "cost_line", "painted", "metric_fill", "node_data_from_upload",
            "layer_of_key", "with_expanded", "channel_bits", "channel_ranges_for", "graph_svg_file",
-           "report_explains", "fold_layer_of", "grid_values"]
+           "report_explains", "fold_layer_of", "grid_values", "block_rows"]
 
 #: Undo steps kept per page.
 HISTORY_LIMIT = 50
@@ -252,6 +254,8 @@ class ViewChoice:
     show: str = "rewritten"                # or "original"
     direction: str = "LR"                  # or "TB"
     expanded: tuple[str, ...] = ()         # layers drawn as their ops
+    blocks: bool = False                   # runs of layers drawn as closed blocks (qviz.layout.blocks)
+    opened: tuple[str, ...] = ()           # ids of the blocks opened into their layers
 
     @property
     def original(self) -> bool:
@@ -281,7 +285,8 @@ def draw_view(session, recipe: Recipe, choice: ViewChoice) -> DrawnView:
     cached = session.layouts.get(key)
     if cached is None:
         status, removed = diff_status(result.changes, session.graph) if not choice.original else ({}, [])
-        vg = view_graph(graph, choice.mode, choice.expanded, removed=removed, status=status)
+        closed = closed_blocks(session.blocks, choice.opened) if choice.blocks else ()
+        vg = view_graph(graph, choice.mode, choice.expanded, removed=removed, status=status, blocks=closed)
         cached = DrawnView(vg, *default_cache().routes(vg, choice.direction))
         if len(session.layouts) > 16:
             session.layouts.clear()
@@ -340,7 +345,11 @@ def search(vg: nx.DiGraph, needle: str) -> tuple[list[str], str]:
     for key in (ViewKey.layer(needle), ViewKey.op(needle)):
         if key in vg:
             return [key], ""
-    hits = [k for k in vg if needle.lower() in ViewKey(k).name.lower()]
+    block = block_showing(vg, needle)
+    if block is not None:
+        return [block], f"{needle} is in block {vg.nodes[block]['label']} (open it to see the layer)"
+    hits = [k for k in vg if needle.lower() in str(vg.nodes[k].get("label") if ViewKey(k).is_block
+                                                    else ViewKey(k).name).lower()]
     if hits:
         return hits, f"{len(hits)} found"
     return [], f"no node or layer matches {needle!r}"
@@ -354,8 +363,17 @@ def layer_of_key(graph, key: str) -> str | None:
 
 
 def with_expanded(view_state: dict, selected_key: str | None) -> dict | None:
-    """The view store with the selected layer expanded into its ops (None: nothing to expand)."""
+    """The view store with the selected layer expanded into its ops, or the selected
+    block opened into its layers (None: nothing to expand).
+
+    >>> with_expanded({"expanded": ["a"]}, "layer:b")["expanded"], with_expanded({}, "block:3")["opened"]
+    (['a', 'b'], ['3'])
+    >>> with_expanded({}, "op:a/Conv2D") is None
+    True
+    """
     key = ViewKey.parse(selected_key)
+    if key is not None and key.is_block:
+        return {**view_state, "opened": sorted(set(view_state.get("opened", [])) | {key.name})}
     if key is None or not key.is_layer:
         return None
     return {**view_state, "expanded": sorted(set(view_state.get("expanded", [])) | {key.name})}
@@ -439,6 +457,28 @@ def bit_badges(session, vg: nx.DiGraph, recipe: Recipe) -> dict[str, Badge]:
     'a8'
     """
     return recipe_badges(session.graph, vg, recipe)
+
+
+def block_rows(session, block_id: str, recipe: Recipe):
+    """``(block, [(layer, what the recipe does to it), …])`` for a closed block's panel,
+    or None if the model has no such block (the page sent an old or forged key).
+
+    >>> import qviz
+    >>> from qviz.samples import sample_path
+    >>> from qviz.app.session import Session
+    >>> s = Session(qviz.load(sample_path("lenet_digits")), "lenet")
+    >>> block, rows = block_rows(s, s.blocks[0].id, qviz.Recipe.default(s.graph))
+    >>> rows[:3]
+    [('image', ''), ('conv1', 'w8a8+bn'), ('bn1', '')]
+    """
+    block = next((b for b in session.blocks if b.id == block_id), None)
+    if block is None:
+        return None
+    layers = nx.DiGraph()
+    layers.add_nodes_from((ViewKey.layer(name), {"layer": name}) for name in block.layers)
+    badges = recipe_badges(session.graph, layers, recipe)
+    return block, [(name, badges[ViewKey.layer(name)].text if ViewKey.layer(name) in badges else "")
+                   for name in block.layers]
 
 
 def graph_svg_file(session, recipe: Recipe, choice: ViewChoice, around_layer: str | None = None,
@@ -531,7 +571,9 @@ def device_flags(session, vg: nx.DiGraph, recipe: Recipe, hover: dict) -> dict[s
             worst[f.layer] = f
     flags = {}
     for key, d in vg.nodes(data=True):
-        f = worst.get(d["layer"])
+        # a closed block: its worst layer's
+        found = [worst[layer] for layer in (d.get("layers") or [d["layer"]]) if layer in worst]
+        f = next((f for f in found if f.status == "refused"), found[0] if found else None)
         if f is not None:
             flags[key] = "✗" if f.status == "refused" else "⚠"
             hover[key] = hover.get(key, "") + f"<br>on TFLite: {f.message}"

@@ -16,12 +16,15 @@ import weakref
 from collections import OrderedDict
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cachetools import LRUCache
 
 from ..ir import Graph
+from ..layout import view_graph
+from ..layout.blocks import find_blocks, layer_graph
 from ..passes import Recipe
 from ..passes.refold import ranges_across_folds
 from .jobs import Job, ThreadRunner, shared_thread_runner
@@ -98,6 +101,12 @@ class Session:
     jobs: dict[str, Job] = field(default_factory=dict)
     matches: LRUCache = field(default_factory=lambda: LRUCache(8))   # (pattern, recipe json) → [MatchFate]
     node_data: dict = field(default_factory=dict)   # menu name → NodeData by layer (uploaded node-data files)
+
+    @cached_property
+    def blocks(self):
+        """The float graph's blocks (:func:`qviz.layout.blocks.find_blocks`): its rewrites
+        are drawn with the same blocks, so a block does not change as the recipe does."""
+        return find_blocks(layer_graph(view_graph(self.graph, "layer")))
 
     @property
     def data(self):

@@ -26,8 +26,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import replace
 
 from ..layout import ViewKey
+from ..layout.view import block_showing
 from ..passes import Recipe, folded_into
 from .services import DrawnView, ViewChoice, draw_view
 
@@ -38,7 +40,7 @@ def pane_views(session, recipe: Recipe, pinned: Recipe | None, choice: ViewChoic
     """(pane A, pane B): ``recipe`` as ``choice`` asks; the float model, or ``pinned`` rewritten,
     in the same mode, direction and expanded layers."""
     a = draw_view(session, recipe, choice)
-    side = ViewChoice(choice.mode, "original" if pinned is None else "rewritten", choice.direction, choice.expanded)
+    side = replace(choice, show="original" if pinned is None else "rewritten")
     return a, draw_view(session, pinned if pinned is not None else recipe, side)
 
 
@@ -63,10 +65,13 @@ def counterparts(key: str, source: DrawnView, target: DrawnView, pairs: Mapping[
     absorbed_by = {bn: conv for conv, bn in pairs.items()}
     related = [name for name in (absorbed_by.get(layer), layer, pairs.get(layer)) if name]
     if parsed.is_layer:
-        return list(dict.fromkeys(k for k in (ViewKey.layer(name) for name in related) if k in target.pos))
-    if key in target.pos:
-        return [key]
-    return [k for k in target.pos if target.graph.nodes[k].get("layer") in related]
+        found = list(dict.fromkeys(k for k in (ViewKey.layer(name) for name in related) if k in target.pos))
+    elif key in target.pos:
+        found = [key]
+    else:
+        found = [k for k in target.pos if target.graph.nodes[k].get("layer") in related]
+    block = block_showing(target.graph, layer)     # the other pane has the layer in a closed block
+    return found or ([block] if block in target.pos else [])
 
 
 def _axis_range(relayout: Mapping, axis: str) -> tuple[float, float] | None:

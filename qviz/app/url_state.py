@@ -7,8 +7,9 @@ stays on the server that had it). The server reads it when it builds the page,
 so a link opens its model straight away. The rest is the fragment (``#…``),
 which changing loads nothing: ``v``/``s``/``d`` the view (layer or op,
 rewritten or original, → or ↓; left out when default), ``sel`` the selected
-node, ``x`` the layers expanded into their ops (comma-separated), and ``r``
-the recipe — its JSON, deflated and base64url-encoded (a MobileNetV2 recipe of
+node, ``x`` the layers expanded into their ops (comma-separated), ``g`` the
+blocks closed (``1``) or not (``0``; left out when as the model opens, by its
+size), ``o`` the ids of the blocks opened, and ``r`` the recipe — its JSON, deflated and base64url-encoded (a MobileNetV2 recipe of
 every layer is ~1 KB).
 
 >>> from qviz.passes import LayerBits, Recipe
@@ -20,6 +21,9 @@ every layer is ~1 KB).
 >>> back = parse_page_hash(fragment, query)
 >>> back.model, back.mode, back.show, back.selected, back.expanded, back.recipe == r
 ('lenet_digits', 'op', 'rewritten', 'layer:conv2', ('bn1', 'conv1'), True)
+>>> grouped = parse_page_hash(page_location(PageState("m", blocks=True, opened=("3", "1")))[1])
+>>> grouped.blocks, grouped.opened
+(True, ('1', '3'))
 
 A fragment that is not qviz's says why, in one line:
 
@@ -53,7 +57,7 @@ MAX_RECIPE_BYTES = 2 * 2**20
 MAX_EXPANDED = 1000
 
 _DEFAULTS = {"v": "layer", "s": "rewritten", "d": "LR"}
-_CHOICES = {"v": ("layer", "op"), "s": ("rewritten", "original"), "d": ("LR", "TB")}
+_CHOICES = {"v": ("layer", "op"), "s": ("rewritten", "original"), "d": ("LR", "TB"), "g": ("0", "1")}
 
 
 class PageStateError(QvizError, ValueError):
@@ -69,6 +73,8 @@ class PageState:
     selected: str | None = None       # a view key ("layer:conv1")
     recipe: Recipe | None = None
     expanded: tuple[str, ...] = ()    # layers drawn as their ops (names with a comma are not kept)
+    blocks: bool | None = None        # blocks drawn closed (None: as the model opens, by its size)
+    opened: tuple[str, ...] = ()      # ids of the blocks opened
 
 
 def _encode(recipe: Recipe) -> str:
@@ -102,6 +108,11 @@ def page_location(state: PageState) -> tuple[str, str]:
     expanded = sorted(name for name in state.expanded if name and "," not in name)[:MAX_EXPANDED]
     if expanded:
         parts["x"] = ",".join(expanded)
+    if state.blocks is not None:
+        parts["g"] = "1" if state.blocks else "0"
+    opened = sorted(b for b in state.opened if b and "," not in b)[:MAX_EXPANDED]
+    if opened and state.blocks is not False:
+        parts["o"] = ",".join(opened)
     if state.recipe is not None:
         parts["r"] = _encode(state.recipe)
     query = "?" + urlencode({"m": state.model}) if state.model else ""
@@ -139,7 +150,7 @@ def parse_page_hash(fragment: str | None, query: str | None = None) -> PageState
         fields = parse_qs(text, strict_parsing=True, max_num_fields=16)
     except ValueError as exc:
         raise PageStateError(one_line(f"the link's state (after #) is not qviz's: {exc}")) from None
-    unknown = set(fields) - {"v", "s", "d", "sel", "x", "r"}
+    unknown = set(fields) - {"v", "s", "d", "sel", "x", "r", "g", "o"}
     if unknown:
         raise PageStateError(f"the link's state has fields qviz does not know: {', '.join(sorted(unknown))}")
     one = {}
@@ -152,10 +163,13 @@ def parse_page_hash(fragment: str | None, query: str | None = None) -> PageState
             raise PageStateError(one_line(f"the link's {key}= must be one of {', '.join(allowed)}, "
                                           f"not {one[key][:40]!r}"))
     expanded = tuple(name for name in one.get("x", "").split(",") if name)
-    if len(expanded) > MAX_EXPANDED:
-        raise PageStateError(f"the link expands {len(expanded)} layers; qviz reads at most {MAX_EXPANDED}")
+    opened = tuple(name for name in one.get("o", "").split(",") if name)
+    if max(len(expanded), len(opened)) > MAX_EXPANDED:
+        raise PageStateError(f"the link expands {max(len(expanded), len(opened))} layers or blocks; "
+                             f"qviz reads at most {MAX_EXPANDED}")
     return PageState(linked_model(query), one.get("v", "layer"), one.get("s", "rewritten"), one.get("d", "LR"),
-                     one.get("sel"), _decode(one["r"]) if "r" in one else None, expanded)
+                     one.get("sel"), _decode(one["r"]) if "r" in one else None, expanded,
+                     None if "g" not in one else one["g"] == "1", opened)
 
 
 def history_following(history: dict, recipe: Recipe) -> dict:

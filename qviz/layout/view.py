@@ -26,12 +26,13 @@ from ..ir import Graph, Node, parse_tensor_name
 from ..ir.ops import ACTIVATION_OPS, ADD_OPS, BATCH_NORM_OPS, CONV_LIKE_OPS, FAKE_QUANT_OPS
 
 __all__ = ["view_graph", "sketch_view", "kind_of_op", "kind_of_keras_class", "layer_kind", "KINDS", "ViewKey",
-           "diff_status", "key_showing", "around"]
+           "diff_status", "key_showing", "block_showing", "close_blocks", "around", "BLOCK_KIND"]
 
 
 class ViewKey(str):
-    """A node of the view graph: a whole layer or one op, spelled ``"layer:<name>"``
-    or ``"op:<name>"``.
+    """A node of the view graph: a whole layer, one op, or a closed block of layers
+    (:mod:`qviz.layout.blocks`), spelled ``"layer:<name>"``, ``"op:<name>"`` or
+    ``"block:<id>"``.
 
     A ``str`` so it can be a networkx node, a plotly ``customdata`` and a value
     in the browser's stores as it is; built and read only through this class.
@@ -39,17 +40,19 @@ class ViewKey(str):
     >>> k = ViewKey.layer("conv1")
     >>> k, k.kind, k.name, k.is_layer, ViewKey("op:conv1/Conv2D").name
     ('layer:conv1', 'layer', 'conv1', True, 'conv1/Conv2D')
+    >>> ViewKey.block("3").is_block, ViewKey.block("3").layer_in(None)
+    (True, None)
     >>> ViewKey("conv1")
     Traceback (most recent call last):
-    ValueError: a view key is 'layer:<name>' or 'op:<name>', not 'conv1'
+    ValueError: a view key is 'layer:<name>', 'op:<name>' or 'block:<id>', not 'conv1'
     """
 
     __slots__ = ()
 
     def __new__(cls, text: str):
         kind, sep, name = str(text).partition(":")
-        if not sep or kind not in ("layer", "op") or not name:
-            raise ValueError(f"a view key is 'layer:<name>' or 'op:<name>', not {text!r}")
+        if not sep or kind not in ("layer", "op", "block") or not name:
+            raise ValueError(f"a view key is 'layer:<name>', 'op:<name>' or 'block:<id>', not {text!r}")
         return super().__new__(cls, text)
 
     @classmethod
@@ -72,6 +75,10 @@ class ViewKey(str):
     def op(cls, name: str) -> "ViewKey":
         return cls(f"op:{name}")
 
+    @classmethod
+    def block(cls, block_id: str) -> "ViewKey":
+        return cls(f"block:{block_id}")
+
     @property
     def kind(self) -> str:
         return self.partition(":")[0]
@@ -84,8 +91,15 @@ class ViewKey(str):
     def is_layer(self) -> bool:
         return self.kind == "layer"
 
+    @property
+    def is_block(self) -> bool:
+        return self.kind == "block"
+
     def layer_in(self, graph: Graph) -> str | None:
-        """The layer this key shows in ``graph`` (its own, or its op's); None if gone."""
+        """The layer this key shows in ``graph`` (its own, or its op's); None if gone,
+        and for a block (many layers)."""
+        if self.is_block:
+            return None
         if self.is_layer:
             return self.name if self.name in graph.layers else None
         return graph.node(self.name).layer if self.name in graph else None
@@ -101,12 +115,22 @@ def diff_status(changes, original: Graph) -> tuple[dict[str, str], list[Node]]:
 
 
 def key_showing(vg: nx.DiGraph, graph: Graph, name: str) -> ViewKey | None:
-    """The view key that shows node ``name`` of ``graph``: its op, else its layer."""
+    """The view key that shows node ``name`` of ``graph``: its op, else its layer,
+    else the closed block its layer is in."""
     if ViewKey.op(name) in vg:
         return ViewKey.op(name)
-    if name in graph and ViewKey.layer(graph.node(name).layer) in vg:
-        return ViewKey.layer(graph.node(name).layer)
-    return None
+    if name not in graph:
+        return None
+    layer = graph.node(name).layer
+    if ViewKey.layer(layer) in vg:
+        return ViewKey.layer(layer)
+    return block_showing(vg, layer)
+
+
+def block_showing(vg: nx.DiGraph, layer: str) -> ViewKey | None:
+    """The closed block drawn in ``vg`` that holds ``layer`` (None: not in one)."""
+    block_id = vg.graph.get("block_of", {}).get(layer)
+    return ViewKey.block(block_id) if block_id is not None else None
 
 #: Colour groups, in priority order for naming a layer after its main op.
 KINDS = {
@@ -118,6 +142,8 @@ KINDS = {
     "pool": {"MaxPool", "AvgPool", "Mean"},
     "io": {"Placeholder", "Identity"},
 }
+#: The colour group of a closed block (never a layer's or an op's).
+BLOCK_KIND = "block"
 
 
 def kind_of_op(op: str) -> str:
@@ -159,7 +185,7 @@ def kind_of_keras_class(class_name: str) -> str:
     return "other"
 
 
-def sketch_view(sketch) -> nx.DiGraph:
+def sketch_view(sketch, blocks: Iterable = ()) -> nx.DiGraph:
     """The layer view of a Keras model file's layer graph
     (:class:`qviz.importers.keras_config.ModelSketch`), drawn before TensorFlow
     has frozen the model: the nodes and edges the frozen graph's layer view will
@@ -182,7 +208,7 @@ def sketch_view(sketch) -> nx.DiGraph:
         for src in layer.inputs:
             if ViewKey.layer(src) in out and src != layer.name:
                 out.add_edge(ViewKey.layer(src), ViewKey.layer(layer.name))
-    return out
+    return close_blocks(out, blocks)
 
 
 def around(vg: nx.DiGraph, layers: Iterable[str], hops: int = 2) -> nx.DiGraph:
@@ -216,7 +242,7 @@ def around(vg: nx.DiGraph, layers: Iterable[str], hops: int = 2) -> nx.DiGraph:
 
 
 def view_graph(graph: Graph, mode: str = "layer", expanded: Iterable[str] = (),
-               removed: Iterable[Node] = (), status: dict | None = None) -> nx.DiGraph:
+               removed: Iterable[Node] = (), status: dict | None = None, blocks: Iterable = ()) -> nx.DiGraph:
     """The drawable graph.
 
     Args:
@@ -227,6 +253,8 @@ def view_graph(graph: Graph, mode: str = "layer", expanded: Iterable[str] = (),
             ``ghost_of`` names the view node it is drawn behind (the nearest one
             upstream still in ``graph``; none found: drawn with its old edges).
         status: node name → ``"added"`` / ``"modified"`` (from a change record).
+        blocks: :class:`qviz.layout.blocks.Block` s drawn closed, each as one node
+            (:func:`close_blocks`), in either mode.
 
     Node keys are ``"layer:<name>"`` or ``"op:<name>"``; node data: ``kind``,
     ``label``, ``layer``, ``op``, ``ops`` (member count), ``constants`` (the
@@ -297,6 +325,51 @@ def view_graph(graph: Graph, mode: str = "layer", expanded: Iterable[str] = (),
             src = parse_tensor_name(t)[0]
             if src in present and index[src] != index[n.name] and not {index[src], index[n.name]} & ghosts.keys():
                 out.add_edge(index[src], index[n.name])
+    return close_blocks(out, blocks)
+
+
+def close_blocks(vg: nx.DiGraph, blocks: Iterable) -> nx.DiGraph:
+    """``vg`` with every node of each block's layers (layers, expanded ops, ghosts)
+    drawn as one node ``block:<id>``: kind ``"block"``, the block's ``label`` and
+    ``layers``, ``layer`` None, its members' ``ops``, ``constants`` and
+    ``members``, and a status summing theirs. ``vg.graph["block_of"]`` maps each
+    layer of a closed block to the block's id (:func:`block_showing`).
+
+    >>> from qviz.layout.blocks import Block
+    >>> vg = nx.DiGraph([("layer:a", "layer:b"), ("layer:b", "layer:c"), ("layer:c", "layer:d")])
+    >>> for k in vg:
+    ...     vg.nodes[k].update(layer=k[6:], kind="conv", ops=2, constants=1, status=None, members=[k[6:]])
+    >>> closed = close_blocks(vg, [Block("1", "bc", ("b", "c"))])
+    >>> list(closed.edges), closed.nodes["block:1"]["ops"], closed.graph["block_of"]
+    ([('layer:a', 'block:1'), ('block:1', 'layer:d')], 4, {'b': '1', 'c': '1'})
+    """
+    block_of = {layer: b for b in blocks for layer in b.layers}
+    if not block_of:
+        vg.graph["block_of"] = {}
+        return vg
+    mapping = {k: ViewKey.block(block_of[d["layer"]].id) for k, d in vg.nodes(data=True)
+               if d.get("layer") in block_of}
+    out = nx.DiGraph()
+    out.graph.update(vg.graph, block_of={layer: b.id for layer, b in block_of.items()})
+    inside: dict[str, list[dict]] = {}
+    for k, d in vg.nodes(data=True):
+        if k in mapping:
+            if mapping[k] not in inside:
+                out.add_node(mapping[k])       # here: the block keeps its first member's place in the order
+            inside.setdefault(mapping[k], []).append(d)
+        else:
+            out.add_node(k, **dict(d, ghost_of=mapping.get(d["ghost_of"], d["ghost_of"])) if d.get("ghost_of") else d)
+    for key, ds in inside.items():
+        block = block_of[ds[0]["layer"]]
+        states = {d.get("status") for d in ds}
+        status = next(iter(states)) if len(states) == 1 else "modified"
+        out.nodes[key].update(kind=BLOCK_KIND, op="block", label=block.label, layer=None, layers=list(block.layers),
+                              ops=sum(d.get("ops", 0) for d in ds), constants=sum(d.get("constants", 0) for d in ds),
+                              status=status, members=[m for d in ds for m in d.get("members", ())])
+    for u, v in vg.edges:
+        a, b = mapping.get(u, u), mapping.get(v, v)
+        if a != b:
+            out.add_edge(a, b)
     return out
 
 

@@ -24,11 +24,11 @@ __all__ = ["graph_figure", "Badge", "bits_color", "BIT_COLORS", "first_view_rang
            "layer_error_figure", "COLORS", "KIND_NAMES", "NO_VALUE_COLOR", "STATUS_COLORS"]
 
 COLORS = {"conv": "#1f77b4", "batchnorm": "#ff7f0e", "quant": "#9467bd", "activation": "#2ca02c",
-          "add": "#8c564b", "pool": "#17becf", "io": "#7f7f7f", "other": "#bcbd22"}
+          "add": "#8c564b", "pool": "#17becf", "io": "#7f7f7f", "other": "#bcbd22", "block": "#5c6bc0"}
 #: What each fill colour stands for, in the legend's words.
 KIND_NAMES = {"conv": "conv / dense (has weights)", "batchnorm": "batch norm", "quant": "fake-quant",
               "activation": "activation", "add": "add (bypass)", "pool": "pooling", "io": "input / output",
-              "other": "other"}
+              "other": "other", "block": "block of layers (closed: select it and press expand)"}
 #: The fill of a node without a value while the graph is coloured by a metric.
 NO_VALUE_COLOR = "#e3e3e3"
 #: The selected node's outline (colour, width); a match's halo and a removed node's opacity.
@@ -94,6 +94,23 @@ class Badge:
         widths = [b for b in (weight_bits, activation_bits) if b]
         return cls(text, min(widths) if widths else None) if text else None
 
+    @classmethod
+    def span(cls, weight_bits, activation_bits, folded: bool = False) -> "Badge | None":
+        """The badge of a closed block: the range of its layers' widths (``w4–8a8+bn``).
+
+        >>> Badge.span([8, 4, None], [8, 8], folded=True), Badge.span([], [])
+        (Badge(text='w4–8a8+bn', bits=4), None)
+        """
+        def words(prefix, values):
+            values = sorted({v for v in values if v})
+            if not values:
+                return ""
+            return f"{prefix}{values[0]}" + (f"–{values[-1]}" if len(values) > 1 else "")
+
+        text = words("w", weight_bits) + words("a", activation_bits) + ("+bn" if folded else "")
+        widths = [b for b in (*weight_bits, *activation_bits) if b]
+        return cls(text, min(widths) if widths else None) if text else None
+
     @property
     def color(self) -> str:
         return bits_color(self.bits)
@@ -110,15 +127,24 @@ def _scatter(n_nodes: int):
     return lambda **props: cls(**props, **_UNCHECKED)
 
 
+#: Marker size of a closed block, a whole layer and one op.
+BLOCK_SIZE, LAYER_SIZE, OP_SIZE = 24, 16, 11
+
+
 def _node_sizes(keys) -> list[int]:
-    """Marker sizes: a whole layer drawn larger than one op."""
-    return [16 if _is_layer(k) else 11 for k in keys]
+    """Marker sizes: a block drawn larger than a whole layer, a layer larger than one op."""
+    return [BLOCK_SIZE if _kind(k) == "block" else LAYER_SIZE if _kind(k) == "layer" else OP_SIZE for k in keys]
+
+
+def _kind(key) -> str:
+    """``"block"``, ``"layer"`` or ``"op"`` (anything else draws as one op)."""
+    parsed = ViewKey.parse(key)
+    return parsed.kind if parsed is not None else "op"
 
 
 def _is_layer(key) -> bool:
-    """Whether a node drawn is a whole layer (any other key draws as one op)."""
-    parsed = ViewKey.parse(key)
-    return parsed is not None and parsed.is_layer
+    """Whether a node drawn is a whole layer."""
+    return _kind(key) == "layer"
 
 
 def _edges(g, pos, routes=None):
@@ -185,7 +211,11 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
         if d.get("ghost_of"):
             state += f" (drawn behind {d['ghost_of'].split(':', 1)[1]}, which now does its work)"
         constants = f" + {d['constants']} constants" if d.get("constants") else ""
-        if d.get("sketch"):   # drawn from the Keras file, before TensorFlow has frozen it
+        if _kind(k) == "block":
+            layers = d.get("layers") or [""]
+            what = (f"block {d['label']}: {len(layers)} layers, {layers[0]} … {layers[-1]}"
+                    + (f" ({d['ops']} ops)" if d.get("ops") else "") + "<br>select it and press expand to open it")
+        elif d.get("sketch"):   # drawn from the Keras file, before TensorFlow has frozen it
             what = f"layer {d['label']} ({d['op']})"
         elif _is_layer(k):
             what = f"layer {d['label']} ({d['ops']} ops{constants}, main op {d['op']})"
@@ -207,6 +237,8 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
             widths.append(1)
     window = first_view_range(pos, direction) if first_view else None
     scatter = _scatter(len(keys))
+    symbols = {"symbol": ["square" if _kind(k) == "block" else "circle" for k in keys]} \
+        if any(_kind(k) == "block" for k in keys) else {}
     nodes = scatter(
         x=[pos[k][0] for k in keys], y=[pos[k][1] for k in keys], customdata=keys,
         mode="markers+text" if _labels_readable(pos, window) else "markers",
@@ -215,7 +247,7 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
         textposition=[label_position(pos[k], d, direction) for k, d in zip(keys, data)]
         if len(keys) <= MAX_LABELS else None, textfont=dict(size=10),
         hovertext=texts, hoverinfo="text", name="nodes", showlegend=False,
-        marker=dict(size=_node_sizes(keys),
+        marker=dict(size=_node_sizes(keys), **symbols,
                     color=[COLORS[d["kind"]] for d in data] if fill is None
                     else [fill.get(k, NO_VALUE_COLOR) for k in keys],
                     opacity=[GHOST_OPACITY if d.get("status") == "removed" else 1.0 for d in data],

@@ -72,17 +72,26 @@ def recipe_badges(graph: Graph, vg: nx.DiGraph, recipe: Recipe) -> dict[str, Bad
     units = set(quantizable_units(graph))
     weighted = set(quantizable_layers(graph))
     folded = {c.layer for c in fold_candidates(graph) if c.foldable and recipe.folds(c.layer)}
+
+    def widths(layer):
+        bits = recipe.bits(layer) if layer in units else None
+        return (bits.weight_bits if bits and layer in weighted else None,   # an Add has no weights
+                bits.activation_bits if bits else None, layer in folded)
+
     out = {}
     for key, d in vg.nodes(data=True):
         k = ViewKey.parse(key)
-        layer = d.get("layer")
-        if k is None or d.get("ghost_of") or d.get("status") == "removed" or layer not in units | folded:
+        if k is None or d.get("ghost_of") or d.get("status") == "removed":
             continue
-        if not k.is_layer and d["op"] not in (LAYER_OPS if layer in weighted else ADD_OPS):
-            continue
-        bits = recipe.bits(layer) if layer in units else None
-        badge = Badge.of(bits.weight_bits if bits and layer in weighted else None,   # an Add has no weights
-                         bits.activation_bits if bits else None, folded=layer in folded)
+        if k.is_block:     # a closed block: the range of its layers' widths
+            marks = [widths(layer) for layer in d.get("layers", ()) if layer in units | folded]
+            badge = Badge.span([w for w, _, _ in marks], [a for _, a, _ in marks], any(f for _, _, f in marks))
+        else:
+            layer = d.get("layer")
+            if layer not in units | folded or (
+                    not k.is_layer and d["op"] not in (LAYER_OPS if layer in weighted else ADD_OPS)):
+                continue
+            badge = Badge.of(*widths(layer))
         if badge is not None:
             out[key] = badge
     return out

@@ -8,9 +8,16 @@ colours for :func:`qviz.render.graph_figure`, and the legend's words.
 >>> hover = {}
 >>> metric_fill(NodeData("err", {"a": 1.0, "b": 3.0}), vg, hover), hover["layer:b"]
 ({'layer:a': '#2c7bb6', 'layer:b': '#d7191c'}, '<br>err: 3')
+>>> vg.add_node("block:1", layer=None, layers=["a", "b"])
+>>> data = NodeData("err", {"a": 1.0, "b": 3.0, "c": 2.0})
+>>> metric_fill(data, vg, hover)["block:1"] == data.color_of("c"), hover["block:1"]   # a, b's mean: c's value
+(True, '<br>err: 1 … 3 over 2 layers')
 """
 
 from __future__ import annotations
+
+import math
+from collections import Counter
 
 import networkx as nx
 
@@ -21,9 +28,16 @@ __all__ = ["metric_fill"]
 
 def metric_fill(data: NodeData, vg: nx.DiGraph, hover: dict) -> dict[str, str]:
     """View key → fill colour from ``data`` (a layer's node, or each op of the layer);
-    the value is added to ``hover``."""
+    the value is added to ``hover``. A closed block is painted with its layers'
+    most common colour for categories (fold status), else its layers' mean, and
+    its hover gives their range."""
     out = {}
     for key, d in vg.nodes(data=True):
+        if d.get("layers") is not None and d.get("layer") is None:     # a closed block
+            color = _block_fill(data, d["layers"], key, hover)
+            if color is not None:
+                out[key] = color
+            continue
         layer = d.get("layer")
         color = data.color_of(layer) if layer is not None and not d.get("ghost_of") else None
         if color is not None:
@@ -31,3 +45,16 @@ def metric_fill(data: NodeData, vg: nx.DiGraph, hover: dict) -> dict[str, str]:
             if layer in data.values:
                 hover[key] = hover.get(key, "") + f"<br>{data.name}: {data.values[layer]:.4g}"
     return out
+
+
+def _block_fill(data: NodeData, layers, key, hover: dict) -> str | None:
+    colors = [c for c in (data.color_of(layer) for layer in layers) if c is not None]
+    values = [data.values[layer] for layer in layers if layer in data.values and math.isfinite(data.values[layer])]
+    if not colors:
+        return None
+    if values:
+        hover[key] = hover.get(key, "") + (f"<br>{data.name}: {min(values):.4g} … {max(values):.4g} "
+                                           f"over {len(values)} layers")
+    if data.labels or data.colors or not values:   # categories: the block's most common one
+        return Counter(colors).most_common(1)[0][0]
+    return data.color_of_value(sum(values) / len(values))

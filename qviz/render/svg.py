@@ -103,15 +103,20 @@ def graph_svg(g, pos: Mapping, routes: Mapping | None = None, *, window=None, cs
     # ghosts (removed by the rewrite) first, so the node that replaced one is drawn over it
     for k in sorted(shown, key=lambda k: g.nodes[k].get("ghost_of") is None):
         d = g.nodes[k]
-        r = (8 if str(k).startswith("layer:") else 5.5) * unit
+        block = str(k).startswith("block:")
+        r = (12 if block else 8 if str(k).startswith("layer:") else 5.5) * unit
         x, y = pos[k]
         status = d.get("status") if show_status else None
         extra = (f' stroke="{STATUS_COLORS[status]}" stroke-width="{_fmt(2.5 * unit)}"' if status else "") + (
             f' opacity="{GHOST_OPACITY}"' if status == "removed" else "")
         change = f" ({status})" if status else ""
-        parts.append(f'<circle cx="{_fmt(x)}" cy="{_fmt(-y)}" r="{_fmt(r)}" '
-                     f'fill="{COLORS.get(d.get("kind"), COLORS["other"])}"{extra}><title>'
-                     f'{escape(str(d.get("label", k)))}{change}</title></circle>')
+        fill = COLORS.get(d.get("kind"), COLORS["other"])
+        title = f'<title>{escape(str(d.get("label", k)))}{change}</title>'
+        if block:   # a closed block: a square, as on the page
+            parts.append(f'<rect x="{_fmt(x - r)}" y="{_fmt(-y - r)}" width="{_fmt(2 * r)}" height="{_fmt(2 * r)}" '
+                         f'rx="{_fmt(2 * unit)}" fill="{fill}"{extra}>{title}</rect>')
+        else:
+            parts.append(f'<circle cx="{_fmt(x)}" cy="{_fmt(-y)}" r="{_fmt(r)}" fill="{fill}"{extra}>{title}</circle>')
     parts.append("</g>")
     parts.append(f'<g font-family="sans-serif" font-size="{_fmt(10 * unit)}" fill="#444" text-anchor="middle">')
     for k in shown:

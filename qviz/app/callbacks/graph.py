@@ -32,8 +32,10 @@ log = logging.getLogger(__name__)
 
 
 def view_choice(mode, show, direction, view_state) -> ViewChoice:
+    view_state = view_state or {}
     return ViewChoice(mode or "layer", show or "rewritten", direction or "LR",
-                      tuple(sorted((view_state or {}).get("expanded", []))))
+                      tuple(sorted(view_state.get("expanded", []))), bool(view_state.get("blocks")),
+                      tuple(sorted(view_state.get("opened", []))))
 
 
 def pattern_of(builtin, text):
@@ -186,14 +188,21 @@ def register(app, store) -> None:
 
     @app.callback(
         Output(ids.VIEW, "data"),
-        Input(ids.EXPAND, "n_clicks"), Input(ids.COLLAPSE_ALL, "n_clicks"),
+        Input(ids.EXPAND, "n_clicks"), Input(ids.COLLAPSE_ALL, "n_clicks"), Input(ids.BLOCKS_BUTTON, "n_clicks"),
         State(ids.SELECTED, "data"), State(ids.VIEW, "data"), prevent_initial_call=True,
     )
-    def expand(_expand, _collapse, selected, view_state):
+    def expand(_expand, _collapse, _blocks, selected, view_state):
+        view_state = view_state or {}
         if ctx.triggered_id == ids.COLLAPSE_ALL:
-            return {**view_state, "expanded": []}
+            return {**view_state, "expanded": [], "opened": []}
+        if ctx.triggered_id == ids.BLOCKS_BUTTON:
+            return {**view_state, "blocks": not view_state.get("blocks"), "opened": []}
         expanded = services.with_expanded(view_state, (selected or {}).get("key"))
         return no_update if expanded is None else expanded
+
+    @app.callback(Output(ids.BLOCKS_BUTTON, "children"), Input(ids.VIEW, "data"))
+    def blocks_button(view_state):
+        return "ungroup blocks" if (view_state or {}).get("blocks") else "group into blocks"
 
     @app.callback(
         output=dict(options=Output(ids.COLOR_BY, "options"), value=Output(ids.COLOR_BY, "value")),

@@ -8,6 +8,7 @@ import time
 from dash import Input, Output, State, ctx, no_update
 
 from ...importers import LoadError
+from ...layout.blocks import default_grouping
 from ...samples import SAMPLES, sample_path
 from .. import ids, services
 from ..first_view import FirstView, failed_future, sketch_of
@@ -166,7 +167,8 @@ def register(app, store, options) -> None:
         return dict(status=f"{origin.name}: {len(graph)} ops, {len(graph.layers)} layers", figure=no_update,
                     version={"name": origin.name, "sid": sid, "n": len(graph), "t": time.monotonic()},
                     history=no_update if keep_recipe else services.new_history(_start_recipe(origin)),
-                    view_state={**view_state, "expanded": []}, stop_polling=True)
+                    view_state={**view_state, "expanded": [], "opened": [],
+                                "blocks": default_grouping(len(graph.layers))}, stop_polling=True)
 
 
 #: The graph area when a model drawn from its file then failed to open, and nothing else is open.

@@ -114,6 +114,8 @@ def register(app, store) -> None:
 
 def _node_panel(s, key: ViewKey, recipe: Recipe, builtin, text, show):
     """(panel content, explanation, still waiting for the worker)."""
+    if key.is_block:
+        return _block_panel(s, key, recipe), "", False
     if not s.result_ready(recipe):
         # the recipe's calibration is running in the worker: its controls now, the rest when ready
         layer = key.layer_in(s.graph)
@@ -222,6 +224,22 @@ def _report_view(rep, origin: str):
 def _short(v) -> str:
     text = repr(v)
     return text if len(text) < 80 else text[:77] + "…"
+
+
+def _block_panel(s, key: ViewKey, recipe: Recipe):
+    """A closed block: its layers in order, each with what the recipe does to it."""
+    found = services.block_rows(s, key.name, recipe)
+    if found is None:
+        return html.Div(f"no block {key.name} in this model")
+    block, rows = found
+    return html.Div([
+        html.B(f"block {block.label}"),
+        html.Div(f"{len(rows)} layers drawn as one node, {rows[0][0]} … {rows[-1][0]}. "
+                 "Press expand (above the graph) to open it into its layers; collapse all closes it again.",
+                 className="hint"),
+        html.Ol([html.Li([name, " ", html.Span(badge, className="legend-badge") if badge else ""])
+                 for name, badge in rows], className="block-layers"),
+    ], className="block-panel")
 
 
 def _controls(graph, recipe, layer):

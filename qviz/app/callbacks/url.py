@@ -7,6 +7,7 @@ import logging
 
 from dash import Input, Output, State, ctx, no_update
 
+from ...layout.blocks import default_grouping
 from ...passes import RecipeError
 from .. import ids
 from ..layout import SERVED_MODEL
@@ -65,9 +66,13 @@ def register(app, store, options) -> None:
         if not restored or s is None or not history:
             return nothing
         recipe = current(history)
+        view = view or {}
+        blocks = bool(view.get("blocks"))
         where = page_location(PageState(_model_of(s), mode or "layer", show or "rewritten", direction or "LR",
                                         (selected or {}).get("key"), None if recipe == START_RECIPE else recipe,
-                                        tuple((view or {}).get("expanded", ()))))
+                                        tuple(view.get("expanded", ())),
+                                        None if blocks == default_grouping(len(s.graph.layers)) else blocks,
+                                        tuple(view.get("opened", ()))))
         if where == ((query or ""), (fragment or "")):
             return nothing
         return dict(nothing, query=where[0] if where[0] != (query or "") else no_update,
@@ -101,7 +106,11 @@ def register(app, store, options) -> None:
         if state.selected != (selected or {}).get("key"):
             out["selected"] = {"key": state.selected, "center": True} if state.selected else None
         expanded = sorted(set(state.expanded) & set(s.graph.layers))    # layers the model has
-        if view is not None and expanded != sorted((view or {}).get("expanded", [])):
-            out["view"] = {**view, "expanded": expanded}
+        blocks = default_grouping(len(s.graph.layers)) if state.blocks is None else state.blocks
+        opened = sorted(set(state.opened) & {b.id for b in s.blocks}) if blocks else []
+        wanted = {"expanded": expanded, "blocks": blocks, "opened": opened}
+        if view is not None and any(want != (sorted(view.get(k, [])) if k != "blocks" else bool(view.get(k)))
+                                    for k, want in wanted.items()):
+            out["view"] = {**view, **wanted}
         log.info("session %s: state from the URL applied", session["sid"][:8])
         return out

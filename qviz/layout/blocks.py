@@ -1,0 +1,245 @@
+"""Blocks: runs of layers drawn as one node, so a graph of thousands of layers can be read.
+
+A model of a thousand layers is built from a few dozen repeated blocks
+(MobileNetV2's ``block_N``, ResNet's ``convS_blockB``, NASNet's cells), and its
+reader thinks in them. :func:`find_blocks` finds them in the layer graph alone,
+so it works on any model, named or not, and on a Keras file's layer graph
+before TensorFlow has frozen it (the same blocks either way):
+
+1. Lay the layers out in a topological order that finishes a branch before
+   starting the next (:func:`_order`). A run of consecutive layers in that
+   order drawn as one node can never make a cycle: every edge that leaves the
+   run goes forwards.
+2. Between layer *i* and *i+1* count the **width**: how many layers up to *i*
+   feed a layer after it. Where a block ends, the width is smallest (1 after a
+   chain, 2 after a NASNet cell whose two last outputs feed the next one).
+3. Add a **name penalty** for cutting between two layers whose names share a
+   numbered scope: ``block_1_expand | block_1_expand_BN`` share ``block_1``
+   (penalty 2, its length in tokens), ``normal_add_1_0 | normal_concat_0`` end
+   alike in ``0`` (penalty 1), ``block_1_project_BN | block_2_expand`` share
+   nothing numbered (0).
+4. Cut greedily: from the start of a block, the cheapest cut between
+   :data:`MIN_LAYERS` and :data:`MAX_LAYERS` layers on, costing
+   ``width + penalty`` plus :data:`SIZE_WEIGHT` × the block's relative distance
+   from :data:`TARGET_LAYERS` layers (the end of the graph costs 1, as a chain's
+   cut; the earliest of equals wins).
+
+A block is named by the numbered prefix most of its layers share
+(``block_1``, ``conv2_block1``), else the numbered suffix most share, with
+the first word of those names (``normal_*_0``), else its first and last
+layer (``conv12 … relu14``). On the Keras applications this gives
+MobileNetV2's 16 ``block_N`` and ResNet50's 16 ``convS_blockB`` exactly,
+DenseNet121's dense layers, and NASNetMobile's cells in two to four parts.
+
+>>> import networkx as nx
+>>> names = ["input", "block_1_expand", "block_1_bn", "block_1_relu", "block_1_project",
+...          "block_2_expand", "block_2_bn", "block_2_relu", "block_2_project", "block_2_add", "head"]
+>>> chain = nx.DiGraph(list(zip(names, names[1:])))
+>>> chain.add_edge("block_1_project", "block_2_add")   # block 2's bypass
+>>> [(b.label, b.layers[0], b.layers[-1]) for b in find_blocks(chain, min_layers=2)]
+[('block_1', 'input', 'block_1_project'), ('block_2', 'block_2_expand', 'head')]
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import networkx as nx
+
+__all__ = ["Block", "find_blocks", "layer_graph", "MIN_LAYERS", "MAX_LAYERS", "TARGET_LAYERS",
+           "BLOCKS_FROM_LAYERS"]
+
+#: Sizes of a block, in layers: never fewer than MIN (a block of two saves little),
+#: never more than MAX (a block should be taken in at a glance once opened).
+MIN_LAYERS = 3
+MAX_LAYERS = 64
+TARGET_LAYERS = 8
+#: How much a block's distance from TARGET_LAYERS (relative) adds to a cut's cost.
+SIZE_WEIGHT = 1.0
+#: A graph of more layers than this opens with its blocks closed (NASNetMobile has
+#: ~770 layers, DenseNet121 ~430; MobileNetV2's 158 and ResNet50's 177 read fine as layers).
+BLOCKS_FROM_LAYERS = 400
+
+#: Share of a block's layers whose names must agree for the block to be named after them.
+MAJORITY = 0.6
+
+_TOKEN = re.compile(r"[^_/.:\-]+")
+
+
+@dataclass(frozen=True)
+class Block:
+    """A run of consecutive layers drawn as one node: ``id`` (its view key's name,
+    stable for a model: the block's number), ``label`` (what the reader sees), ``layers``."""
+
+    id: str
+    label: str
+    layers: tuple[str, ...]
+
+
+def layer_graph(view: nx.DiGraph) -> nx.DiGraph:
+    """A view graph's layers as a graph of layer names (nodes of other kinds are left out)."""
+    out = nx.DiGraph()
+    for k, d in view.nodes(data=True):
+        if str(k).startswith("layer:") and not d.get("ghost_of"):
+            out.add_node(d["layer"])
+    for u, v in view.edges:
+        if str(u).startswith("layer:") and str(v).startswith("layer:"):
+            out.add_edge(view.nodes[u]["layer"], view.nodes[v]["layer"])
+    return out
+
+
+def find_blocks(layers: nx.DiGraph, *, min_layers: int = MIN_LAYERS, max_layers: int = MAX_LAYERS,
+                target: int = TARGET_LAYERS) -> tuple[Block, ...]:
+    """The blocks of a layer graph (nodes: layer names; edges: data flow), in order.
+
+    Every layer is in at most one block; a layer left between two blocks (or a
+    graph with a cycle between layers, which has no order to cut) is in none.
+
+    >>> find_blocks(nx.DiGraph([("a", "b")]))
+    ()
+    """
+    order = _order(layers)
+    if order is None or len(order) < 2 * min_layers:
+        return ()
+    n = len(order)
+    cost = [*_cut_costs(layers, order), 1.0]     # the graph's end: as good a place to end a block as a chain's cut
+    blocks, start = [], 0
+    while start < n:
+        if n - start < 2 * min_layers:
+            end = n
+        else:
+            lo, hi = start + min_layers, min(start + max_layers, n - min_layers, n)
+            # cut after position i (block = order[start:i + 1]); the end of the graph is a cut too
+            candidates = [*range(lo - 1, hi), *([n - 1] if n - start <= max_layers else [])]
+            end = 1 + min(candidates, key=lambda i: (cost[i] + SIZE_WEIGHT * abs(i + 1 - start - target) / target, i))
+        run = order[start:end]
+        if len(run) >= 2:
+            blocks.append(Block(str(len(blocks) + 1), _label(run), tuple(run)))
+        start = end
+    return tuple(blocks)
+
+
+def _order(layers: nx.DiGraph) -> list[str] | None:
+    """A topological order of the layers that finishes a branch before it starts
+    another (the layer made ready last goes next; equals by name), so a block's
+    layers are consecutive. It depends on the graph alone, not on the order its
+    nodes were added: a Keras file's layer graph and the frozen graph's give the
+    same order, hence the same blocks. None if the layers form a cycle.
+
+    >>> g = nx.DiGraph([("x", "a1"), ("a1", "a2"), ("x", "b1"), ("b1", "b2"), ("a2", "y"), ("b2", "y")])
+    >>> _order(g)
+    ['x', 'a1', 'a2', 'b1', 'b2', 'y']
+    """
+    waiting = {n: d for n, d in layers.in_degree()}
+    stack = sorted((n for n, d in waiting.items() if d == 0), reverse=True)
+    order = []
+    while stack:
+        n = stack.pop()
+        order.append(n)
+        ready = []
+        for m in layers.successors(n):
+            waiting[m] -= 1
+            if waiting[m] == 0:
+                ready.append(m)
+        stack.extend(sorted(ready, reverse=True))
+    return order if len(order) == len(waiting) else None
+
+
+def _cut_costs(layers: nx.DiGraph, order: Sequence[str]) -> list[float]:
+    """``cost[i]`` of cutting between ``order[i]`` and ``order[i + 1]``: width + name penalty."""
+    position = {n: i for i, n in enumerate(order)}
+    opens = [0] * (len(order) + 1)
+    for n, i in position.items():
+        last = max((position[m] for m in layers.successors(n)), default=i)
+        if last > i:
+            opens[i] += 1
+            opens[last] -= 1
+    tokens = [_TOKEN.findall(n) for n in order]
+    cost, width = [], 0
+    for i in range(len(order) - 1):
+        width += opens[i]
+        cost.append(width + _shared_scope(tokens[i], tokens[i + 1]))
+    return cost
+
+
+def _numbered(run: Sequence[str]) -> int:
+    """How many of ``run``'s tokens to keep: up to and including its last token with a digit."""
+    return max((i + 1 for i, t in enumerate(run) if any(c.isdigit() for c in t)), default=0)
+
+
+def _common(a: Sequence[str], b: Sequence[str]) -> list[str]:
+    out = []
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        out.append(x)
+    return out
+
+
+def _shared_scope(a: Sequence[str], b: Sequence[str]) -> int:
+    """The name penalty: tokens of a numbered scope two names share, at the start or the end."""
+    head = _numbered(_common(a, b))
+    tail = _numbered(_common(a[::-1], b[::-1]))
+    return max(head, tail)
+
+
+def _label(run: Sequence[str]) -> str:
+    """The most specific numbered scope most of ``run``'s layers share: a prefix
+    (``conv3_block1``), else a suffix, read with the first word of the layers
+    ending in it (``normal_*_0``), else the first and last layer."""
+    tokens = [_TOKEN.findall(n) for n in run]
+    head = _majority(tokens)
+    if head:
+        return "_".join(head)
+    tail = _majority([t[::-1] for t in tokens])
+    if tail:
+        first = Counter(t[0] for t in tokens if t[-len(tail):] == tail[::-1] and len(t) > len(tail))
+        word, times = first.most_common(1)[0] if first else ("", 0)
+        word = [word, "*"] if times >= MAJORITY * len(tokens) else ["…"]
+        return "_".join([*word, *tail[::-1]])
+    return f"{run[0]} … {run[-1]}"
+
+
+def _majority(tokens: Sequence[Sequence[str]], share: float = MAJORITY) -> list[str]:
+    """The longest run of leading tokens ending in one with a digit that at least
+    ``share`` of the names start with ([] if none)."""
+    best: list[str] = []
+    for k in range(1, max(map(len, tokens), default=0) + 1):
+        count = Counter(tuple(t[:k]) for t in tokens if len(t) >= k)
+        if not count:
+            break
+        prefix, times = count.most_common(1)[0]
+        if times < share * len(tokens):
+            break
+        if any(c.isdigit() for c in prefix[-1]):
+            best = list(prefix)
+    return best
+
+
+def block_of_layers(blocks: Iterable[Block]) -> dict[str, Block]:
+    """Layer name → the block it is in."""
+    return {layer: b for b in blocks for layer in b.layers}
+
+
+def closed_blocks(blocks: Sequence[Block], open_ids: Iterable[str]) -> tuple[Block, ...]:
+    """The blocks drawn as one node: all but those opened."""
+    opened = set(open_ids)
+    return tuple(b for b in blocks if b.id not in opened)
+
+
+def default_grouping(num_layers: int) -> bool:
+    """Whether a graph of ``num_layers`` layers opens with its blocks closed."""
+    return num_layers > BLOCKS_FROM_LAYERS
+
+
+def blocks_summary(blocks: Sequence[Block], values: Mapping[str, float]) -> dict[str, tuple[float, float, float]]:
+    """Block id → (min, mean, max) of its layers' values (blocks with none left out)."""
+    out = {}
+    for b in blocks:
+        vs = [values[layer] for layer in b.layers if layer in values]
+        if vs:
+            out[b.id] = (min(vs), sum(vs) / len(vs), max(vs))
+    return out

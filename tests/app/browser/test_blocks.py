@@ -1,0 +1,61 @@
+"""Blocks in the app (issue 16.3): runs of layers drawn as one node each, opened
+with expand, closed with collapse all, in either view; a closed block carries the
+range of its layers' bits and lists its layers in the panel."""
+
+from qviz.app.session import Session
+from qviz.samples import sample_path
+
+from .helpers import badge_texts, click, needs_browser, shot, start_app, text_of, wait_for
+
+pytestmark = needs_browser
+
+
+def _keys(dash_duo):
+    return set(dash_duo.driver.execute_script(
+        "const g = document.querySelector('#graph .js-plotly-plot'); if (!g || !g.data) return [];"
+        "const t = g.data.find(d => d.name === 'nodes'); return t ? t.customdata : [];"))
+
+
+def test_blocks_close_open_and_summarize_their_layers(dash_duo):
+    import qviz
+
+    blocks = Session(qviz.load(sample_path("lenet_digits")), "lenet").blocks
+    conv2 = next(b for b in blocks if "conv2" in b.layers)
+    start_app(dash_duo)
+    click(dash_duo, "#bulk-fold-all")
+    click(dash_duo, "#bulk-all-8")
+    wait_for(lambda: "layer:conv2" in badge_texts(dash_duo), what="the 8-bit recipe drawn")
+    layers_drawn = _keys(dash_duo)
+
+    click(dash_duo, "#blocks-button")
+    wait_for(lambda: _keys(dash_duo) == {f"block:{b.id}" for b in blocks}, what=lambda: f"blocks; {_keys(dash_duo)}")
+    assert text_of(dash_duo, "#blocks-button") == "ungroup blocks"
+    # a closed block's badge: the range of its layers' widths, and their folds
+    assert badge_texts(dash_duo)[f"block:{conv2.id}"] == "w8a8+bn"
+
+    # a layer in a closed block is found as its block; the panel lists the block's layers
+    dash_duo.find_element("#search").send_keys("conv2\n")
+    wait_for(lambda: "is in block" in text_of(dash_duo, "#search-status"), what="search names the block")
+    wait_for(lambda: f"block {conv2.label}" in text_of(dash_duo, "#node-panel"), what="the block's panel")
+    panel = text_of(dash_duo, "#node-panel")
+    assert all(layer in panel for layer in conv2.layers) and "w8a8+bn" in panel
+    shot(dash_duo, "blocks.png")
+
+    # expand opens the selected block into its layers; the others stay closed
+    click(dash_duo, "#expand-button")
+    wait_for(lambda: "layer:conv2" in _keys(dash_duo), what="the block opened")
+    keys = _keys(dash_duo)
+    assert {f"layer:{name}" for name in conv2.layers} - {"layer:bn2"} <= keys   # bn2 is folded: a ghost
+    assert f"block:{conv2.id}" not in keys and len([k for k in keys if k.startswith("block:")]) == len(blocks) - 1
+
+    # the op view keeps closed blocks closed, and draws the open one's ops
+    click(dash_duo, "#view-mode input[value='op']")
+    wait_for(lambda: any(k.startswith("op:") and "/conv2" in k for k in _keys(dash_duo)), what="conv2's ops")
+    assert len([k for k in _keys(dash_duo) if k.startswith("block:")]) == len(blocks) - 1
+
+    # collapse all closes every block; ungroup draws layers again
+    click(dash_duo, "#view-mode input[value='layer']")
+    click(dash_duo, "#collapse-all-button")
+    wait_for(lambda: _keys(dash_duo) == {f"block:{b.id}" for b in blocks}, what="every block closed again")
+    click(dash_duo, "#blocks-button")
+    wait_for(lambda: _keys(dash_duo) == layers_drawn, what="the layers drawn again")
