@@ -43,7 +43,7 @@ from ..ir import Graph, Node
 from ..ir.ops import FAKE_QUANT_OPS
 from ..passes import folded_into
 from ..passes.calibration import noise_inputs
-from .report import PER_LAYER_EXAMPLES, VERIFY_EXAMPLES, LayerError, layer_outputs, rel_err, sqnr_db
+from .report import PER_LAYER_EXAMPLES, VERIFY_EXAMPLES, LayerError, error_figures, layer_outputs
 
 __all__ = ["Isolated", "isolated", "local_layer_errors"]
 
@@ -169,5 +169,5 @@ def local_layer_errors(original: Graph, rewritten: Graph, inputs: Sequence[np.nd
     for layer, g in zip(common, got):
         w = values[old[stands_for.get(layer, layer)]]
         if g.shape == w.shape:
-            errors.append(LayerError(layer, new[layer], rel_err(g, w), sqnr_db(g, w)))
+            errors.append(LayerError(layer, new[layer], *error_figures(g, w)))
     return tuple(errors)
