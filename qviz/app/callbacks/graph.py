@@ -224,14 +224,17 @@ def register(app, store) -> None:
         output=dict(options=Output(ids.COLOR_BY, "options", allow_duplicate=True),
                     value=Output(ids.COLOR_BY, "value", allow_duplicate=True)),
         inputs=dict(_version=Input(ids.MODEL_VERSION, "data")),
-        state=dict(value=State(ids.COLOR_BY, "value"), session=State(ids.SESSION, "data")),
+        state=dict(value=State(ids.COLOR_BY, "value"), options=State(ids.COLOR_BY, "options"),
+                   session=State(ids.SESSION, "data")),
         prevent_initial_call=True,
     )
-    def color_menu_of_model(_version, value, session):
-        """Another model open: the files painted on the last one leave the menu."""
+    def color_menu_of_model(_version, value, options, session):
+        """Another model open: the files painted on the last one leave the menu. What does
+        not change is not sent: a value sent again, even the same, would draw the graph again."""
         s = store.require(session)
         menu = color_options(services.painted(s) if s is not None else ())
-        return dict(options=menu, value=value if any(o["value"] == value for o in menu) else OP_KIND)
+        kept = value if any(o["value"] == value for o in menu) else OP_KIND
+        return dict(options=menu if menu != options else no_update, value=kept if kept != value else no_update)
 
     @app.callback(
         output=dict(file=Output(ids.SAVE_SVG, "data"), status=Output(ids.SAVE_SVG_STATUS, "children")),
