@@ -114,6 +114,8 @@ class FirstViewCache:
     scripts. Anything else is drawn again (and logged)."""
 
     PREFIX = "first-view-"
+    #: What the drawing is: a new one (blocks, since version 2) is not served from an old entry.
+    DRAWING = 2
 
     def __init__(self, directory=None, max_files: int = 64):
         self.directory = Path(directory) if directory is not None else cache_directory()
@@ -124,7 +126,7 @@ class FirstViewCache:
             st = model.stat()
         except OSError:
             return None
-        key = hashlib.sha256(f"{model.resolve()}\n{st.st_size}\n{st.st_mtime_ns}".encode()).hexdigest()
+        key = hashlib.sha256(f"{model.resolve()}\n{st.st_size}\n{st.st_mtime_ns}\n{self.DRAWING}".encode()).hexdigest()
         return self.directory / f"{self.PREFIX}{key}.json"
 
     def read(self, model) -> FirstViewEntry | None:

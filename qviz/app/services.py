@@ -28,7 +28,7 @@ import binascii
 import math
 import threading
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import networkx as nx
 
@@ -54,7 +54,7 @@ __all__ = ["HISTORY_LIMIT", "START_RECIPE", "new_history", "current", "push", "u
            "shown", "draw_view", "match_marks", "MatchItem", "why", "search", "hover_lines", "hover_shapes", "warm_up",
            "device_flags", "bit_badges", "cost_line", "painted", "metric_fill", "node_data_from_upload",
            "layer_of_key", "with_expanded", "channel_bits", "channel_ranges_for", "graph_svg_file",
-           "report_explains", "fold_layer_of", "grid_values", "block_rows"]
+           "report_explains", "fold_layer_of", "grid_values", "block_rows", "drawn_key"]
 
 #: Undo steps kept per page.
 HISTORY_LIMIT = 50
@@ -271,6 +271,25 @@ class DrawnView:
     routes: dict = field(repr=False)
 
 
+def drawn_key(view: DrawnView, graph, key: str | None) -> str | None:
+    """The node drawn for a selected ``key``: itself, else the closed block holding its
+    layer (a layer selected from a chart, a link or before grouping), else None.
+
+    >>> import qviz
+    >>> from qviz.samples import sample_path
+    >>> from qviz.app.session import Session
+    >>> s = Session(qviz.load(sample_path("lenet_digits")), "lenet")
+    >>> view = draw_view(s, START_RECIPE, ViewChoice(blocks=True))
+    >>> drawn_key(view, s.graph, "layer:conv2") == f"block:{s.blocks[0].id}", drawn_key(view, s.graph, "layer:nope")
+    (True, None)
+    """
+    if key is None or key in view.pos:
+        return key
+    layer = layer_of_key(graph, key)
+    block = block_showing(view.graph, layer) if layer is not None else None
+    return block if block in view.pos else None
+
+
 def shown(session, recipe: Recipe, choice: ViewChoice):
     """``(graph drawn, the recipe's result)``: the rewritten graph unless the original is asked."""
     result = session.result(recipe)
@@ -281,6 +300,9 @@ def draw_view(session, recipe: Recipe, choice: ViewChoice) -> DrawnView:
     """The laid-out view, cached on the session per (graph, choice): a toggle
     back to a recipe seen before redraws without laying out again."""
     graph, result = shown(session, recipe, choice)
+    # blocks the model has, and none when not grouped: a forged or stale id costs no new layout
+    choice = replace(choice, opened=tuple(sorted(set(choice.opened) & {b.id for b in session.blocks}))
+                     if choice.blocks else ())
     key = (id(graph), choice)
     cached = session.layouts.get(key)
     if cached is None:
@@ -346,10 +368,12 @@ def search(vg: nx.DiGraph, needle: str) -> tuple[list[str], str]:
         if key in vg:
             return [key], ""
     block = block_showing(vg, needle)
-    if block is not None:
+    if block is not None and block in vg:
         return [block], f"{needle} is in block {vg.nodes[block]['label']} (open it to see the layer)"
-    hits = [k for k in vg if needle.lower() in str(vg.nodes[k].get("label") if ViewKey(k).is_block
-                                                    else ViewKey(k).name).lower()]
+    low = needle.lower()
+    # a closed block is found by its label or by any of its layers' names
+    hits = [k for k in vg if low in (ViewKey(k).name.lower() if not ViewKey(k).is_block else
+                                     " ".join([vg.nodes[k].get("label", ""), *vg.nodes[k].get("layers", ())]).lower())]
     if hits:
         return hits, f"{len(hits)} found"
     return [], f"no node or layer matches {needle!r}"
@@ -362,9 +386,10 @@ def layer_of_key(graph, key: str) -> str | None:
     return parsed.layer_in(graph) if parsed is not None else None
 
 
-def with_expanded(view_state: dict, selected_key: str | None) -> dict | None:
+def with_expanded(view_state: dict, selected_key: str | None, vg: nx.DiGraph | None = None) -> dict | None:
     """The view store with the selected layer expanded into its ops, or the selected
-    block opened into its layers (None: nothing to expand).
+    block opened into its layers (None: nothing to expand). A layer in a closed block
+    of ``vg`` (the view drawn) opens the block.
 
     >>> with_expanded({"expanded": ["a"]}, "layer:b")["expanded"], with_expanded({}, "block:3")["opened"]
     (['a', 'b'], ['3'])
@@ -372,6 +397,8 @@ def with_expanded(view_state: dict, selected_key: str | None) -> dict | None:
     True
     """
     key = ViewKey.parse(selected_key)
+    if key is not None and key.is_layer and vg is not None and key not in vg:
+        key = block_showing(vg, key.name) or key
     if key is not None and key.is_block:
         return {**view_state, "opened": sorted(set(view_state.get("opened", [])) | {key.name})}
     if key is None or not key.is_layer:
@@ -426,7 +453,7 @@ def hover_lines(session, graph, vg: nx.DiGraph, recipe: Recipe, shapes: dict) ->
     out = {}
     for key, d in vg.nodes(data=True):
         k = ViewKey.parse(key)
-        if k is None:
+        if k is None or k.is_block:   # a block's layers: its badge and its panel
             continue
         tensor = outputs.get(k.name) if k.is_layer else f"{k.name}:0"
         lines = []

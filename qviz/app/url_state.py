@@ -9,8 +9,8 @@ which changing loads nothing: ``v``/``s``/``d`` the view (layer or op,
 rewritten or original, → or ↓; left out when default), ``sel`` the selected
 node, ``x`` the layers expanded into their ops (comma-separated), ``g`` the
 blocks closed (``1``) or not (``0``; left out when as the model opens, by its
-size), ``o`` the ids of the blocks opened, and ``r`` the recipe — its JSON, deflated and base64url-encoded (a MobileNetV2 recipe of
-every layer is ~1 KB).
+size), ``o`` the ids of the blocks opened, and ``r`` the recipe — its JSON,
+deflated and base64url-encoded (a MobileNetV2 recipe of every layer is ~1 KB).
 
 >>> from qviz.passes import LayerBits, Recipe
 >>> r = Recipe(fold_default=True, quantize_default=None).with_bits("conv2", LayerBits(4, 8))

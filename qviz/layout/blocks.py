@@ -44,13 +44,13 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import networkx as nx
 
-__all__ = ["Block", "find_blocks", "layer_graph", "MIN_LAYERS", "MAX_LAYERS", "TARGET_LAYERS",
-           "BLOCKS_FROM_LAYERS"]
+__all__ = ["Block", "find_blocks", "layer_graph", "closed_blocks", "default_grouping", "MIN_LAYERS", "MAX_LAYERS",
+           "TARGET_LAYERS", "BLOCKS_FROM_LAYERS"]
 
 #: Sizes of a block, in layers: never fewer than MIN (a block of two saves little),
 #: never more than MAX (a block should be taken in at a glance once opened).
@@ -80,7 +80,14 @@ class Block:
 
 
 def layer_graph(view: nx.DiGraph) -> nx.DiGraph:
-    """A view graph's layers as a graph of layer names (nodes of other kinds are left out)."""
+    """A view graph's layers as a graph of layer names (nodes of other kinds, and ghosts,
+    are left out).
+
+    >>> v = nx.DiGraph([("layer:a", "layer:b"), ("layer:b", "op:c/Relu")])
+    >>> v.nodes["layer:a"]["layer"], v.nodes["layer:b"]["layer"] = "a", "b"
+    >>> list(layer_graph(v).edges)
+    [('a', 'b')]
+    """
     out = nx.DiGraph()
     for k, d in view.nodes(data=True):
         if str(k).startswith("layer:") and not d.get("ghost_of"):
@@ -219,27 +226,20 @@ def _majority(tokens: Sequence[Sequence[str]], share: float = MAJORITY) -> list[
     return best
 
 
-def block_of_layers(blocks: Iterable[Block]) -> dict[str, Block]:
-    """Layer name → the block it is in."""
-    return {layer: b for b in blocks for layer in b.layers}
-
-
 def closed_blocks(blocks: Sequence[Block], open_ids: Iterable[str]) -> tuple[Block, ...]:
-    """The blocks drawn as one node: all but those opened."""
+    """The blocks drawn as one node: all but those opened.
+
+    >>> [b.id for b in closed_blocks([Block("1", "a", ("a",)), Block("2", "b", ("b",))], ["1", "nope"])]
+    ['2']
+    """
     opened = set(open_ids)
     return tuple(b for b in blocks if b.id not in opened)
 
 
 def default_grouping(num_layers: int) -> bool:
-    """Whether a graph of ``num_layers`` layers opens with its blocks closed."""
+    """Whether a graph of ``num_layers`` layers opens with its blocks closed.
+
+    >>> default_grouping(158), default_grouping(771)
+    (False, True)
+    """
     return num_layers > BLOCKS_FROM_LAYERS
-
-
-def blocks_summary(blocks: Sequence[Block], values: Mapping[str, float]) -> dict[str, tuple[float, float, float]]:
-    """Block id → (min, mean, max) of its layers' values (blocks with none left out)."""
-    out = {}
-    for b in blocks:
-        vs = [values[layer] for layer in b.layers if layer in values]
-        if vs:
-            out[b.id] = (min(vs), sum(vs) / len(vs), max(vs))
-    return out

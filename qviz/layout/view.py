@@ -185,7 +185,7 @@ def kind_of_keras_class(class_name: str) -> str:
     return "other"
 
 
-def sketch_view(sketch, blocks: Iterable = ()) -> nx.DiGraph:
+def sketch_view(sketch) -> nx.DiGraph:
     """The layer view of a Keras model file's layer graph
     (:class:`qviz.importers.keras_config.ModelSketch`), drawn before TensorFlow
     has frozen the model: the nodes and edges the frozen graph's layer view will
@@ -208,7 +208,7 @@ def sketch_view(sketch, blocks: Iterable = ()) -> nx.DiGraph:
         for src in layer.inputs:
             if ViewKey.layer(src) in out and src != layer.name:
                 out.add_edge(ViewKey.layer(src), ViewKey.layer(layer.name))
-    return close_blocks(out, blocks)
+    return out
 
 
 def around(vg: nx.DiGraph, layers: Iterable[str], hops: int = 2) -> nx.DiGraph:
@@ -228,9 +228,11 @@ def around(vg: nx.DiGraph, layers: Iterable[str], hops: int = 2) -> nx.DiGraph:
     ValueError: no layer named 'nope' in the graph drawn
     """
     wanted = set(layers)
-    showing = [(k, d) for k, d in vg.nodes(data=True) if d.get("layer") in wanted]
+    # a layer in a closed block is shown by the block
+    showing = [(k, d) for k, d in vg.nodes(data=True)
+               if d.get("layer") in wanted or wanted.intersection(d.get("layers") or ())]
     centres = [d.get("ghost_of") or k for k, d in showing]
-    missing = wanted - {d.get("layer") for _, d in showing}
+    missing = wanted - {d.get("layer") for _, d in showing} - {m for _, d in showing for m in d.get("layers") or ()}
     if missing:
         raise ValueError(f"no layer named {sorted(missing)[0]!r} in the graph drawn")
     undirected = vg.to_undirected(as_view=True)

@@ -18,17 +18,17 @@ from dataclasses import dataclass
 import numpy as np
 import plotly.graph_objects as go
 
-from ..layout.view import ViewKey
+from ..layout.view import BLOCK_KIND, ViewKey
 
 __all__ = ["graph_figure", "Badge", "bits_color", "BIT_COLORS", "first_view_range", "histogram_figure",
            "layer_error_figure", "COLORS", "KIND_NAMES", "NO_VALUE_COLOR", "STATUS_COLORS"]
 
 COLORS = {"conv": "#1f77b4", "batchnorm": "#ff7f0e", "quant": "#9467bd", "activation": "#2ca02c",
-          "add": "#8c564b", "pool": "#17becf", "io": "#7f7f7f", "other": "#bcbd22", "block": "#5c6bc0"}
+          "add": "#8c564b", "pool": "#17becf", "io": "#7f7f7f", "other": "#bcbd22", BLOCK_KIND: "#5c6bc0"}
 #: What each fill colour stands for, in the legend's words.
 KIND_NAMES = {"conv": "conv / dense (has weights)", "batchnorm": "batch norm", "quant": "fake-quant",
               "activation": "activation", "add": "add (bypass)", "pool": "pooling", "io": "input / output",
-              "other": "other", "block": "block of layers (closed: select it and press expand)"}
+              "other": "other", BLOCK_KIND: "block of layers (closed: select it and press expand)"}
 #: The fill of a node without a value while the graph is coloured by a metric.
 NO_VALUE_COLOR = "#e3e3e3"
 #: The selected node's outline (colour, width); a match's halo and a removed node's opacity.
@@ -133,7 +133,7 @@ BLOCK_SIZE, LAYER_SIZE, OP_SIZE = 24, 16, 11
 
 def _node_sizes(keys) -> list[int]:
     """Marker sizes: a block drawn larger than a whole layer, a layer larger than one op."""
-    return [BLOCK_SIZE if _kind(k) == "block" else LAYER_SIZE if _kind(k) == "layer" else OP_SIZE for k in keys]
+    return [BLOCK_SIZE if _kind(k) == BLOCK_KIND else LAYER_SIZE if _kind(k) == "layer" else OP_SIZE for k in keys]
 
 
 def _kind(key) -> str:
@@ -209,9 +209,10 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
         extra = hover.get(k, "")
         state = f"<br>change: {d['status']}" if d.get("status") else ""
         if d.get("ghost_of"):
-            state += f" (drawn behind {d['ghost_of'].split(':', 1)[1]}, which now does its work)"
+            behind = g.nodes[d["ghost_of"]].get("label") if d["ghost_of"] in g else d["ghost_of"].split(":", 1)[1]
+            state += f" (drawn behind {behind}, which now does its work)"
         constants = f" + {d['constants']} constants" if d.get("constants") else ""
-        if _kind(k) == "block":
+        if _kind(k) == BLOCK_KIND:
             layers = d.get("layers") or [""]
             what = (f"block {d['label']}: {len(layers)} layers, {layers[0]} … {layers[-1]}"
                     + (f" ({d['ops']} ops)" if d.get("ops") else "") + "<br>select it and press expand to open it")
@@ -237,8 +238,8 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
             widths.append(1)
     window = first_view_range(pos, direction) if first_view else None
     scatter = _scatter(len(keys))
-    symbols = {"symbol": ["square" if _kind(k) == "block" else "circle" for k in keys]} \
-        if any(_kind(k) == "block" for k in keys) else {}
+    symbols = {"symbol": ["square" if _kind(k) == BLOCK_KIND else "circle" for k in keys]} \
+        if any(_kind(k) == BLOCK_KIND for k in keys) else {}
     nodes = scatter(
         x=[pos[k][0] for k in keys], y=[pos[k][1] for k in keys], customdata=keys,
         mode="markers+text" if _labels_readable(pos, window) else "markers",

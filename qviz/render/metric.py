@@ -8,7 +8,7 @@ colours for :func:`qviz.render.graph_figure`, and the legend's words.
 >>> hover = {}
 >>> metric_fill(NodeData("err", {"a": 1.0, "b": 3.0}), vg, hover), hover["layer:b"]
 ({'layer:a': '#2c7bb6', 'layer:b': '#d7191c'}, '<br>err: 3')
->>> vg.add_node("block:1", layer=None, layers=["a", "b"])
+>>> vg.add_node("block:1", kind="block", layer=None, layers=["a", "b"])
 >>> data = NodeData("err", {"a": 1.0, "b": 3.0, "c": 2.0})
 >>> metric_fill(data, vg, hover)["block:1"] == data.color_of("c"), hover["block:1"]   # a, b's mean: c's value
 (True, '<br>err: 1 … 3 over 2 layers')
@@ -22,6 +22,7 @@ from collections import Counter
 import networkx as nx
 
 from ..analysis.node_data import NodeData
+from ..layout.view import BLOCK_KIND
 
 __all__ = ["metric_fill"]
 
@@ -33,7 +34,7 @@ def metric_fill(data: NodeData, vg: nx.DiGraph, hover: dict) -> dict[str, str]:
     its hover gives their range."""
     out = {}
     for key, d in vg.nodes(data=True):
-        if d.get("layers") is not None and d.get("layer") is None:     # a closed block
+        if d.get("kind") == BLOCK_KIND:     # a closed block
             color = _block_fill(data, d["layers"], key, hover)
             if color is not None:
                 out[key] = color
@@ -48,6 +49,8 @@ def metric_fill(data: NodeData, vg: nx.DiGraph, hover: dict) -> dict[str, str]:
 
 
 def _block_fill(data: NodeData, layers, key, hover: dict) -> str | None:
+    """A closed block's fill (its layers' most common category, else their mean) and
+    the range of their values in ``hover``."""
     colors = [c for c in (data.color_of(layer) for layer in layers) if c is not None]
     values = [data.values[layer] for layer in layers if layer in data.values and math.isfinite(data.values[layer])]
     if not colors:

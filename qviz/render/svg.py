@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from html import escape
 
+from ..layout.view import BLOCK_KIND
 from .figure import COLORS, GHOST_OPACITY, STATUS_COLORS, Badge, label_position, short_label
 
 __all__ = ["graph_svg"]
@@ -103,7 +104,7 @@ def graph_svg(g, pos: Mapping, routes: Mapping | None = None, *, window=None, cs
     # ghosts (removed by the rewrite) first, so the node that replaced one is drawn over it
     for k in sorted(shown, key=lambda k: g.nodes[k].get("ghost_of") is None):
         d = g.nodes[k]
-        block = str(k).startswith("block:")
+        block = d.get("kind") == BLOCK_KIND
         r = (12 if block else 8 if str(k).startswith("layer:") else 5.5) * unit
         x, y = pos[k]
         status = d.get("status") if show_status else None

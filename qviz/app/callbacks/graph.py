@@ -121,7 +121,7 @@ def register(app, store) -> None:
         listed = [_match_button(item) for item in items]
         if len(fates) > MAX_LISTED:
             listed.append(html.Div(f"… and {len(fates) - MAX_LISTED} more (all highlighted)"))
-        sel = selected.get("key") if selected else None
+        sel = services.drawn_key(view, graph, selected.get("key") if selected else None)
         hover = services.hover_lines(s, graph, view.graph, recipe, services.hover_shapes(s.graph, graph))
         flags = services.device_flags(s, view.graph, recipe, hover) if not choice.original else {}
         badges = services.bit_badges(s, view.graph, recipe) if not choice.original else {}
@@ -189,15 +189,20 @@ def register(app, store) -> None:
     @app.callback(
         Output(ids.VIEW, "data"),
         Input(ids.EXPAND, "n_clicks"), Input(ids.COLLAPSE_ALL, "n_clicks"), Input(ids.BLOCKS_BUTTON, "n_clicks"),
-        State(ids.SELECTED, "data"), State(ids.VIEW, "data"), prevent_initial_call=True,
+        State(ids.SELECTED, "data"), State(ids.VIEW, "data"), State(ids.SESSION, "data"), State(ids.RECIPE, "data"),
+        State(ids.VIEW_MODE, "value"), State(ids.SHOW, "value"), State(ids.DIRECTION, "value"),
+        prevent_initial_call=True,
     )
-    def expand(_expand, _collapse, _blocks, selected, view_state):
+    def expand(_expand, _collapse, _blocks, selected, view_state, session, history, mode, show, direction):
         view_state = view_state or {}
         if ctx.triggered_id == ids.COLLAPSE_ALL:
             return {**view_state, "expanded": [], "opened": []}
         if ctx.triggered_id == ids.BLOCKS_BUTTON:
             return {**view_state, "blocks": not view_state.get("blocks"), "opened": []}
-        expanded = services.with_expanded(view_state, (selected or {}).get("key"))
+        s = store.require(session)
+        drawn = services.draw_view(s, current(history), view_choice(mode, show, direction, view_state)).graph \
+            if s is not None and history else None   # laid out already: cached
+        expanded = services.with_expanded(view_state, (selected or {}).get("key"), drawn)
         return no_update if expanded is None else expanded
 
     @app.callback(Output(ids.BLOCKS_BUTTON, "children"), Input(ids.VIEW, "data"))
@@ -253,7 +258,11 @@ def register(app, store) -> None:
         layer = None
         if ctx.triggered_id == ids.SAVE_AROUND_SVG_BUTTON:
             key = ViewKey.parse((selected or {}).get("key"))
-            layer = key.layer_in(s.graph) if key is not None else None
+            if key is not None and key.is_block:   # a closed block: around its first layer, which it shows
+                found = services.block_rows(s, key.name, current(history))
+                layer = found[0].layers[0] if found else None
+            else:
+                layer = key.layer_in(s.graph) if key is not None else None
             if layer is None:
                 return dict(file=no_update, status="select a node first: the image is it and its neighbours")
         try:
