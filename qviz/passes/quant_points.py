@@ -114,16 +114,23 @@ def bypass_adds(graph: Graph) -> tuple[Node, ...]:
 
 
 def quantizable_layers(graph: Graph) -> tuple[str, ...]:
-    """Layers holding a Conv2D, DepthwiseConv2dNative or MatMul op, in graph order."""
-    found = dict.fromkeys(n.layer for n in graph.nodes if n.op in LAYER_OPS)
-    return tuple(layer for layer in graph.layers if layer in found)
+    """Layers holding a Conv2D, DepthwiseConv2dNative or MatMul op, in graph order
+    (computed once per graph: every draw of the app asks)."""
+    def compute():
+        found = dict.fromkeys(n.layer for n in graph.nodes if n.op in LAYER_OPS)
+        return tuple(layer for layer in graph.layers if layer in found)
+
+    return graph.memo("quant_points.layers", compute)
 
 
 def quantizable_units(graph: Graph) -> tuple[str, ...]:
     """Layers a recipe can quantize: :func:`quantizable_layers` and the layers of
-    :func:`bypass_adds`, in graph order."""
-    found = set(quantizable_layers(graph)) | {n.layer for n in bypass_adds(graph)}
-    return tuple(layer for layer in graph.layers if layer in found)
+    :func:`bypass_adds`, in graph order (computed once per graph)."""
+    def compute():
+        found = set(quantizable_layers(graph)) | {n.layer for n in bypass_adds(graph)}
+        return tuple(layer for layer in graph.layers if layer in found)
+
+    return graph.memo("quant_points.units", compute)
 
 
 def _is_float(graph: Graph, tensor: str) -> bool:

@@ -72,6 +72,7 @@ def recipe_badges(graph: Graph, vg: nx.DiGraph, recipe: Recipe) -> dict[str, Bad
     units = set(quantizable_units(graph))
     weighted = set(quantizable_layers(graph))
     folded = {c.layer for c in fold_candidates(graph) if c.foldable and recipe.folds(c.layer)}
+    marked = units | folded
 
     def widths(layer):
         bits = recipe.bits(layer) if layer in units else None
@@ -84,11 +85,11 @@ def recipe_badges(graph: Graph, vg: nx.DiGraph, recipe: Recipe) -> dict[str, Bad
         if k is None or d.get("ghost_of") or d.get("status") == "removed":
             continue
         if k.is_block:     # a closed block: the range of its layers' widths
-            marks = [widths(layer) for layer in d.get("layers", ()) if layer in units | folded]
+            marks = [widths(layer) for layer in d.get("layers", ()) if layer in marked]
             badge = Badge.span([w for w, _, _ in marks], [a for _, a, _ in marks], any(f for _, _, f in marks))
         else:
             layer = d.get("layer")
-            if layer not in units | folded or (
+            if layer not in marked or (
                     not k.is_layer and d["op"] not in (LAYER_OPS if layer in weighted else ADD_OPS)):
                 continue
             badge = Badge.of(*widths(layer))
