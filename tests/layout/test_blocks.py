@@ -101,3 +101,19 @@ def test_a_big_graph_opens_with_its_blocks_closed_and_a_small_one_without(units)
     small = graph_first_view(_residual_net(10))
     keys = next(t for t in small.figure["data"] if t.get("name") == "nodes")["customdata"]
     assert all(k.startswith("layer:") for k in keys)
+
+
+def test_blocks_depend_on_the_graph_not_on_the_order_its_layers_were_listed():
+    # inception-like units: two branches between a split and a join (a Keras file lists
+    # the branches in one order, TensorFlow's frozen graph may in another)
+    edges = []
+    for i in range(12):
+        for branch in ("a", "b"):
+            edges += [(f"split{i}", f"{branch}{i}_1"), (f"{branch}{i}_1", f"{branch}{i}_2"),
+                      (f"{branch}{i}_2", f"join{i}")]
+        edges.append((f"join{i}", f"split{i + 1}"))
+    listed = nx.DiGraph(edges)
+    backwards = nx.DiGraph()
+    backwards.add_nodes_from(reversed(list(listed.nodes)))
+    backwards.add_edges_from(reversed(edges))
+    assert find_blocks(listed) and find_blocks(listed) == find_blocks(backwards)
