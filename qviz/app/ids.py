@@ -24,6 +24,7 @@ ALERT = "alert"
 
 # graph
 GRAPH = "graph"
+VIEW_WINDOW = "view-window-store"   # the part of the graph the user has panned or zoomed to (None: as drawn)
 MINIMAP = "graph-minimap"          # drawn by assets/graph_view.js
 # side by side (qviz.app.side_by_side): pane B beside the graph, the float model or a pinned recipe
 SIDE_BY_SIDE = "side-by-side"      # the toggle

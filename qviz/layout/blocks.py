@@ -126,7 +126,25 @@ def find_blocks(layers: nx.DiGraph, *, min_layers: int = MIN_LAYERS, max_layers:
         if len(run) >= 2:
             blocks.append(Block(str(len(blocks) + 1), _label(run), tuple(run)))
         start = end
-    return tuple(blocks)
+    return _numbered_apart(blocks)
+
+
+def _numbered_apart(blocks: Sequence[Block]) -> tuple[Block, ...]:
+    """Blocks with their labels told apart: a label several blocks share gets
+    ``(1/3)``, ``(2/3)``… (a NASNet cell cut in parts).
+
+    >>> [b.label for b in _numbered_apart([Block("1", "…_1", ()), Block("2", "x", ()), Block("3", "…_1", ())])]
+    ['…_1 (1/2)', 'x', '…_1 (2/2)']
+    """
+    total = Counter(b.label for b in blocks)
+    seen: Counter = Counter()
+    out = []
+    for b in blocks:
+        if total[b.label] > 1:
+            seen[b.label] += 1
+            b = Block(b.id, f"{b.label} ({seen[b.label]}/{total[b.label]})", b.layers)
+        out.append(b)
+    return tuple(out)
 
 
 def _order(layers: nx.DiGraph) -> list[str] | None:

@@ -55,9 +55,13 @@ def _block_fill(data: NodeData, layers, key, hover: dict) -> str | None:
     values = [data.values[layer] for layer in layers if layer in data.values and math.isfinite(data.values[layer])]
     if not colors:
         return None
-    if values:
-        hover[key] = hover.get(key, "") + (f"<br>{data.name}: {min(values):.4g} … {max(values):.4g} "
-                                           f"over {len(values)} layers")
-    if data.labels or data.colors or not values:   # categories: the block's most common one
-        return Counter(colors).most_common(1)[0][0]
+    if data.labels or data.colors or not values:   # categories: the block's most common one, counted
+        counts = Counter(colors)
+        if data.labels and data.thresholds:
+            names = {c: name for (_, c), name in zip(data.thresholds, data.labels)}
+            hover[key] = hover.get(key, "") + f"<br>{data.name}: " + ", ".join(
+                f"{n} {names.get(c, 'other')}" for c, n in counts.most_common())
+        return counts.most_common(1)[0][0]
+    hover[key] = hover.get(key, "") + (f"<br>{data.name}: {min(values):.4g} … {max(values):.4g} "
+                                       f"over {len(values)} layers")
     return data.color_of_value(sum(values) / len(values))

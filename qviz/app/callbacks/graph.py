@@ -58,7 +58,8 @@ def fates_of(s, recipe, builtin, text):
 def _match_button(item: services.MatchItem):
     return html.Button([f"{item.number}. {' + '.join(item.layers)} ",
                         html.Span(item.fate, className=f"fate fate-{item.fate}")],
-                       title=item.reason, className="match-item", id={"type": ids.MATCH_ITEM, "key": item.key})
+                       title=item.reason, className="match-item", id={"type": ids.MATCH_ITEM, "key": item.key, "n": item.number})
+    # (the number too: matches inside one closed block share its key, and Dash needs ids unique)
 
 
 def center_on(fig, pos, key, direction: str = "LR"):
@@ -70,7 +71,42 @@ def center_on(fig, pos, key, direction: str = "LR"):
 
 
 _DRAWN_NOTHING = dict(figure=no_update, nodes="", match_count="", matches="", pattern_error="", diff="",
-                      drawn=no_update, metric_legend=[], metric_poll=True)
+                      drawn=no_update, metric_legend=[], metric_poll=True, window=no_update)
+
+#: What the user panned or zoomed to, kept from the graph's relayout events (a pan, a zoom,
+#: the minimap); a double-click home (autorange) forgets it.
+KEEP_WINDOW = """function (relayout) {
+    if (!relayout) { return window.dash_clientside.no_update; }
+    if (relayout['xaxis.autorange'] || relayout['autosize']) { return relayout['xaxis.autorange'] ? null : window.dash_clientside.no_update; }
+    const x0 = relayout['xaxis.range[0]'], x1 = relayout['xaxis.range[1]'];
+    const y0 = relayout['yaxis.range[0]'], y1 = relayout['yaxis.range[1]'];
+    if ([x0, x1, y0, y1].some(v => typeof v !== 'number')) { return window.dash_clientside.no_update; }
+    return {x: [x0, x1], y: [y0, y1]};
+}"""
+
+#: Draws that keep the window the user looks at: the same view, other marks on it. Any other
+#: input (the view's mode, direction, blocks, a model opened) draws a new view from its start.
+SAME_VIEW = {ids.RECIPE, ids.SELECTED, ids.COLOR_BY, ids.PATTERN_BUILTIN, ids.PATTERN_TEXT, ids.METRIC_POLL,
+             ids.SWEEP_TARGET}
+
+
+def kept_window(triggered: list[str], window) -> dict | None:
+    """The window to keep (``{"x": [lo, hi], "y": [lo, hi]}``) if every input that fired
+    leaves the view as it was and the page has one; else None.
+
+    >>> w = {"x": [1.0, 9.0], "y": [-2.0, 2.0]}
+    >>> kept_window(["selected-store.data"], w) == w, kept_window(["view-mode.value", "recipe-store.data"], w)
+    (True, None)
+    >>> kept_window(["selected-store.data"], {"x": [1, "a"], "y": [0, 1]}) is None
+    True
+    """
+    if not triggered or any(t.rsplit(".", 1)[0] not in SAME_VIEW for t in triggered):
+        return None
+    try:
+        x, y = [float(v) for v in window["x"]], [float(v) for v in window["y"]]
+    except (TypeError, KeyError, ValueError):
+        return None
+    return {"x": x, "y": y} if len(x) == len(y) == 2 and all(map(math.isfinite, x + y)) else None
 
 
 def register(app, store) -> None:
@@ -79,16 +115,19 @@ def register(app, store) -> None:
                     match_count=Output(ids.MATCH_COUNT, "children"), matches=Output(ids.MATCH_LIST, "children"),
                     pattern_error=Output(ids.PATTERN_ERROR, "children"), diff=Output(ids.DIFF_SUMMARY, "children"),
                     drawn=Output(ids.DRAWN, "data"), metric_legend=Output(ids.METRIC_LEGEND, "children"),
-                    metric_poll=Output(ids.METRIC_POLL, "disabled")),
+                    metric_poll=Output(ids.METRIC_POLL, "disabled"),
+                    window=Output(ids.VIEW_WINDOW, "data", allow_duplicate=True)),
         inputs=dict(history=Input(ids.RECIPE, "data"), view_state=Input(ids.VIEW, "data"),
                     mode=Input(ids.VIEW_MODE, "value"), show=Input(ids.SHOW, "value"),
                     direction=Input(ids.DIRECTION, "value"), builtin=Input(ids.PATTERN_BUILTIN, "value"),
                     text=Input(ids.PATTERN_TEXT, "value"), selected=Input(ids.SELECTED, "data"),
                     color_by=Input(ids.COLOR_BY, "value"), _tick=Input(ids.METRIC_POLL, "n_intervals"),
                     target=Input(ids.SWEEP_TARGET, "value")),
-        state=dict(session=State(ids.SESSION, "data")),
+        state=dict(session=State(ids.SESSION, "data"), window=State(ids.VIEW_WINDOW, "data")),
+        prevent_initial_call="initial_duplicate",
     )
-    def draw(history, view_state, mode, show, direction, builtin, text, selected, color_by, _tick, target, session):
+    def draw(history, view_state, mode, show, direction, builtin, text, selected, color_by, _tick, target, session,
+             window):
         s = store.require(session)
         if s is None or not history:
             return dict(_DRAWN_NOTHING)
@@ -106,11 +145,11 @@ def register(app, store) -> None:
         started = time.monotonic()
         try:
             return _draw(s, recipe, view_choice(mode, show, direction, view_state), builtin, text,
-                         selected, color_by)
+                         selected, color_by, kept_window(ctx.triggered_prop_ids, window))
         finally:
             log.info("session %s: drew %s in %.2f s", session["sid"][:8], s.name, time.monotonic() - started)
 
-    def _draw(s, recipe, choice: ViewChoice, builtin, text, selected, color_by):
+    def _draw(s, recipe, choice: ViewChoice, builtin, text, selected, color_by, window=None):
         graph, result = services.shown(s, recipe, choice)
         view = services.draw_view(s, recipe, choice)
         try:
@@ -131,13 +170,17 @@ def register(app, store) -> None:
         fig = graph_figure(view.graph, view.pos, routes=view.routes, highlights=highlights, selected=sel,
                            show_status=not choice.original, hover=hover, flags=flags, badges=badges,
                            first_view=True, direction=choice.direction, fill=fill)
+        window_now = no_update if window is not None else None
         if sel in view.pos and selected.get("center"):
             center_on(fig, view.pos, sel, choice.direction)
+            window_now = {"x": list(fig.layout.xaxis.range), "y": list(fig.layout.yaxis.range)}
+        elif window is not None:   # where the user panned to: a click or an edit does not move it
+            fig.update_layout(xaxis=dict(range=window["x"]), yaxis=dict(range=window["y"]))
         c = result.changes
         drawn = recipe.to_json(indent=None)
         s.latest = drawn
         services.warm_up(s)
-        return dict(figure=fig, nodes=f"{view.graph.number_of_nodes()} nodes",
+        return dict(figure=fig, nodes=f"{view.graph.number_of_nodes()} nodes", window=window_now,
                     match_count="" if error else summarize_matches(fates), matches=listed,
                     pattern_error=error, drawn=drawn,
                     metric_legend=metric_legend(metric, len(fill or ()), waiting=waiting, name=color_by),
@@ -146,11 +189,14 @@ def register(app, store) -> None:
                           f"{len(c.modified)} modified" if c else "no rewrite: the recipe changes nothing")
                     + " · " + services.cost_line(s, result.graph))
 
+    app.clientside_callback(KEEP_WINDOW, Output(ids.VIEW_WINDOW, "data"), Input(ids.GRAPH, "relayoutData"),
+                            prevent_initial_call=True)
+
     @app.callback(
         output=dict(selected=Output(ids.SELECTED, "data"), status=Output(ids.SEARCH_STATUS, "children")),
         inputs=dict(click=Input(ids.GRAPH, "clickData"), needle=Input(ids.SEARCH, "value"),
                     bar=Input(ids.LAYER_ERRORS, "clickData"),
-                    _match_clicks=Input({"type": ids.MATCH_ITEM, "key": ALL}, "n_clicks")),
+                    _match_clicks=Input({"type": ids.MATCH_ITEM, "key": ALL, "n": ALL}, "n_clicks")),
         state=dict(session=State(ids.SESSION, "data"), history=State(ids.RECIPE, "data"),
                    mode=State(ids.VIEW_MODE, "value"), show=State(ids.SHOW, "value"),
                    view_state=State(ids.VIEW, "data"), direction=State(ids.DIRECTION, "value")),
