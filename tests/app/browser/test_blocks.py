@@ -57,5 +57,8 @@ def test_blocks_close_open_and_summarize_their_layers(dash_duo):
     click(dash_duo, "#view-mode input[value='layer']")
     click(dash_duo, "#collapse-all-button")
     wait_for(lambda: _keys(dash_duo) == {f"block:{b.id}" for b in blocks}, what="every block closed again")
+    # two matches in one closed block are two items, not one id twice (Dash then piled up copies)
+    items = dash_duo.driver.execute_script("return document.querySelectorAll('#match-list .match-item').length;")
+    assert items == 3, items
     click(dash_duo, "#blocks-button")
     wait_for(lambda: _keys(dash_duo) == layers_drawn, what="the layers drawn again")
