@@ -1,0 +1,65 @@
+"""Verification after an edit: the report the app's Verification panel shows, for a
+fold toggle on MobileNetV2 (224×224, random weights, all 8-bit), on its 16 noise
+examples, as the worker computes it (one TensorFlow thread per worker on a 2-core
+machine). The rewrite gets the calibrated ranges, as the app's does; the report
+runs both graphs in TensorFlow.
+
+    python benchmarks/bench_verify.py [--toggles 5] [--threads 1]
+
+Target (issue 16): the numbers within 2 s of the change on a quiet machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--toggles", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=1)
+    args = ap.parse_args()
+
+    import keras
+
+    import qviz
+    from qviz.passes import Recipe, fold_batch_norms, fold_candidates
+    from qviz.passes.calibration import activation_ranges
+    from qviz.passes.refold import calibration_tensors, ranges_across_folds
+    from qviz.pipeline import apply, report_for
+    from qviz.runtime import limit_threads
+    from qviz.samples import data_for
+
+    limit_threads(args.threads)
+    graph = qviz.load(keras.applications.MobileNetV2(weights=None, input_shape=(224, 224, 3)))
+    data = data_for(graph)
+    start = Recipe.default(graph)
+    folds = [c.layer for c in fold_candidates(graph) if c.foldable]
+    # the calibration the app's worker made when the model opened (services.warm_up)
+    folded = fold_batch_norms(graph, layers=folds).graph
+    measured = activation_ranges(folded, calibration_tensors(folded), data.calibration)
+    times = []
+    for i in range(args.toggles + 1):
+        recipe = start.with_fold(folds[i], False)
+        t0 = time.perf_counter()
+        # a toggle's ranges read off that calibration, as Session.ranges_future does
+        ranges = ranges_across_folds(graph, measured, folds, [f for f in folds if f != folds[i]])
+        result = apply(graph, recipe, ranges=ranges, calibration=data.calibration, report=False)
+        t1 = time.perf_counter()
+        report = report_for(graph, recipe, result, data.verification, data.labels)
+        t2 = time.perf_counter()
+        label = "first (traces the float model)" if i == 0 else f"toggle {i}"
+        print(f"{label}: rewrite {t1 - t0:.2f} s, report {t2 - t1:.2f} s ({len(report.layers)} layers compared)")
+        if i:
+            times.append(t2 - t0)
+    print(f"toggle → numbers: median {statistics.median(times):.2f} s (min {min(times):.2f}, max {max(times):.2f}, "
+          f"n={len(times)}), {args.threads} TensorFlow thread(s)")
+
+
+if __name__ == "__main__":
+    main()
