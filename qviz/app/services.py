@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import math
 import threading
 import weakref
 from dataclasses import dataclass, field, replace
@@ -54,7 +53,7 @@ __all__ = ["HISTORY_LIMIT", "START_RECIPE", "new_history", "current", "push", "u
            "shown", "draw_view", "match_marks", "MatchItem", "why", "search", "hover_lines", "hover_shapes", "warm_up",
            "device_flags", "bit_badges", "cost_line", "painted", "metric_fill", "node_data_from_upload",
            "layer_of_key", "with_expanded", "channel_bits", "channel_ranges_for", "graph_svg_file",
-           "report_explains", "fold_layer_of", "grid_values", "block_rows", "drawn_key"]
+           "report_explains", "fold_layer_of", "grid_values", "block_rows", "drawn_key", "layer_around"]
 
 #: Undo steps kept per page.
 HISTORY_LIMIT = 50
@@ -379,6 +378,24 @@ def search(vg: nx.DiGraph, needle: str) -> tuple[list[str], str]:
     return [], f"no node or layer matches {needle!r}"
 
 
+def layer_around(session, key: str | None) -> str | None:
+    """The layer an image of the selection is drawn around: the selected layer's (or
+    op's), a closed block's first (the block shows it); None for no selection.
+
+    >>> import qviz
+    >>> from qviz.samples import sample_path
+    >>> from qviz.app.session import Session
+    >>> s = Session(qviz.load(sample_path("lenet_digits")), "lenet")
+    >>> layer_around(s, "layer:conv2"), layer_around(s, f"block:{s.blocks[1].id}"), layer_around(s, "block:99")
+    ('conv2', 'flatten', None)
+    """
+    parsed = ViewKey.parse(key)
+    if parsed is not None and parsed.is_block:
+        block = session.block(parsed.name)
+        return block.layers[0] if block is not None else None
+    return parsed.layer_in(session.graph) if parsed is not None else None
+
+
 def layer_of_key(graph, key: str) -> str | None:
     """The layer a selected view key shows in ``graph`` (None if the rewrite removed
     it, or the page sent something that is not a key)."""
@@ -498,7 +515,7 @@ def block_rows(session, block_id: str, recipe: Recipe):
     >>> rows[:3]
     [('image', ''), ('conv1', 'w8a8+bn'), ('bn1', '')]
     """
-    block = next((b for b in session.blocks if b.id == block_id), None)
+    block = session.block(block_id)
     if block is None:
         return None
     layers = nx.DiGraph()

@@ -108,6 +108,10 @@ class Session:
         are drawn with the same blocks, so a block does not change as the recipe does."""
         return find_blocks(layer_graph(view_graph(self.graph, "layer")))
 
+    def block(self, block_id: str):
+        """The block with id ``block_id`` (None: the model has none; a page's key is not trusted)."""
+        return next((b for b in self.blocks if b.id == block_id), None)
+
     @property
     def data(self):
         """What this model is calibrated and verified on (:func:`qviz.samples.data_for`)."""

@@ -17,7 +17,6 @@ from dash.exceptions import PreventUpdate
 
 from ...analysis.match_fates import summary as summarize_matches
 from ...patterns import BUILTIN, PatternSyntaxError, parse
-from ...layout import ViewKey
 from ...render import graph_figure
 from ...render.figure import FIRST_VIEW_RANKS
 from .. import ids, services
@@ -56,10 +55,10 @@ def fates_of(s, recipe, builtin, text):
 
 
 def _match_button(item: services.MatchItem):
+    # the id has the number too: matches inside one closed block share its key, and Dash needs ids unique
     return html.Button([f"{item.number}. {' + '.join(item.layers)} ",
-                        html.Span(item.fate, className=f"fate fate-{item.fate}")],
-                       title=item.reason, className="match-item", id={"type": ids.MATCH_ITEM, "key": item.key, "n": item.number})
-    # (the number too: matches inside one closed block share its key, and Dash needs ids unique)
+                        html.Span(item.fate, className=f"fate fate-{item.fate}")], title=item.reason,
+                       className="match-item", id={"type": ids.MATCH_ITEM, "key": item.key, "n": item.number})
 
 
 def center_on(fig, pos, key, direction: str = "LR"):
@@ -303,12 +302,7 @@ def register(app, store) -> None:
             return dict(file=no_update, status="")
         layer = None
         if ctx.triggered_id == ids.SAVE_AROUND_SVG_BUTTON:
-            key = ViewKey.parse((selected or {}).get("key"))
-            if key is not None and key.is_block:   # a closed block: around its first layer, which it shows
-                found = services.block_rows(s, key.name, current(history))
-                layer = found[0].layers[0] if found else None
-            else:
-                layer = key.layer_in(s.graph) if key is not None else None
+            layer = services.layer_around(s, (selected or {}).get("key"))
             if layer is None:
                 return dict(file=no_update, status="select a node first: the image is it and its neighbours")
         try:
