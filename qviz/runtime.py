@@ -123,12 +123,12 @@ def _wrapped(graph: Graph):
 
 
 def _pruned(graph: Graph, fetches: tuple[str, ...] | None):
-    """``(function of the inputs → fetches, the inputs' TF dtypes)``, memoized.
+    """``(function of the inputs → fetches, the inputs' placeholders)``, memoized.
 
     Pruning adds to the wrapped graph, so it is done once per fetches, under the
     lock, checked again there (two threads running a graph for the first time
     must not both prune it)."""
-    pruned = graph.memo("runtime.pruned", dict)   # fetches → (fn, dtypes), filled under _lock
+    pruned = graph.memo("runtime.pruned", dict)   # fetches → (fn, feed tensors), filled under _lock
     found = pruned.get(fetches)
     if found is not None:
         return found
@@ -141,10 +141,29 @@ def _pruned(graph: Graph, fetches: tuple[str, ...] | None):
                 tfg = wrapped.graph
                 feeds = [tfg.get_tensor_by_name(t) for t in graph.inputs]
                 targets = [tfg.get_tensor_by_name(t) for t in (fetches or graph.outputs)]
-                found = pruned[fetches] = wrapped.prune(feeds=feeds, fetches=targets), [f.dtype for f in feeds]
+                found = pruned[fetches] = wrapped.prune(feeds=feeds, fetches=targets), feeds
             except Exception as exc:
                 raise _import_error(graph, exc) from exc
         return found
+
+
+def _call(fn, feeds: list, tensors: list):
+    """Call a pruned function with its inputs (``tensors``, for the placeholders ``feeds``) in order.
+
+    ``fn(*tensors)`` first tries the wrapped function's structured signature, which
+    takes no arguments; the TypeError it raises (and drops) formats every input
+    tensor's values, which cost ~6 ms a call on a small model and dominated a
+    sensitivity sweep (11 of 15 s on lenet). The flat call is what it falls back to,
+    less its checks: a shape the placeholder does not allow aborts the process in
+    some kernels (oneDNN's conv), so shapes are checked here.
+    """
+    for feed, t in zip(feeds, tensors):
+        if not feed.shape.is_compatible_with(t.shape):
+            raise ValueError(f"the input {feed.name} takes shape {feed.shape}, not {t.shape}")
+    call_flat = getattr(fn, "_call_flat", None)
+    if call_flat is None:   # a TensorFlow without it: the slow public path
+        return fn(*tensors)
+    return call_flat(tensors, fn.captured_inputs)
 
 
 def compiled(graph: Graph, fetches: tuple[str, ...] | None = None):
@@ -191,16 +210,26 @@ def run(graph: Graph, *arrays, feeds: Mapping | None = None,
             rest = tuple(t for t in fetches if t not in fed)
             values = dict(zip(rest, run(graph, *arrays, fetches=rest))) if rest else {}
             return [np.asarray(arrays[fed[t]]) if t in fed else values[t] for t in fetches]
-    fn, dtypes = _pruned(graph, fetches)
+    fn, placeholders = _pruned(graph, fetches)
     tf = _tf()
-    tensors = [tf.convert_to_tensor(np.asarray(a), dtype=d) for a, d in zip(arrays, dtypes)]
     try:
-        out = fn(*tensors)
+        tensors = [tf.convert_to_tensor(np.asarray(a), dtype=p.dtype) for a, p in zip(arrays, placeholders)]
+        out = _call(fn, placeholders, tensors)
     except (tf.errors.InvalidArgumentError, ValueError, TypeError) as exc:
         raise RunError(f"running the graph failed: {first_line(exc)}") from exc
     if not isinstance(out, (list, tuple)):
         out = [out]
-    return [o.numpy() for o in out]
+    # Each result's own buffer, read-only, not a copy: ``.numpy()`` copies, 1.5 s a
+    # MobileNetV2 verification fetching every layer. Read-only, so that no caller can
+    # change a value TensorFlow still holds.
+    return [_array(o) for o in out]
+
+
+def _array(tensor) -> np.ndarray:
+    a = np.asarray(tensor)
+    if a.base is not None or not a.flags.owndata:
+        a.flags.writeable = False
+    return a
 
 
 def run_from(graph: Graph, feeds: Mapping[str, np.ndarray], fetches: Sequence[str]) -> list[np.ndarray]:
@@ -221,7 +250,7 @@ def run_from(graph: Graph, feeds: Mapping[str, np.ndarray], fetches: Sequence[st
             tfg = wrapped.graph
             feed_tensors = [tfg.get_tensor_by_name(t) for t in feeds]
             fn = wrapped.prune(feeds=feed_tensors, fetches=[tfg.get_tensor_by_name(t) for t in fetches])
-        out = fn(*[tf.convert_to_tensor(np.asarray(v), dtype=t.dtype) for v, t in zip(feeds.values(), feed_tensors)])
+        out = _call(fn, feed_tensors, [tf.convert_to_tensor(np.asarray(v), dtype=t.dtype) for v, t in zip(feeds.values(), feed_tensors)])
     except (tf.errors.InvalidArgumentError, ValueError, TypeError) as exc:
         raise RunError(f"running part of the graph failed: {first_line(exc)}") from exc
     return [o.numpy() for o in (out if isinstance(out, (list, tuple)) else [out])]

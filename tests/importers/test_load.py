@@ -142,3 +142,20 @@ def test_samples_load_with_expected_batch_norms(samples):
         bns = batch_norm_nodes(g)
         assert (len(bns), bns[0].op) == expect[name], name
         assert path.stat().st_size <= 1024 * 1024
+
+
+def test_inputs_of_the_wrong_shape_are_one_line_and_results_cannot_be_changed():
+    """The runtime calls TensorFlow's flat function (the structured call formats every
+    input's values first); a wrong shape must still be an error, not an aborted process
+    (oneDNN's conv aborts on an image of the wrong rank)."""
+    from qviz.samples import sample_path
+
+    g = qviz.load(sample_path("lenet_digits"))
+    with pytest.raises(qviz.RunError, match=r"the input image:0 takes shape \(None, 8, 8, 1\), not \(3, 64\)"):
+        runtime.run(g, np.zeros((3, 64), np.float32))
+    with pytest.raises(qviz.RunError, match="could not convert string to float"):
+        runtime.run(g, np.array([["a"]]))
+    out = runtime.run(g, np.zeros((3, 8, 8, 1), np.float32))[0]
+    assert out.shape == (3, 10)
+    with pytest.raises(ValueError, match="read-only"):   # TensorFlow's buffer, not a copy
+        out[0, 0] = 1.0
