@@ -28,6 +28,10 @@ RULE_HELP = ("SELECTORS: ACTIONS — selectors (& joins them): name~REGEX, op=TY
 #: An empty plot without axes (instead of plotly's default empty grid).
 NO_FIGURE = {"data": [], "layout": {"xaxis": {"visible": False}, "yaxis": {"visible": False},
                                     "height": 60, "margin": {"l": 0, "r": 0, "t": 0, "b": 0}}}
+#: Pane B while hidden: empty, of no fixed height. A figure drawn after one of 60 px kept
+#: that height while plotly fitted its ranges (in axes of equal scale), so the pane opened
+#: zoomed out, a 4-rank window widened to 28.
+PANE_B_EMPTY = {"data": [], "layout": {"xaxis": {"visible": False}, "yaxis": {"visible": False}}}
 
 
 def _panel(title, *children):
@@ -143,7 +147,7 @@ def page(default_sample: str | None, session_id: str, max_upload_bytes: int = 20
                                               title="compare recipes: keep the current one in this pane while you "
                                                     "edit on the left"),
                                   html.Button("float model here", id=ids.UNPIN_RECIPE)], className="pane-caption"),
-                        dcc.Graph(id=ids.GRAPH_B, figure=NO_FIGURE, style={"height": "62vh"},
+                        dcc.Graph(id=ids.GRAPH_B, figure=PANE_B_EMPTY, style={"height": "62vh"},
                                   config={"scrollZoom": True, "displaylogo": False}),
                     ], id=ids.PANE_B, className="pane", hidden=True),
                 ], className="panes"),

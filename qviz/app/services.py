@@ -42,7 +42,7 @@ from ..matcher import explain, explain_layer
 from ..passes import (LayerBits, Recipe, RecipeError, apply_rules, fold_candidates, quantizable_layers,
                       quantizable_units)
 from ..passes.recipe import MAX_RULES
-from ..render.figure import Badge
+from ..render.figure import Badge, Frame
 from ..render.metric import metric_fill
 from ..render.image import recipe_badges
 from ..render.svg import graph_svg
@@ -50,10 +50,10 @@ from ..render.svg import graph_svg
 __all__ = ["HISTORY_LIMIT", "START_RECIPE", "new_history", "current", "push", "undo", "redo", "edit_layer",
            "EDITED_FIELDS", "apply_edits",
            "shows", "set_layer", "recipe_from_upload", "with_rule", "rules_line", "layer_rows", "on_tflite", "ViewChoice", "DrawnView",
-           "shown", "draw_view", "match_marks", "MatchItem", "why", "search", "hover_lines", "hover_shapes", "warm_up",
+           "shown", "draw_view", "match_marks", "MatchItem", "why", "search", "search_step", "hover_lines", "hover_shapes", "warm_up",
            "device_flags", "bit_badges", "cost_line", "painted", "metric_fill", "node_data_from_upload",
            "layer_of_key", "with_expanded", "channel_bits", "channel_ranges_for", "graph_svg_file",
-           "report_explains", "fold_layer_of", "grid_values", "block_rows", "drawn_key", "layer_around"]
+           "report_explains", "fold_layer_of", "grid_values", "block_rows", "drawn_key", "layer_around", "opened_frames", "block_of_layer", "with_block_toggled"]
 
 #: Undo steps kept per page.
 HISTORY_LIMIT = 50
@@ -315,6 +315,32 @@ def draw_view(session, recipe: Recipe, choice: ViewChoice) -> DrawnView:
     return cached
 
 
+def opened_frames(session, view: DrawnView, choice: ViewChoice) -> list[Frame]:
+    """A :class:`~qviz.render.figure.Frame` around each block opened in ``view`` (its
+    layers' nodes, or their ops), so the eye finds what was one node; none ungrouped.
+
+    >>> import qviz
+    >>> from qviz.samples import sample_path
+    >>> from qviz.app.session import Session
+    >>> s = Session(qviz.load(sample_path("lenet_digits")), "lenet")
+    >>> choice = ViewChoice(blocks=True, opened=(s.blocks[0].id,))
+    >>> [(f.label, f.keys[:2]) for f in opened_frames(s, draw_view(s, START_RECIPE, choice), choice)]
+    [('image … pool', ('layer:image', 'layer:conv1'))]
+    """
+    if not choice.blocks:
+        return []
+    frames = []
+    for block_id in choice.opened:
+        block = session.block(block_id)
+        if block is None:
+            continue
+        members = set(block.layers)
+        keys = tuple(k for k, d in view.graph.nodes(data=True) if d.get("layer") in members)
+        if keys:
+            frames.append(Frame(block.label, keys))
+    return frames
+
+
 @dataclass(frozen=True)
 class MatchItem:
     """One line of the match list: the match's number, layers and fate, and the view key to jump to."""
@@ -368,7 +394,7 @@ def search(vg: nx.DiGraph, needle: str) -> tuple[list[str], str]:
             return [key], ""
     block = block_showing(vg, needle)
     if block is not None and block in vg:
-        return [block], f"{needle} is in block {vg.nodes[block]['label']} (open it to see the layer)"
+        return [block], f"in block {vg.nodes[block]['label']} (expand opens it)"
     low = needle.lower()
     # a closed block is found by its label or by any of its layers' names
     hits = [k for k in vg if low in (ViewKey(k).name.lower() if not ViewKey(k).is_block else
@@ -376,6 +402,26 @@ def search(vg: nx.DiGraph, needle: str) -> tuple[list[str], str]:
     if hits:
         return hits, f"{len(hits)} found"
     return [], f"no node or layer matches {needle!r}"
+
+
+def search_step(vg: nx.DiGraph, needle: str, current: str | None = None) -> tuple[str | None, str]:
+    """``(view key to select, status line)`` for a search: the first hit, or the one
+    after ``current`` (Enter pressed again on the same text), round to the first.
+
+    >>> import networkx as nx
+    >>> vg = nx.DiGraph([("layer:conv1", "layer:relu1"), ("layer:relu1", "layer:conv2")])
+    >>> search_step(vg, "conv")
+    ('layer:conv1', '1 of 2 found (Enter: next)')
+    >>> search_step(vg, "conv", "layer:conv1"), search_step(vg, "conv", "layer:conv2")[0]
+    (('layer:conv2', '2 of 2 found (Enter: next)'), 'layer:conv1')
+    >>> search_step(vg, "relu1"), search_step(vg, "pool")
+    (('layer:relu1', ''), (None, "no node or layer matches 'pool'"))
+    """
+    hits, status = search(vg, needle)
+    if len(hits) < 2:
+        return (hits[0] if hits else None), status
+    at = (hits.index(current) + 1) % len(hits) if current in hits else 0
+    return hits[at], f"{at + 1} of {len(hits)} found (Enter: next)"
 
 
 def layer_around(session, key: str | None) -> str | None:
@@ -421,6 +467,20 @@ def with_expanded(view_state: dict, selected_key: str | None, vg: nx.DiGraph | N
     if key is None or not key.is_layer:
         return None
     return {**view_state, "expanded": sorted(set(view_state.get("expanded", [])) | {key.name})}
+
+
+def with_block_toggled(view_state: dict, block_id: str) -> dict:
+    """The view store with block ``block_id`` opened if it was closed, closed if open
+    (and the view grouped: the block's button is in a grouped view's panel).
+
+    >>> with_block_toggled({"blocks": True, "opened": ["2"]}, "3")["opened"]
+    ['2', '3']
+    >>> with_block_toggled({"blocks": True, "opened": ["2", "3"]}, "3")["opened"]
+    ['2']
+    """
+    opened = set(view_state.get("opened", ()))
+    opened ^= {block_id}
+    return {**view_state, "blocks": True, "opened": sorted(opened)}
 
 
 def warm_up(session) -> None:
@@ -501,6 +561,19 @@ def bit_badges(session, vg: nx.DiGraph, recipe: Recipe) -> dict[str, Badge]:
     'a8'
     """
     return recipe_badges(session.graph, vg, recipe)
+
+
+def block_of_layer(session, layer: str | None):
+    """The block ``layer`` is in (:attr:`Session.blocks`), or None.
+
+    >>> import qviz
+    >>> from qviz.samples import sample_path
+    >>> from qviz.app.session import Session
+    >>> s = Session(qviz.load(sample_path("lenet_digits")), "lenet")
+    >>> block_of_layer(s, "conv2").label, block_of_layer(s, "nope")
+    ('image … pool', None)
+    """
+    return next((b for b in session.blocks if layer in b.layers), None) if layer else None
 
 
 def block_rows(session, block_id: str, recipe: Recipe):

@@ -9,7 +9,9 @@ which changing loads nothing: ``v``/``s``/``d`` the view (layer or op,
 rewritten or original, → or ↓; left out when default), ``sel`` the selected
 node, ``x`` the layers expanded into their ops (comma-separated), ``g`` the
 blocks closed (``1``) or not (``0``; left out when as the model opens, by its
-size), ``o`` the ids of the blocks opened, and ``r`` the recipe — its JSON,
+size), ``o`` the ids of the blocks opened, ``c`` what the nodes are coloured by
+(one of the built-in metrics; op kind is left out, and a file the user painted
+stays with the page that had it), and ``r`` the recipe — its JSON,
 deflated and base64url-encoded (a MobileNetV2 recipe of every layer is ~1 KB).
 
 >>> from qviz.passes import LayerBits, Recipe
@@ -21,9 +23,9 @@ deflated and base64url-encoded (a MobileNetV2 recipe of every layer is ~1 KB).
 >>> back = parse_page_hash(fragment, query)
 >>> back.model, back.mode, back.show, back.selected, back.expanded, back.recipe == r
 ('lenet_digits', 'op', 'rewritten', 'layer:conv2', ('bn1', 'conv1'), True)
->>> grouped = parse_page_hash(page_location(PageState("m", blocks=True, opened=("3", "1")))[1])
->>> grouped.blocks, grouped.opened
-(True, ('1', '3'))
+>>> grouped = parse_page_hash(page_location(PageState("m", blocks=True, opened=("3", "1"), color="fold status"))[1])
+>>> grouped.blocks, grouped.opened, grouped.color
+(True, ('1', '3'), 'fold status')
 
 A fragment that is not qviz's says why, in one line:
 
@@ -44,6 +46,7 @@ from urllib.parse import parse_qs, urlencode
 from .._text import one_line
 from ..errors import QvizError
 from ..passes import Recipe, RecipeError
+from .colour_by import MENU as COLOR_MENU
 from .services import current, push, redo, undo
 
 __all__ = ["PageState", "PageStateError", "page_location", "parse_page_hash", "linked_model", "history_following",
@@ -57,7 +60,8 @@ MAX_RECIPE_BYTES = 2 * 2**20
 MAX_EXPANDED = 1000
 
 _DEFAULTS = {"v": "layer", "s": "rewritten", "d": "LR"}
-_CHOICES = {"v": ("layer", "op"), "s": ("rewritten", "original"), "d": ("LR", "TB"), "g": ("0", "1")}
+_CHOICES = {"v": ("layer", "op"), "s": ("rewritten", "original"), "d": ("LR", "TB"), "g": ("0", "1"),
+            "c": COLOR_MENU}
 
 
 class PageStateError(QvizError, ValueError):
@@ -75,6 +79,7 @@ class PageState:
     expanded: tuple[str, ...] = ()    # layers drawn as their ops (names with a comma are not kept)
     blocks: bool | None = None        # blocks drawn closed (None: as the model opens, by its size)
     opened: tuple[str, ...] = ()      # ids of the blocks opened
+    color: str | None = None          # a built-in "colour by" metric (None: op kind)
 
 
 def _encode(recipe: Recipe) -> str:
@@ -113,6 +118,8 @@ def page_location(state: PageState) -> tuple[str, str]:
     opened = sorted(b for b in state.opened if b and "," not in b)[:MAX_EXPANDED]
     if opened and state.blocks is not False:
         parts["o"] = ",".join(opened)
+    if state.color in COLOR_MENU:
+        parts["c"] = state.color
     if state.recipe is not None:
         parts["r"] = _encode(state.recipe)
     query = "?" + urlencode({"m": state.model}) if state.model else ""
@@ -150,7 +157,7 @@ def parse_page_hash(fragment: str | None, query: str | None = None) -> PageState
         fields = parse_qs(text, strict_parsing=True, max_num_fields=16)
     except ValueError as exc:
         raise PageStateError(one_line(f"the link's state (after #) is not qviz's: {exc}")) from None
-    unknown = set(fields) - {"v", "s", "d", "sel", "x", "r", "g", "o"}
+    unknown = set(fields) - {"v", "s", "d", "sel", "x", "r", "g", "o", "c"}
     if unknown:
         raise PageStateError(f"the link's state has fields qviz does not know: {', '.join(sorted(unknown))}")
     one = {}
@@ -169,7 +176,7 @@ def parse_page_hash(fragment: str | None, query: str | None = None) -> PageState
                              f"qviz reads at most {MAX_EXPANDED}")
     return PageState(linked_model(query), one.get("v", "layer"), one.get("s", "rewritten"), one.get("d", "LR"),
                      one.get("sel"), _decode(one["r"]) if "r" in one else None, expanded,
-                     None if "g" not in one else one["g"] == "1", opened)
+                     None if "g" not in one else one["g"] == "1", opened, one.get("c"))
 
 
 def history_following(history: dict, recipe: Recipe) -> dict:

@@ -20,7 +20,7 @@ import plotly.graph_objects as go
 
 from ..layout.view import BLOCK_KIND, ViewKey
 
-__all__ = ["graph_figure", "Badge", "bits_color", "BIT_COLORS", "first_view_range", "histogram_figure",
+__all__ = ["graph_figure", "Badge", "Frame", "bits_color", "BIT_COLORS", "first_view_range", "histogram_figure",
            "layer_error_figure", "COLORS", "KIND_NAMES", "NO_VALUE_COLOR", "STATUS_COLORS"]
 
 COLORS = {"conv": "#1f77b4", "batchnorm": "#ff7f0e", "quant": "#9467bd", "activation": "#2ca02c",
@@ -33,6 +33,8 @@ KIND_NAMES = {"conv": "conv / dense (has weights)", "batchnorm": "batch norm", "
 NO_VALUE_COLOR = "#e3e3e3"
 #: The selected node's outline (colour, width); a match's halo and a removed node's opacity.
 SELECTED_OUTLINE = ("#000", 4)
+#: An opened block's box (:class:`Frame`): the closed block's colour, its fill barely there.
+FRAME_COLOR, FRAME_FILL = "#5c6bc0", "rgba(92, 107, 192, 0.06)"
 HALO_OPACITY = 0.45
 GHOST_OPACITY = 0.35
 STATUS_COLORS = {"added": "#00a651", "modified": "#f5a623", "removed": "#d0021b"}
@@ -71,6 +73,31 @@ def bits_color(bits: int | None) -> str:
     if bits is None:
         return FLOAT_BADGE_COLOR
     return next((color for least, color in BIT_COLORS if bits >= least), BIT_COLORS[-1][1])
+
+
+@dataclass(frozen=True)
+class Frame:
+    """An opened block drawn as a dashed box around its nodes, its name on top: the
+    box says which layers were one node, and selecting a node in it offers to close it.
+
+    >>> f = Frame("block_1", ("layer:a", "layer:b"))
+    >>> f.box({"layer:a": (0.0, 0.0), "layer:b": (2.0, 1.0), "layer:c": (5.0, 5.0)})
+    (-0.45, -0.45, 2.45, 1.45)
+    """
+
+    label: str
+    keys: tuple[str, ...]     # the nodes drawn for the block's layers (or their ops)
+
+    #: How far the box reaches past the outermost nodes' centres (layout units: 1 = a rank).
+    PAD = 0.45
+
+    def box(self, pos: Mapping) -> tuple[float, float, float, float] | None:
+        """``(x0, y0, x1, y1)`` around the frame's nodes that ``pos`` places; None if none."""
+        at = [pos[k] for k in self.keys if k in pos]
+        if not at:
+            return None
+        xs, ys = [p[0] for p in at], [p[1] for p in at]
+        return (min(xs) - self.PAD, min(ys) - self.PAD, max(xs) + self.PAD, max(ys) + self.PAD)
 
 
 @dataclass(frozen=True)
@@ -174,7 +201,7 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
                  hover: Mapping[str, str] | None = None, routes: Mapping | None = None,
                  flags: Mapping[str, str] | None = None, first_view: bool = False,
                  direction: str = "LR", badges: Mapping[str, Badge] | None = None,
-                 fill: Mapping[str, str] | None = None) -> go.Figure:
+                 fill: Mapping[str, str] | None = None, frames: Collection[Frame] = ()) -> go.Figure:
     """The graph view.
 
     Args:
@@ -194,6 +221,7 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
             node its name is not on, and shown and hidden with the names.
         fill: node key → fill colour (a metric's), replacing the op-kind colours;
             nodes without one are :data:`NO_VALUE_COLOR`.
+        frames: opened blocks, each a dashed box with its name (:class:`Frame`).
 
     The node trace's ``customdata`` is the node key, which click callbacks read.
     """
@@ -288,6 +316,13 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
         meta={"labels_in_view": LABELS_IN_VIEW, "label_px": LABEL_PX})
     if title:
         fig.update_layout(title=dict(text=title))
+    boxes = [(f.label, b) for f in frames if (b := f.box(pos)) is not None]
+    if boxes:   # a few shapes (one per opened block): cheap, unlike a shape per node
+        fig.update_layout(
+            shapes=[dict(type="rect", x0=x0, y0=y0, x1=x1, y1=y1, layer="below", line=dict(color=FRAME_COLOR,
+                         width=1.5, dash="dash"), fillcolor=FRAME_FILL) for _, (x0, y0, x1, y1) in boxes],
+            annotations=[dict(x=x0, y=y1, xanchor="left", yanchor="bottom", showarrow=False, text=f"block {label}",
+                              font=dict(size=11, color=FRAME_COLOR)) for label, (x0, y0, x1, y1) in boxes])
     return fig
 
 

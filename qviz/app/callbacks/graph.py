@@ -72,13 +72,15 @@ def center_on(fig, pos, key, direction: str = "LR"):
 _DRAWN_NOTHING = dict(figure=no_update, nodes="", match_count="", matches="", pattern_error="", diff="",
                       drawn=no_update, metric_legend=[], metric_poll=True, window=no_update)
 
-#: What the user panned or zoomed to, kept from the graph's relayout events (a pan, a zoom,
-#: the minimap); a double-click home (autorange) forgets it.
+#: What the user panned or zoomed to, kept from the graph's relayout events; a double-click
+#: home (autorange) forgets it. A drag reports ``xaxis.range[0]`` and ``[1]``; the minimap's
+#: jump (assets/graph_view.js) reports ``xaxis.range``, both ends at once.
 KEEP_WINDOW = """function (relayout) {
     if (!relayout) { return window.dash_clientside.no_update; }
     if (relayout['xaxis.autorange'] || relayout['autosize']) { return relayout['xaxis.autorange'] ? null : window.dash_clientside.no_update; }
-    const x0 = relayout['xaxis.range[0]'], x1 = relayout['xaxis.range[1]'];
-    const y0 = relayout['yaxis.range[0]'], y1 = relayout['yaxis.range[1]'];
+    const xs = relayout['xaxis.range'] || [relayout['xaxis.range[0]'], relayout['xaxis.range[1]']];
+    const ys = relayout['yaxis.range'] || [relayout['yaxis.range[0]'], relayout['yaxis.range[1]']];
+    const x0 = xs[0], x1 = xs[1], y0 = ys[0], y1 = ys[1];
     if ([x0, x1, y0, y1].some(v => typeof v !== 'number')) { return window.dash_clientside.no_update; }
     return {x: [x0, x1], y: [y0, y1]};
 }"""
@@ -144,11 +146,12 @@ def register(app, store) -> None:
         started = time.monotonic()
         try:
             return _draw(s, recipe, view_choice(mode, show, direction, view_state), builtin, text,
-                         selected, color_by, kept_window(ctx.triggered_prop_ids, window))
+                         selected, color_by, kept_window(ctx.triggered_prop_ids, window),
+                         newly_selected=f"{ids.SELECTED}.data" in ctx.triggered_prop_ids)
         finally:
             log.info("session %s: drew %s in %.2f s", session["sid"][:8], s.name, time.monotonic() - started)
 
-    def _draw(s, recipe, choice: ViewChoice, builtin, text, selected, color_by, window=None):
+    def _draw(s, recipe, choice: ViewChoice, builtin, text, selected, color_by, window=None, newly_selected=False):
         graph, result = services.shown(s, recipe, choice)
         view = services.draw_view(s, recipe, choice)
         try:
@@ -168,9 +171,12 @@ def register(app, store) -> None:
         waiting = "" if metric is not None else metric_waiting(s, color_by, recipe)
         fig = graph_figure(view.graph, view.pos, routes=view.routes, highlights=highlights, selected=sel,
                            show_status=not choice.original, hover=hover, flags=flags, badges=badges,
-                           first_view=True, direction=choice.direction, fill=fill)
+                           first_view=True, direction=choice.direction, fill=fill,
+                           frames=services.opened_frames(s, view, choice))
         window_now = no_update if window is not None else None
-        if sel in view.pos and selected.get("center"):
+        # a selection asking to be centred is centred once, when made (or in a new view), not
+        # again at each edit: the user may have moved away since
+        if sel in view.pos and selected.get("center") and (newly_selected or window is None):
             center_on(fig, view.pos, sel, choice.direction)
             window_now = {"x": list(fig.layout.xaxis.range), "y": list(fig.layout.yaxis.range)}
         elif window is not None:   # where the user panned to: a click or an edit does not move it
@@ -194,14 +200,16 @@ def register(app, store) -> None:
     @app.callback(
         output=dict(selected=Output(ids.SELECTED, "data"), status=Output(ids.SEARCH_STATUS, "children")),
         inputs=dict(click=Input(ids.GRAPH, "clickData"), needle=Input(ids.SEARCH, "value"),
-                    bar=Input(ids.LAYER_ERRORS, "clickData"),
+                    _enter=Input(ids.SEARCH, "n_submit"), bar=Input(ids.LAYER_ERRORS, "clickData"),
                     _match_clicks=Input({"type": ids.MATCH_ITEM, "key": ALL, "n": ALL}, "n_clicks")),
         state=dict(session=State(ids.SESSION, "data"), history=State(ids.RECIPE, "data"),
                    mode=State(ids.VIEW_MODE, "value"), show=State(ids.SHOW, "value"),
-                   view_state=State(ids.VIEW, "data"), direction=State(ids.DIRECTION, "value")),
+                   view_state=State(ids.VIEW, "data"), direction=State(ids.DIRECTION, "value"),
+                   selected=State(ids.SELECTED, "data")),
         prevent_initial_call=True,
     )
-    def select(click, needle, bar, _match_clicks, session, history, mode, show, view_state, direction):
+    def select(click, needle, _enter, bar, _match_clicks, session, history, mode, show, view_state, direction,
+               selected):
         trig = ctx.triggered_id
         nothing = dict(selected=no_update, status="")
         if trig == ids.GRAPH and click:
@@ -217,8 +225,11 @@ def register(app, store) -> None:
             if s is None:
                 return nothing
             view = services.draw_view(s, current(history), view_choice(mode, show, direction, view_state))
-            hits, status = services.search(view.graph, needle)
-            return dict(selected={"key": hits[0], "center": True} if hits else no_update, status=status)
+            # Enter again on the same text (n_submit alone) steps to the next hit
+            again = f"{ids.SEARCH}.value" not in ctx.triggered_prop_ids
+            key, status = services.search_step(view.graph, needle, (selected or {}).get("key") if again else None)
+            return dict(selected={"key": key, "center": True} if key else no_update,
+                        status=html.Span(status, title=status) if status else "")
         return nothing
 
     @app.callback(Output(ids.GRID, "selectedRows"), Input(ids.SELECTED, "data"), State(ids.SESSION, "data"),
@@ -234,12 +245,16 @@ def register(app, store) -> None:
     @app.callback(
         Output(ids.VIEW, "data"),
         Input(ids.EXPAND, "n_clicks"), Input(ids.COLLAPSE_ALL, "n_clicks"), Input(ids.BLOCKS_BUTTON, "n_clicks"),
-        State(ids.SELECTED, "data"), State(ids.VIEW, "data"), State(ids.SESSION, "data"), State(ids.RECIPE, "data"),
+        Input({"type": ids.BLOCK_TOGGLE, "block": ALL}, "n_clicks"), State(ids.SELECTED, "data"), State(ids.VIEW, "data"), State(ids.SESSION, "data"), State(ids.RECIPE, "data"),
         State(ids.VIEW_MODE, "value"), State(ids.SHOW, "value"), State(ids.DIRECTION, "value"),
         prevent_initial_call=True,
     )
-    def expand(_expand, _collapse, _blocks, selected, view_state, session, history, mode, show, direction):
+    def expand(_expand, _collapse, _blocks, _toggles, selected, view_state, session, history, mode, show, direction):
         view_state = view_state or {}
+        if isinstance(ctx.triggered_id, dict):   # a block's own button in the panel: open it, or close it
+            if not ctx.triggered[0]["value"]:
+                raise PreventUpdate    # the button was drawn, not clicked
+            return services.with_block_toggled(view_state, ctx.triggered_id["block"])
         if ctx.triggered_id == ids.COLLAPSE_ALL:
             return {**view_state, "expanded": [], "opened": []}
         if ctx.triggered_id == ids.BLOCKS_BUTTON:

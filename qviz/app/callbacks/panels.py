@@ -9,7 +9,7 @@ import math
 import time
 
 import numpy as np
-from dash import MATCH, Input, Output, State, ctx, dcc, html, no_update
+from dash import ALL, MATCH, Input, Output, State, ctx, dcc, html, no_update
 
 from ..._text import one_line
 from ...analysis.quant_grid import error_split, grids_of_layer, quant_levels
@@ -48,9 +48,10 @@ def register(app, store) -> None:
         inputs=dict(selected=Input(ids.SELECTED, "data"), history=Input(ids.RECIPE, "data"),
                     _tick=Input(ids.NODE_PANEL_POLL, "n_intervals")),
         state=dict(builtin=State(ids.PATTERN_BUILTIN, "value"), text=State(ids.PATTERN_TEXT, "value"),
-                   session=State(ids.SESSION, "data"), show=State(ids.SHOW, "value")),
+                   session=State(ids.SESSION, "data"), show=State(ids.SHOW, "value"),
+                   view_state=State(ids.VIEW, "data")),
     )
-    def node_panel(selected, history, _tick, builtin, text, session, show):
+    def node_panel(selected, history, _tick, builtin, text, session, show, view_state):
         s = store.require(session)
         if s is None or not selected or not history:
             return dict(body=html.Div("click a node to see it here"), why="", stop_polling=True)
@@ -61,10 +62,19 @@ def register(app, store) -> None:
         if key is None:
             return dict(body=html.Div("click a node to see it here"), why="", stop_polling=True)
         started = time.monotonic()
-        body, why, waiting = _node_panel(s, key, current(history), builtin, text, show)
+        view_state = view_state or {}
+        body, why, waiting = _node_panel(s, key, current(history), builtin, text, show,
+                                         opened=set(view_state.get("opened", ())) if view_state.get("blocks") else None)
         log.debug("session %s: node panel of %s in %.2f s", session["sid"][:8], selected["key"],
                   time.monotonic() - started)
         return dict(body=body, why=why, stop_polling=not waiting)
+
+    @app.callback(Output({"type": ids.BLOCK_TOGGLE, "block": ALL}, "children"),
+                  Input(ids.VIEW, "data"), State({"type": ids.BLOCK_TOGGLE, "block": ALL}, "id"))
+    def block_toggle_words(view_state, toggles):
+        """Each block button in the panel says what it will do: open, or close."""
+        opened = set((view_state or {}).get("opened", ())) if (view_state or {}).get("blocks") else set()
+        return ["close this block" if t["block"] in opened else "open this block" for t in toggles]
 
     @app.callback(
         output=dict(panel=Output(ids.VERIFY_PANEL, "children"), errors=Output(ids.LAYER_ERRORS, "figure"),
@@ -112,10 +122,28 @@ def register(app, store) -> None:
         return dict(panel=panel, errors=figure, status=status, stop_polling=True)
 
 
-def _node_panel(s, key: ViewKey, recipe: Recipe, builtin, text, show):
-    """(panel content, explanation, still waiting for the worker)."""
+def _node_panel(s, key: ViewKey, recipe: Recipe, builtin, text, show, opened: set | None = None):
+    """(panel content, explanation, still waiting for the worker). ``opened``: the ids of
+    the blocks opened when the view draws blocks (None: it does not), so a layer's panel
+    names its block and offers to close it."""
     if key.is_block:
-        return _block_panel(s, key, recipe), "", False
+        return _block_panel(s, key, recipe, opened or set()), "", False
+    panel, why, waiting = _item_panel(s, key, recipe, builtin, text, show)
+    block = services.block_of_layer(s, key.layer_in(s.graph)) if opened is not None else None
+    if block is not None:
+        panel = html.Div([panel, html.Div(["in block ", html.B(block.label), " ",
+                                           _block_toggle(block.id, block.id in opened)], className="block-line")])
+    return panel, why, waiting
+
+
+def _block_toggle(block_id: str, is_open: bool):
+    """Opens or closes one block; its words follow the view (``block_toggle_words``)."""
+    return html.Button("close this block" if is_open else "open this block",
+                       id={"type": ids.BLOCK_TOGGLE, "block": block_id}, className="block-toggle")
+
+
+def _item_panel(s, key: ViewKey, recipe: Recipe, builtin, text, show):
+    """A layer's or an op's panel: (content, explanation, still waiting for the worker)."""
     if not s.result_ready(recipe):
         # the recipe's calibration is running in the worker: its controls now, the rest when ready
         layer = key.layer_in(s.graph)
@@ -226,17 +254,16 @@ def _short(v) -> str:
     return text if len(text) < 80 else text[:77] + "…"
 
 
-def _block_panel(s, key: ViewKey, recipe: Recipe):
+def _block_panel(s, key: ViewKey, recipe: Recipe, opened: set):
     """A closed block: its layers in order, each with what the recipe does to it."""
     found = services.block_rows(s, key.name, recipe)
     if found is None:
         return html.Div(f"no block {key.name} in this model")
     block, rows = found
     return html.Div([
-        html.B(f"block {block.label}"),
-        html.Div(f"{len(rows)} layers drawn as one node, {rows[0][0]} … {rows[-1][0]}. "
-                 "Press expand (above the graph) to open it into its layers; collapse all closes it again.",
-                 className="hint"),
+        html.B(f"block {block.label}"), " ", _block_toggle(block.id, block.id in opened),
+        html.Div(f"{len(rows)} layers, {rows[0][0]} … {rows[-1][0]}: closed, they are drawn as one node. "
+                 "Collapse all (above the graph) closes every block.", className="hint"),
         html.Ol([html.Li([name, " ", html.Span(badge, className="legend-badge") if badge else ""])
                  for name, badge in rows], className="block-layers"),
     ], className="block-panel")

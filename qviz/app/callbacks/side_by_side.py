@@ -11,7 +11,7 @@ from dash import Input, Output, Patch, State, ctx, no_update
 from ...passes import Recipe
 from ...render import graph_figure
 from .. import ids, services
-from ..layout import NO_FIGURE
+from ..layout import PANE_B_EMPTY
 from ..services import current
 from ..side_by_side import counterparts, folded_pairs, pane_caption, pane_views, synced_range
 from .graph import center_on, view_choice
@@ -28,14 +28,14 @@ def _pinned(data) -> Recipe | None:
 
 def register(app, store) -> None:
     @app.callback(
-        output=dict(hidden=Output(ids.PANE_B, "hidden"), caption_a=Output(ids.PANE_A_CAPTION, "children"),
+        output=dict(caption_a=Output(ids.PANE_A_CAPTION, "children"),
                     caption_a_hidden=Output(ids.PANE_A_CAPTION, "hidden")),
         inputs=dict(toggle=Input(ids.SIDE_BY_SIDE, "value")),
         prevent_initial_call=True,   # the page opens with pane B hidden: nothing to add to its first load
     )
     def show_pane(toggle):
         on = bool(toggle)
-        return dict(hidden=not on, caption_a=PANE_A if on else "", caption_a_hidden=not on)
+        return dict(caption_a=PANE_A if on else "", caption_a_hidden=not on)
 
     @app.callback(
         Output(ids.PINNED, "data"),
@@ -48,21 +48,24 @@ def register(app, store) -> None:
         return current(history).to_json(indent=None)
 
     @app.callback(
-        output=dict(figure=Output(ids.GRAPH_B, "figure"), caption=Output(ids.PANE_B_CAPTION, "children")),
+        # pane B is shown by the response that draws it, so plotly sizes it as shown
+        output=dict(figure=Output(ids.GRAPH_B, "figure"), caption=Output(ids.PANE_B_CAPTION, "children"),
+                    hidden=Output(ids.PANE_B, "hidden")),
         inputs=dict(toggle=Input(ids.SIDE_BY_SIDE, "value"), pinned=Input(ids.PINNED, "data"),
                     history=Input(ids.RECIPE, "data"), view_state=Input(ids.VIEW, "data"),
                     mode=Input(ids.VIEW_MODE, "value"), show=Input(ids.SHOW, "value"),
                     direction=Input(ids.DIRECTION, "value"), selected=Input(ids.SELECTED, "data")),
-        state=dict(session=State(ids.SESSION, "data")),
+        state=dict(session=State(ids.SESSION, "data"), window=State(ids.VIEW_WINDOW, "data")),
         prevent_initial_call=True,
     )
-    def draw_b(toggle, pinned, history, view_state, mode, show, direction, selected, session):
+    def draw_b(toggle, pinned, history, view_state, mode, show, direction, selected, session, window):
         # drawn only while shown: a hidden pane costs nothing
         s = store.require(session)
         if not toggle:   # hidden: emptied once, when it is hidden, and left alone after
-            return dict(figure=NO_FIGURE if ctx.triggered_id == ids.SIDE_BY_SIDE else no_update, caption="")
+            return dict(figure=PANE_B_EMPTY if ctx.triggered_id == ids.SIDE_BY_SIDE else no_update, caption="",
+                        hidden=True)
         if s is None or not history:
-            return dict(figure=no_update, caption="")
+            return dict(figure=no_update, caption="", hidden=False)
         recipe, other = current(history), _pinned(pinned)
         a, b = pane_views(s, recipe, other, view_choice(mode, show, direction, view_state))
         key = (selected or {}).get("key")
@@ -72,9 +75,17 @@ def register(app, store) -> None:
         badges = services.bit_badges(s, b.graph, other) if other is not None else {}
         fig = graph_figure(b.graph, b.pos, routes=b.routes, selected=chosen, show_status=other is not None,
                            hover=hover, badges=badges, first_view=True, direction=direction or "LR")
-        if chosen:   # the selection's counterpart, in view
+        same_view = ctx.triggered_id in (ids.SIDE_BY_SIDE, ids.PINNED, ids.RECIPE)
+        if chosen and not (same_view and isinstance(window, dict)):   # the selection's counterpart, in view
             center_on(fig, b.pos, chosen[0], direction or "LR")
-        return dict(figure=fig, caption=pane_caption(other, s))
+        elif same_view and isinstance(window, dict):
+            # where pane A looks (the user panned or zoomed there), not the graph's start; not after
+            # a new view (mode, direction, blocks), which pane A draws from its start too
+            ranges = synced_range({"xaxis.range": window.get("x"), "yaxis.range": window.get("y")}, a, b,
+                                  folded_pairs(s, recipe, other))
+            if ranges is not None:
+                fig.update_layout(xaxis=dict(range=ranges[0]), yaxis=dict(range=ranges[1]))
+        return dict(figure=fig, caption=pane_caption(other, s), hidden=False)
 
     @app.callback(
         Output(ids.SELECTED, "data", allow_duplicate=True),

@@ -11,6 +11,8 @@ from ...layout.blocks import default_grouping
 from ...passes import RecipeError
 from .. import ids
 from ..layout import SERVED_MODEL
+from ..colour_by import MENU as COLOR_MENU
+from ..legend import OP_KIND
 from ..services import START_RECIPE, current, new_history
 from ..url_state import PageState, PageStateError, history_following, page_location, parse_page_hash
 
@@ -32,7 +34,8 @@ def register(app, store, options) -> None:
     # opening (picker → open → recipe → here → picker); the server reads the link's
     # model (?m=) when it builds the page instead (create_app's layout).
     nothing = dict(url=no_update, query=no_update, history=no_update, mode=no_update, show=no_update,
-                   direction=no_update, selected=no_update, view=no_update, restored=no_update, alert=no_update)
+                   direction=no_update, selected=no_update, view=no_update, color=no_update, restored=no_update,
+                   alert=no_update)
 
     @app.callback(
         output=dict(url=Output(ids.URL, "hash"), query=Output(ids.URL, "search"),
@@ -42,25 +45,28 @@ def register(app, store, options) -> None:
                     direction=Output(ids.DIRECTION, "value", allow_duplicate=True),
                     selected=Output(ids.SELECTED, "data", allow_duplicate=True),
                     view=Output(ids.VIEW, "data", allow_duplicate=True),
+                    color=Output(ids.COLOR_BY, "value", allow_duplicate=True),
                     restored=Output(ids.URL_RESTORED, "data"),
                     alert=Output(ids.ALERT, "children", allow_duplicate=True)),
         inputs=dict(fragment=Input(ids.URL, "hash"), _version=Input(ids.MODEL_VERSION, "data"),
                     history=Input(ids.RECIPE, "data"), mode=Input(ids.VIEW_MODE, "value"),
                     show=Input(ids.SHOW, "value"), direction=Input(ids.DIRECTION, "value"),
-                    selected=Input(ids.SELECTED, "data"), view=Input(ids.VIEW, "data")),
+                    selected=Input(ids.SELECTED, "data"), view=Input(ids.VIEW, "data"),
+                    color=Input(ids.COLOR_BY, "value")),
         state=dict(query=State(ids.URL, "search"), restored=State(ids.URL_RESTORED, "data"),
                    session=State(ids.SESSION, "data")),
         prevent_initial_call=True,
     )
-    def sync_url(fragment, _version, history, mode, show, direction, selected, view, query, restored, session):
+    def sync_url(fragment, _version, history, mode, show, direction, selected, view, color, query, restored,
+                 session):
         trig = ctx.triggered_id
         if trig == ids.URL or (trig == ids.MODEL_VERSION and not restored):
-            return _read(fragment, query, history, mode, show, direction, selected, view, restored, session)
+            return _read(fragment, query, history, mode, show, direction, selected, view, color, restored, session)
         if trig == ids.MODEL_VERSION:
             return nothing     # the user opened a model: the URL follows once its recipe is set
-        return _write(fragment, query, history, mode, show, direction, selected, view, restored, session)
+        return _write(fragment, query, history, mode, show, direction, selected, view, color, restored, session)
 
-    def _write(fragment, query, history, mode, show, direction, selected, view, restored, session):
+    def _write(fragment, query, history, mode, show, direction, selected, view, color, restored, session):
         # not before a link's own state is read: it would be overwritten
         s = store.require(session)
         if not restored or s is None or not history:
@@ -72,13 +78,13 @@ def register(app, store, options) -> None:
                                         (selected or {}).get("key"), None if recipe == START_RECIPE else recipe,
                                         tuple(view.get("expanded", ())),
                                         None if blocks == default_grouping(len(s.graph.layers)) else blocks,
-                                        tuple(view.get("opened", ()))))
+                                        tuple(view.get("opened", ())), color or None))
         if where == ((query or ""), (fragment or "")):
             return nothing
         return dict(nothing, query=where[0] if where[0] != (query or "") else no_update,
                     url=where[1] if where[1] != (fragment or "") else no_update)
 
-    def _read(fragment, query, history, mode, show, direction, selected, view, restored, session):
+    def _read(fragment, query, history, mode, show, direction, selected, view, color, restored, session):
         try:
             state = parse_page_hash(fragment, query)
         except PageStateError as exc:
@@ -103,6 +109,10 @@ def register(app, store, options) -> None:
         for name, want, have in (("mode", state.mode, mode), ("show", state.show, show),
                                  ("direction", state.direction, direction)):
             out[name] = want if want != have else no_update
+        # no c= is op kind, unless a file the user painted is shown (the link cannot carry it)
+        painted = bool(color) and color not in COLOR_MENU
+        want_color = state.color or (color if painted else OP_KIND)
+        out["color"] = want_color if want_color != (color or OP_KIND) else no_update   # (re-sent, it draws again)
         if state.selected != (selected or {}).get("key"):
             out["selected"] = {"key": state.selected, "center": True} if state.selected else None
         expanded = sorted(set(state.expanded) & set(s.graph.layers))    # layers the model has

@@ -35,7 +35,7 @@ def test_blocks_close_open_and_summarize_their_layers(dash_duo):
 
     # a layer in a closed block is found as its block; the panel lists the block's layers
     dash_duo.find_element("#search").send_keys("conv2\n")
-    wait_for(lambda: "is in block" in text_of(dash_duo, "#search-status"), what="search names the block")
+    wait_for(lambda: "in block" in text_of(dash_duo, "#search-status"), what="search names the block")
     wait_for(lambda: f"block {conv2.label}" in text_of(dash_duo, "#node-panel"), what="the block's panel")
     panel = text_of(dash_duo, "#node-panel")
     assert all(layer in panel for layer in conv2.layers) and "w8a8+bn" in panel
@@ -62,3 +62,51 @@ def test_blocks_close_open_and_summarize_their_layers(dash_duo):
     assert items == 3, items
     click(dash_duo, "#blocks-button")
     wait_for(lambda: _keys(dash_duo) == layers_drawn, what="the layers drawn again")
+
+
+_FRAMES = ("const g = document.querySelector('#graph .js-plotly-plot');"
+           "return (g._fullLayout.annotations || []).map(a => a.text);")
+
+
+def _click_node(dash_duo, key):
+    dash_duo.driver.execute_script(
+        "const g = document.querySelector('#graph .js-plotly-plot'); const t = g.data.findIndex(d => d.name === 'nodes');"
+        "const i = g.data[t].customdata.indexOf(arguments[0]);"
+        "g.emit('plotly_click', {points: [{curveNumber: t, pointNumber: i, pointIndex: i, x: g.data[t].x[i],"
+        "                                  y: g.data[t].y[i], customdata: arguments[0], data: g.data[t]}]});", key)
+
+
+def test_search_steps_through_hits_and_a_block_opens_and_closes_from_its_panel(dash_duo):
+    import qviz
+
+    blocks = Session(qviz.load(sample_path("lenet_digits")), "lenet").blocks
+    first = blocks[0]
+    start_app(dash_duo)
+    # Enter again on the same text goes to the next hit, round to the first
+    search = dash_duo.find_element("#search")
+    search.send_keys("conv\n")
+    wait_for(lambda: text_of(dash_duo, "#search-status") == "1 of 2 found (Enter: next)",
+             what=lambda: f"the first hit; {text_of(dash_duo, '#search-status')!r}")
+    wait_for(lambda: "layer conv1" in text_of(dash_duo, "#node-panel"), what="conv1 selected")
+    search.send_keys("\n")
+    wait_for(lambda: "layer conv2" in text_of(dash_duo, "#node-panel"), what="Enter: the next hit, conv2")
+    assert text_of(dash_duo, "#search-status") == "2 of 2 found (Enter: next)"
+
+    # grouped: the block's panel opens it; the opened block is framed and named; its button closes it
+    click(dash_duo, "#blocks-button")
+    wait_for(lambda: _keys(dash_duo) == {f"block:{b.id}" for b in blocks}, what="blocks")
+    _click_node(dash_duo, f"block:{first.id}")
+    wait_for(lambda: text_of(dash_duo, ".block-toggle") == "open this block", what="the block's panel and its button")
+    click(dash_duo, ".block-toggle")
+    wait_for(lambda: "layer:conv1" in _keys(dash_duo), what="the block opened from its panel")
+    wait_for(lambda: dash_duo.driver.execute_script(_FRAMES) == [f"block {first.label}"],
+             what=lambda: f"the opened block framed; annotations {dash_duo.driver.execute_script(_FRAMES)}")
+    wait_for(lambda: text_of(dash_duo, ".block-toggle") == "close this block", what="the button says close")
+    shot(dash_duo, "block_opened.png")
+    # a layer inside the opened block names it, and closes it
+    _click_node(dash_duo, "layer:conv1")
+    wait_for(lambda: "layer conv1" in text_of(dash_duo, "#node-panel")
+             and f"in block {first.label}" in text_of(dash_duo, "#node-panel"), what="conv1's panel names its block")
+    click(dash_duo, ".block-toggle")
+    wait_for(lambda: _keys(dash_duo) == {f"block:{b.id}" for b in blocks}, what="the block closed from a layer's panel")
+    assert dash_duo.driver.execute_script(_FRAMES) == []

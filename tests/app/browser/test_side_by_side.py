@@ -93,3 +93,15 @@ def test_two_panes_select_and_pan_together(dash_duo):
     wait_for(lambda: text_of(dash_duo, "#pane-b-caption").startswith("B: the float model"), what="back to float")
     click(dash_duo, "#side-by-side input")
     wait_for(lambda: not dash_duo.find_element("#pane-b").is_displayed(), what="pane B hidden")
+    # shown again, B opens where A looks (A panned to fc1), not at the graph's start
+    a = _positions(dash_duo, "graph")
+    x, y = a["layer:fc1"]
+    dash_duo.driver.execute_script(
+        f"Plotly.relayout({_pane('graph')}, {{'xaxis.range': [{x - 2}, {x + 2}], 'yaxis.range': [{y - 1}, {y + 1}]}});")
+    time.sleep(0.5)    # the page keeps the window it was moved to (a clientside callback)
+    click(dash_duo, "#side-by-side input")
+    wait_for(lambda: dash_duo.find_element("#pane-b").is_displayed(), what="pane B shown again")
+    wait_for(lambda: abs(sum(_x_range(dash_duo, "graph-b")) / 2 - b["layer:fc1"][0]) < 0.01,
+             what=lambda: f"B opened on fc1 at {b['layer:fc1']}; its x range is {_x_range(dash_duo, 'graph-b')}")
+    lo, hi = _x_range(dash_duo, "graph-b")
+    assert abs((hi - lo) - 4) < 0.01, (lo, hi)    # at A's zoom: drawn into a hidden pane, it was 56 wide

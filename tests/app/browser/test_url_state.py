@@ -65,7 +65,11 @@ def test_a_shared_link_opens_its_model_view_and_recipe_and_a_bad_one_says_why(da
     wait_open(dash_duo, "lenet_digits")      # and the page opens its default model
 
 
-def test_expanded_layers_are_in_the_link_and_come_back_on_reload(dash_duo):
+def _colour(dash_duo) -> str:
+    return dash_duo.find_element("#color-by").text
+
+
+def test_expanded_layers_and_the_colouring_are_in_the_link_and_come_back_on_reload(dash_duo):
     from .helpers import figure_nodes
 
     start_app(dash_duo)
@@ -77,8 +81,13 @@ def test_expanded_layers_are_in_the_link_and_come_back_on_reload(dash_duo):
     wait_for(lambda: _fragment(dash_duo).get("x") == "conv2", what=lambda: f"x= in the URL; {_fragment(dash_duo)}")
     expanded = figure_nodes(dash_duo)
     assert expanded > collapsed                 # conv2 drawn as its ops
+    dash_duo.select_dcc_dropdown("#color-by", value="fold status")
+    wait_for(lambda: _fragment(dash_duo).get("c") == "fold status", what=lambda: f"c= in the URL; {_fragment(dash_duo)}")
     dash_duo.driver.refresh()
     wait_for(lambda: figure_nodes(dash_duo) == expanded, timeout=60,
              what=lambda: f"conv2 expanded again; {figure_nodes(dash_duo)} nodes drawn, not {expanded}")
+    wait_for(lambda: "fold status" in _colour(dash_duo), what=lambda: f"the colouring back; menu reads {_colour(dash_duo)!r}")
+    wait_for(lambda: "fold status" in dash_duo.find_element("#metric-legend").text,
+             what="the graph painted by fold status again")
     dash_duo.find_element("#collapse-all-button").click()
     wait_for(lambda: "x" not in _fragment(dash_duo), what=lambda: f"x= gone; {_fragment(dash_duo)}")

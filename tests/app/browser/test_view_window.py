@@ -40,3 +40,29 @@ def test_a_click_keeps_the_window_the_user_panned_to(dash_duo):
     click(dash_duo, "#view-mode input[value='op']")    # a new view: from its start
     wait_for(lambda: figure_nodes(dash_duo) > 13 and _x_range(dash_duo)[0] < 0 < panned[0] - 0.5,
              what=lambda: f"the op view from its start; {_x_range(dash_duo)}, panned {panned}")
+
+
+def test_a_found_node_is_centred_once_and_the_minimap_jump_is_kept(dash_duo):
+    """Search centres its hit; a drag away from it is kept through an edit (the edit
+    centred the found node again), and so is a jump from the minimap."""
+    start_app(dash_duo)
+    dash_duo.find_element("#search").send_keys("conv2\n")
+    wait_for(lambda: "layer conv2" in dash_duo.find_element("#node-panel").text, what="conv2 found")
+    wait_idle(dash_duo)
+    centred = _x_range(dash_duo)
+    area = dash_duo.find_element("#graph .nsewdrag")
+    ActionChains(dash_duo.driver).move_to_element(area).click_and_hold().move_by_offset(-150, 0) \
+        .move_by_offset(-150, 0).release().perform()
+    wait_for(lambda: _x_range(dash_duo)[0] > centred[0] + 0.5, what="the drag moved the window")
+    panned = _x_range(dash_duo)
+    wait_idle(dash_duo)
+    click(dash_duo, "#bulk-all-8")
+    wait_idle(dash_duo)
+    assert _x_range(dash_duo) == panned
+    # the minimap's jump (assets/graph_view.js sets both ends of each axis at once)
+    dash_duo.driver.execute_script(f"Plotly.relayout({_GRAPH}, {{'xaxis.range': [0, 4], 'yaxis.range': [-1, 1]}});")
+    wait_for(lambda: _x_range(dash_duo) == [0, 4], what="the jump")
+    wait_idle(dash_duo)
+    click(dash_duo, "#bulk-first-last-8-rest-4")
+    wait_idle(dash_duo)
+    assert _x_range(dash_duo) == [0, 4]
