@@ -559,8 +559,11 @@ def bit_badges(session, vg: nx.DiGraph, recipe: Recipe) -> dict[str, Badge]:
     >>> r = qviz.Recipe.default(s.graph)
     >>> bit_badges(s, draw_view(s, r, ViewChoice(mode="op")).graph, r)["op:resnet_block_1/add1_1/Add"].text
     'a8'
+
+    Every layer the recipe could mark has one, empty where it marks nothing (the page
+    restyles it at an edit: :data:`qviz.app.callbacks.recipe.PREVIEW_EDIT`).
     """
-    return recipe_badges(session.graph, vg, recipe)
+    return recipe_badges(session.graph, vg, recipe, slots=True)
 
 
 def block_of_layer(session, layer: str | None):
@@ -625,7 +628,7 @@ def graph_svg_file(session, recipe: Recipe, choice: ViewChoice, around_layer: st
         pos, routes = default_cache().routes(vg, choice.direction)
         stem += f"_around_{around_layer}"
         title += f", around {around_layer} ({hops} step{'s' if hops != 1 else ''})"
-    badges = None if choice.original else bit_badges(session, vg, recipe)
+    badges = None if choice.original else recipe_badges(session.graph, vg, recipe)   # no empty slots in a file
     svg = graph_svg(vg, pos, routes, direction=choice.direction, badges=badges,
                     show_status=not choice.original, standalone=True, title=title)
     return f"{stem}.svg", svg

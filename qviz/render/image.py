@@ -52,13 +52,15 @@ class ImageError(QvizError, RuntimeError):
     """An image could not be made (no Chromium, or it failed); the message says which."""
 
 
-def recipe_badges(graph: Graph, vg: nx.DiGraph, recipe: Recipe) -> dict[str, Badge]:
+def recipe_badges(graph: Graph, vg: nx.DiGraph, recipe: Recipe, *, slots: bool = False) -> dict[str, Badge]:
     """View key → the :class:`~qviz.render.figure.Badge` saying what ``recipe`` does
     to the layer drawn there (``w4a8+bn``): on a layer's node in the layer view, on
     the op that carries the layer's weights (or its bypass Add) in the op view.
     Layers the recipe leaves alone get none, nor do nodes the rewrite removed.
     ``graph`` is the float graph the recipe is for; ``vg`` a view of it or of its
-    rewrite.
+    rewrite. With ``slots``, every layer node the recipe could mark gets a badge, an
+    empty one (``Badge("", None)``) where it marks nothing: the page restyles a
+    badge in place at an edit, before its redraw, and needs the point to be there.
 
     >>> import qviz
     >>> from qviz.samples import sample_path
@@ -68,6 +70,10 @@ def recipe_badges(graph: Graph, vg: nx.DiGraph, recipe: Recipe) -> dict[str, Bad
     >>> badges = recipe_badges(g, view_graph(g, "layer"), r)
     >>> badges["layer:conv1"].text, badges["layer:conv2"].text, "layer:relu1" in badges
     ('w8a8+bn', 'w4a8+bn', False)
+    >>> float_start = recipe_badges(g, view_graph(g, "layer"), qviz.Recipe(fold_default=False, quantize_default=None),
+    ...                             slots=True)
+    >>> float_start["layer:conv1"], "layer:relu1" in float_start
+    (Badge(text='', bits=None), False)
     """
     units = set(quantizable_units(graph))
     weighted = set(quantizable_layers(graph))
@@ -80,9 +86,13 @@ def recipe_badges(graph: Graph, vg: nx.DiGraph, recipe: Recipe) -> dict[str, Bad
                 bits.activation_bits if bits else None, layer in folded)
 
     out = {}
+    markable = (units | {c.layer for c in fold_candidates(graph) if c.foldable}) if slots else set()
     for key, d in vg.nodes(data=True):
         k = ViewKey.parse(key)
         if k is None or d.get("ghost_of") or d.get("status") == "removed":
+            continue
+        if k.is_layer and d.get("layer") in markable:    # a slot, empty unless the recipe marks it
+            out[key] = Badge.of(*widths(d["layer"])) or Badge("", None)
             continue
         if k.is_block:     # a closed block: the range of its layers' widths
             marks = [widths(layer) for layer in d.get("layers", ()) if layer in marked]

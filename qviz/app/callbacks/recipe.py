@@ -7,11 +7,13 @@ or cell asked for it.
 
 from __future__ import annotations
 
+import json
 import logging
 
 from dash import ALL, Input, Output, State, ctx, dcc, no_update
 
 from ...passes import Recipe, RecipeError
+from ...render.figure import BIT_COLORS, FLOAT_BADGE_COLOR
 from .. import ids, services
 from ..services import current
 
@@ -44,7 +46,45 @@ function (changed, log, version) {
 """ % (list(services.EDITED_FIELDS), services.HISTORY_LIMIT)
 
 
+#: A table edit shown on the graph at once, before the server has redrawn it (~300 ms on
+#: MobileNetV2: the edit's request, the draw's, then plotly): the edited layer's badge
+#: (:class:`qviz.render.figure.Badge`, by the same rule and colours) is restyled in place.
+#: Only a badge already drawn changes; the redraw then brings everything else (ghosts,
+#: outlines, a badge that appears). The store says what was drawn (for tests).
+PREVIEW_EDIT = """
+function (changed) {
+    const none = dash_clientside.no_update;
+    const fields = %s, colors = %s, floatColor = %s;
+    const gd = document.querySelector('#graph .js-plotly-plot');
+    const at = gd && gd.data ? gd.data.findIndex(d => d.name === 'bits') : -1;
+    if (at < 0) return none;
+    const trace = gd.data[at];
+    const text = trace.text.slice(), color = trace.textfont.color.slice();
+    const width = v => (/^[0-9]+$/.test(String(v)) ? parseInt(v, 10) : null);
+    const drawn = [];
+    for (const c of (Array.isArray(changed) ? changed : [changed])) {
+        if (!c || !c.data || fields.indexOf(c.colId) < 0) continue;
+        const i = trace.customdata.indexOf('layer:' + c.data.layer);
+        if (i < 0) continue;   // no badge drawn there (or inside a closed block): the redraw adds it
+        const w = width(c.data.weight_bits), a = width(c.data.activation_bits);
+        const badge = (w ? 'w' + w : '') + (a ? 'a' + a : '') + (c.data.fold === true ? '+bn' : '');
+        const narrowest = [w, a].filter(x => x).reduce((m, x) => Math.min(m, x), Infinity);
+        const pick = colors.find(([least, _]) => narrowest >= least);
+        text[i] = badge;
+        color[i] = narrowest === Infinity ? floatColor : (pick ? pick[1] : colors[colors.length - 1][1]);
+        drawn.push({layer: c.data.layer, badge: badge});
+    }
+    if (!drawn.length) return none;
+    Plotly.restyle(gd, {text: [text], 'textfont.color': [color]}, [at]);
+    return drawn;
+}
+""" % (json.dumps(list(services.EDITED_FIELDS)), json.dumps([list(c) for c in BIT_COLORS]),
+       json.dumps(FLOAT_BADGE_COLOR))
+
+
 def register(app, store) -> None:
+    app.clientside_callback(PREVIEW_EDIT, Output(ids.EDIT_PREVIEW, "data"), Input(ids.GRID, "cellValueChanged"),
+                            prevent_initial_call=True)
     app.clientside_callback(LOG_EDITS, Output(ids.EDIT_LOG, "data"), Input(ids.GRID, "cellValueChanged"),
                             State(ids.EDIT_LOG, "data"), State(ids.MODEL_VERSION, "data"), prevent_initial_call=True)
 

@@ -102,7 +102,7 @@ def click(dash_duo, selector, timeout=10):
 
 _BADGE_TEXTS = ("const g = document.querySelector('#graph .js-plotly-plot');"
                 "const t = g && g.data ? g.data.find(d => d.name === 'bits') : null; const out = {};"
-                "if (t) t.customdata.forEach((k, i) => { out[k] = t.text[i]; }); return out;")
+                "if (t) t.customdata.forEach((k, i) => { if (t.text[i]) out[k] = t.text[i]; }); return out;")
 
 
 def badge_texts(dash_duo) -> dict:

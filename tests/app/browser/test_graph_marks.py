@@ -11,7 +11,7 @@ pytestmark = needs_browser
 _BADGES = ("const g = document.querySelector('#graph .js-plotly-plot');"
            "const t = g && g.data ? g.data.find(d => d.name === 'bits') : null;"
            "if (!t) return {};"
-           "const out = {}; t.customdata.forEach((k, i) => { out[k] = [t.text[i], t.textfont.color[i], t.visible]; });"
+           "const out = {}; t.customdata.forEach((k, i) => { if (t.text[i]) out[k] = [t.text[i], t.textfont.color[i], t.visible]; });"
            "return out;")
 
 
@@ -216,3 +216,38 @@ def test_colour_by_fold_status_error_share_activation_range_and_suggested_bits(d
     _choose_colour(dash_duo, SUGGESTED_BITS)
     wait_for(lambda: "run the sensitivity sweep first" in dash_duo.find_element("#metric-legend").text,
              what=lambda: f"the sweep asked for; legend {dash_duo.find_element('#metric-legend').text!r}")
+
+
+_LISTEN = ("const g = document.querySelector('#graph .js-plotly-plot'); window.__restyled = [];"
+           "g.on('plotly_restyle', () => { const t = g.data.find(d => d.name === 'bits');"
+           "  const out = {}; t.customdata.forEach((k, i) => { out[k] = [t.text[i], t.textfont.color[i]]; });"
+           "  window.__restyled.push(out); });")
+
+
+def test_a_table_edit_changes_the_badge_at_once_as_the_redraw_then_draws_it(dash_duo):
+    """Issue 16.4: the page restyles the edited layer's badge itself, before the server's
+    redraw; what it draws is what the redraw draws (same rule, same colours)."""
+    start_app(dash_duo)
+    # the first edit on the float model: conv1 has no badge yet, only its (empty) slot
+    dash_duo.driver.execute_script(_LISTEN)
+    edit_cell(dash_duo, "conv1", "fold", True)
+    wait_for(lambda: dash_duo.driver.execute_script("return window.__restyled.length;") > 0, what="restyled")
+    assert dash_duo.driver.execute_script("return window.__restyled[0];")["layer:conv1"] == ["+bn", bits_color(None)]
+    click(dash_duo, "#bulk-fold-all")
+    click(dash_duo, "#bulk-all-8")
+    wait_for(lambda: dash_duo.driver.execute_script(_BADGES).get("layer:conv2", [""])[0] == "w8a8+bn",
+             what="the 8-bit recipe drawn")
+    for col, value, want in (("weight_bits", "4", "w4a8+bn"), ("fold", False, "w4a8"),
+                             ("activation_bits", "float", "w4"), ("weight_bits", "float", "")):
+        dash_duo.driver.execute_script(_LISTEN)
+        edit_cell(dash_duo, "conv2", col, value)
+        # the page's own restyle: the badge before the redraw
+        wait_for(lambda: dash_duo.driver.execute_script("return window.__restyled.length;") > 0,
+                 what=f"conv2.{col} = {value!r} restyled in the page")
+        at_once = dash_duo.driver.execute_script("return window.__restyled[0];")["layer:conv2"]
+        assert at_once[0] == want, (col, value, at_once)
+        # then the server's redraw: the same badge, the same colour (or none: nothing to say)
+        wait_for(lambda: dash_duo.driver.execute_script(_BADGES).get("layer:conv2", [""])[0] == want,
+                 what=lambda: f"the redraw; {dash_duo.driver.execute_script(_BADGES).get('layer:conv2')}")
+        if want:
+            assert dash_duo.driver.execute_script(_BADGES)["layer:conv2"][:2] == at_once
