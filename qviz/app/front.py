@@ -114,8 +114,9 @@ class FirstViewCache:
     scripts. Anything else is drawn again (and logged)."""
 
     PREFIX = "first-view-"
-    #: What the drawing is: a new one (blocks, since version 2) is not served from an old entry.
-    DRAWING = 2
+    #: What the drawing is: a new one (blocks since version 2, their labels and badge slots
+    #: since 3) is not served from an old entry.
+    DRAWING = 3
 
     def __init__(self, directory=None, max_files: int = 64):
         self.directory = Path(directory) if directory is not None else cache_directory()

@@ -25,11 +25,13 @@ before TensorFlow has frozen it (the same blocks either way):
    cut; the earliest of equals wins).
 
 A block is named by the numbered prefix most of its layers share
-(``block_1``, ``conv2_block1``), else the numbered suffix most share, with
-the first word of those names (``normal_*_0``), else its first and last
-layer (``conv12 … relu14``). On the Keras applications this gives
-MobileNetV2's 16 ``block_N`` and ResNet50's 16 ``convS_blockB`` exactly,
-DenseNet121's dense layers, and NASNetMobile's cells in two to four parts.
+(``block_1``, ``conv2_block1``; ``conv2_block5–6`` for two dense layers),
+or the longer numbered suffix most share, with the first word of those names
+(``separable_*_normal_left1_5``), else its first and last layer (``conv12 …
+relu14``); layers Keras named by default (``activation_58``) do not count. On
+the Keras applications this gives MobileNetV2's 16 ``block_N`` and ResNet50's
+16 ``convS_blockB`` exactly, DenseNet121's dense layers, and NASNetMobile's
+cells in two to five parts, each named by its branch.
 
 >>> import networkx as nx
 >>> names = ["input", "block_1_expand", "block_1_bn", "block_1_relu", "block_1_project",
@@ -67,6 +69,14 @@ BLOCKS_FROM_LAYERS = 400
 MAJORITY = 0.6
 
 _TOKEN = re.compile(r"[^_/.:\-]+")
+#: A numbered scope: letters, then its number (``block5``).
+_SCOPE = re.compile(r"([A-Za-z]+)(\d+)")
+#: At most this many numbered scopes named together in a label (``conv2_block5–6``).
+MAX_SPANNED = 4
+#: Names Keras gives a layer nobody named (``activation_12``, ``add_3``, ``zero_padding2d``).
+_DEFAULT_NAME = re.compile(r"(activation|add|concatenate|zero_padding2d|dropout|re_lu|multiply|reshape|flatten|"
+                           r"cropping2d|average|maximum|minimum|subtract|lambda|batch_normalization|"
+                           r"global_average_pooling2d|global_max_pooling2d|max_pooling2d|average_pooling2d)(_\d+)?")
 
 
 @dataclass(frozen=True)
@@ -213,24 +223,57 @@ def _shared_scope(a: Sequence[str], b: Sequence[str]) -> int:
 
 def _label(run: Sequence[str]) -> str:
     """The most specific numbered scope most of ``run``'s layers share: a prefix
-    (``conv3_block1``), else a suffix, read with the first word of the layers
-    ending in it (``normal_*_0``), else the first and last layer."""
-    tokens = [_TOKEN.findall(n) for n in run]
+    (``conv3_block1``; ``conv2_block5–6`` when the layers split between a few
+    numbered scopes under it), else a suffix, read with the first word of the
+    layers ending in it (``normal_*_0``), else the first and last layer. Layers
+    named by Keras' defaults (``activation_12``, ``add_3``) say nothing about
+    the block and are not counted while others are there.
+
+    >>> _label(["conv2_block5_0_bn", "conv2_block5_1_conv", "conv2_block6_0_bn", "conv2_block6_1_conv"])
+    'conv2_block5–6'
+    >>> _label(["activation_9", "reduction_conv_1_stem_1", "separable_conv_1_reduction_left1_stem_1", "activation_10"])
+    '…_stem_1'
+    >>> _label(["separable_conv_1_pad_reduction_left1_stem_2", "separable_conv_1_reduction_left1_stem_2",
+    ...         "separable_conv_1_bn_reduction_left1_stem_2"])
+    'separable_*_reduction_left1_stem_2'
+    """
+    named = [n for n in run if not _DEFAULT_NAME.fullmatch(n)]
+    tokens = [_TOKEN.findall(n) for n in (named or run)]
     head = _majority(tokens)
-    if head:
-        return "_".join(head)
-    tail = _majority([t[::-1] for t in tokens])
+    tail = _majority([t[::-1] for t in tokens], numbered=0)   # ends in a number: "…_stem_1"
+    if head and len(head) > len(tail):   # the longer scope says more (NASNet's start with separable_conv_1)
+        return "_".join(head) + _numbered_under(tokens, len(head))
     if tail:
         first = Counter(t[0] for t in tokens if t[-len(tail):] == tail[::-1] and len(t) > len(tail))
         word, times = first.most_common(1)[0] if first else ("", 0)
         word = [word, "*"] if times >= MAJORITY * len(tokens) else ["…"]
         return "_".join([*word, *tail[::-1]])
-    return f"{run[0]} … {run[-1]}"
+    ends = named or run
+    return f"{ends[0]} … {ends[-1]}"
 
 
-def _majority(tokens: Sequence[Sequence[str]], share: float = MAJORITY) -> list[str]:
-    """The longest run of leading tokens ending in one with a digit that at least
-    ``share`` of the names start with ([] if none)."""
+def _numbered_under(tokens: Sequence[Sequence[str]], k: int) -> str:
+    """``"_block5–6"`` when most names go on, after their shared ``k`` tokens, with one
+    of at most :data:`MAX_SPANNED` scopes numbered alike (``block5``, ``block6``); else "".
+
+    >>> _numbered_under([["conv2", "block5", "0"], ["conv2", "block6", "1"], ["conv2", "block8"]], 1)
+    '_block5,6,8'
+    >>> _numbered_under([["conv2", "block5", "0"], ["conv2", "pool"]], 1)
+    ''
+    """
+    found = [_SCOPE.fullmatch(t[k]) for t in tokens if len(t) > k]
+    if len(found) < MAJORITY * len(tokens) or not all(found) or len({m[1] for m in found}) != 1:
+        return ""
+    numbers = sorted({int(m[2]) for m in found})
+    if not 2 <= len(numbers) <= MAX_SPANNED:
+        return ""
+    run = numbers[-1] - numbers[0] + 1 == len(numbers)
+    return f"_{found[0][1]}" + (f"{numbers[0]}–{numbers[-1]}" if run else ",".join(map(str, numbers)))
+
+
+def _majority(tokens: Sequence[Sequence[str]], share: float = MAJORITY, numbered: int = -1) -> list[str]:
+    """The longest run of leading tokens whose token at ``numbered`` (its last, or with
+    0 its first) has a digit that at least ``share`` of the names start with ([] if none)."""
     best: list[str] = []
     for k in range(1, max(map(len, tokens), default=0) + 1):
         count = Counter(tuple(t[:k]) for t in tokens if len(t) >= k)
@@ -239,7 +282,7 @@ def _majority(tokens: Sequence[Sequence[str]], share: float = MAJORITY) -> list[
         prefix, times = count.most_common(1)[0]
         if times < share * len(tokens):
             break
-        if any(c.isdigit() for c in prefix[-1]):
+        if any(c.isdigit() for c in prefix[numbered]):
             best = list(prefix)
     return best
 
