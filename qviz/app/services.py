@@ -53,7 +53,7 @@ __all__ = ["HISTORY_LIMIT", "START_RECIPE", "new_history", "current", "push", "u
            "shown", "draw_view", "match_marks", "MatchItem", "why", "search", "search_step", "hover_lines", "hover_shapes", "warm_up",
            "device_flags", "bit_badges", "cost_line", "painted", "metric_fill", "node_data_from_upload",
            "layer_of_key", "with_expanded", "channel_bits", "channel_ranges_for", "graph_svg_file",
-           "report_explains", "fold_layer_of", "grid_values", "block_rows", "drawn_key", "layer_around", "opened_frames", "block_of_layer", "with_block_toggled"]
+           "report_explains", "fold_layer_of", "grid_values", "block_rows", "drawn_key", "layer_around", "opened_frames", "block_of_layer", "with_block_toggled", "selection_point"]
 
 #: Undo steps kept per page.
 HISTORY_LIMIT = 50
@@ -339,6 +339,38 @@ def opened_frames(session, view: DrawnView, choice: ViewChoice) -> list[Frame]:
         if keys:
             frames.append(Frame(block.label, keys))
     return frames
+
+
+def selection_point(view: DrawnView, frames, session, key: str | None) -> tuple[float, float] | None:
+    """Where the selection is drawn in ``view``: its node (or the closed block holding
+    it), else the middle of its ops (a layer expanded) or of its frame (a block
+    opened); None if it is not drawn.
+
+    >>> import qviz
+    >>> from qviz.samples import sample_path
+    >>> from qviz.app.session import Session
+    >>> s = Session(qviz.load(sample_path("lenet_digits")), "lenet")
+    >>> choice = ViewChoice(blocks=True, opened=(s.blocks[0].id,))
+    >>> view = draw_view(s, START_RECIPE, choice)
+    >>> frames = opened_frames(s, view, choice)
+    >>> selection_point(view, frames, s, "layer:conv2") == view.pos["layer:conv2"]
+    True
+    >>> x, y = selection_point(view, frames, s, f"block:{s.blocks[0].id}")    # the frame's middle
+    >>> view.pos["layer:image"][0] < x < view.pos["layer:pool"][0]
+    True
+    """
+    drawn = drawn_key(view, session.graph, key)
+    if drawn is not None:
+        return view.pos[drawn]
+    parsed = ViewKey.parse(key)
+    layer = parsed.layer_in(session.graph) if parsed is not None and not parsed.is_block else None
+    ops = [view.pos[k] for k, d in view.graph.nodes(data=True) if layer is not None and d.get("layer") == layer]
+    if ops:    # a layer expanded into its ops: their middle
+        return (sum(x for x, _ in ops) / len(ops), sum(y for _, y in ops) / len(ops))
+    block = session.block(parsed.name) if parsed is not None and parsed.is_block else None
+    frame = next((f for f in frames if block is not None and f.label == block.label), None)
+    box = frame.box(view.pos) if frame is not None else None
+    return None if box is None else ((box[0] + box[2]) / 2, (box[1] + box[3]) / 2)
 
 
 @dataclass(frozen=True)

@@ -338,9 +338,20 @@ def short_label(name: str, limit: int = MAX_LABEL_CHARS) -> str:
     'separable_co…right1_stem_1'
     >>> short_label("Conv1")
     'Conv1'
+
+    A name already cut at its start (a block's, ``…_scope``) loses whole words there:
+
+    >>> short_label("…_reduction_left1_stem_1 (1/2)")
+    '…_left1_stem_1 (1/2)'
     """
     if len(name) <= limit:
         return name
+    if name.startswith("…_"):
+        words = name[2:].split("_")
+        while len(words) > 1 and len("…_" + "_".join(words)) > limit:
+            words.pop(0)
+        if len("…_" + "_".join(words)) <= limit:
+            return "…_" + "_".join(words)
     head = (limit - 1) // 2
     return name[:head] + "…" + name[-(limit - 1 - head):]
 

@@ -147,11 +147,13 @@ def register(app, store) -> None:
         try:
             return _draw(s, recipe, view_choice(mode, show, direction, view_state), builtin, text,
                          selected, color_by, kept_window(ctx.triggered_prop_ids, window),
-                         newly_selected=f"{ids.SELECTED}.data" in ctx.triggered_prop_ids)
+                         newly_selected=f"{ids.SELECTED}.data" in ctx.triggered_prop_ids,
+                         opened=f"{ids.VIEW}.data" in ctx.triggered_prop_ids)
         finally:
             log.info("session %s: drew %s in %.2f s", session["sid"][:8], s.name, time.monotonic() - started)
 
-    def _draw(s, recipe, choice: ViewChoice, builtin, text, selected, color_by, window=None, newly_selected=False):
+    def _draw(s, recipe, choice: ViewChoice, builtin, text, selected, color_by, window=None, newly_selected=False,
+              opened=False):
         graph, result = services.shown(s, recipe, choice)
         view = services.draw_view(s, recipe, choice)
         try:
@@ -169,15 +171,17 @@ def register(app, store) -> None:
         metric = metric_of(s, color_by, recipe)
         fill = services.metric_fill(metric, view.graph, hover) if metric is not None else None
         waiting = "" if metric is not None else metric_waiting(s, color_by, recipe)
+        frames = services.opened_frames(s, view, choice)
         fig = graph_figure(view.graph, view.pos, routes=view.routes, highlights=highlights, selected=sel,
                            show_status=not choice.original, hover=hover, flags=flags, badges=badges,
-                           first_view=True, direction=choice.direction, fill=fill,
-                           frames=services.opened_frames(s, view, choice))
+                           first_view=True, direction=choice.direction, fill=fill, frames=frames)
         window_now = no_update if window is not None else None
+        # what was just expanded or opened (the selection; a block opened: its frame) is looked at
+        at = services.selection_point(view, frames, s, selected.get("key") if selected else None) if opened else None
         # a selection asking to be centred is centred once, when made (or in a new view), not
         # again at each edit: the user may have moved away since
-        if sel in view.pos and selected.get("center") and (newly_selected or window is None):
-            center_on(fig, view.pos, sel, choice.direction)
+        if at is not None or (sel in view.pos and selected.get("center") and (newly_selected or window is None)):
+            center_on(fig, {"here": at or view.pos[sel]}, "here", choice.direction)
             window_now = {"x": list(fig.layout.xaxis.range), "y": list(fig.layout.yaxis.range)}
         elif window is not None:   # where the user panned to: a click or an edit does not move it
             fig.update_layout(xaxis=dict(range=window["x"]), yaxis=dict(range=window["y"]))

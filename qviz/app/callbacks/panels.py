@@ -262,8 +262,9 @@ def _block_panel(s, key: ViewKey, recipe: Recipe, opened: set):
     block, rows = found
     return html.Div([
         html.B(f"block {block.label}"), " ", _block_toggle(block.id, block.id in opened),
-        html.Div(f"{len(rows)} layers, {rows[0][0]} … {rows[-1][0]}: closed, they are drawn as one node. "
-                 "Collapse all (above the graph) closes every block.", className="hint"),
+        html.Div(f"{len(rows)} layers, {rows[0][0]} … {rows[-1][0]}. Closed, a block is drawn as one node; "
+                 "opened, its layers are drawn in a dashed frame. Collapse all (above the graph) closes every block.",
+                 className="hint"),
         html.Ol([html.Li([name, " ", html.Span(badge, className="legend-badge") if badge else ""])
                  for name, badge in rows], className="block-layers"),
     ], className="block-panel")
