@@ -155,10 +155,12 @@ def _call(fn, feeds: list, tensors: list):
     tensor's values, which cost ~6 ms a call on a small model and dominated a
     sensitivity sweep (11 of 15 s on lenet). The flat call is what it falls back to,
     less its checks: a shape the placeholder does not allow aborts the process in
-    some kernels (oneDNN's conv), so shapes are checked here.
+    some kernels (oneDNN's conv), so shapes are checked here (all but the batch).
     """
     for feed, t in zip(feeds, tensors):
-        if not feed.shape.is_compatible_with(t.shape):
+        # the batch is not checked: a graph frozen at batch 1 runs on more examples, as TF allows
+        if feed.shape.rank is not None and (t.shape.rank != feed.shape.rank
+                                            or not feed.shape[1:].is_compatible_with(t.shape[1:])):
             raise ValueError(f"the input {feed.name} takes shape {feed.shape}, not {t.shape}")
     call_flat = getattr(fn, "_call_flat", None)
     if call_flat is None:   # a TensorFlow without it: the slow public path
@@ -173,7 +175,8 @@ def compiled(graph: Graph, fetches: tuple[str, ...] | None = None):
 
 def run(graph: Graph, *arrays, feeds: Mapping | None = None,
         fetches: Sequence[str] | None = None) -> list[np.ndarray]:
-    """Execute ``graph`` on the given inputs; one numpy array per graph output.
+    """Execute ``graph`` on the given inputs; one numpy array per graph output (or
+    fetch), read-only: TensorFlow's own buffer, not a copy (``.copy()`` one to change it).
 
     Args:
         graph: the graph to run.

@@ -34,10 +34,8 @@ from ..layout.blocks import default_grouping, find_blocks, layer_graph
 from ..layout.view import close_blocks
 from ..render import graph_figure
 from ..render.figure import first_view_range
-from ..render.image import recipe_badges
 from ..render.svg import graph_svg
 from .front import FirstViewEntry, first_view_block
-from .services import START_RECIPE
 
 __all__ = ["FirstView", "sketch_of", "graph_first_view", "ServedModel", "index_with", "failed_future"]
 
@@ -136,19 +134,17 @@ def _keras_first_view(sketch) -> FirstView:
     return _first_view(vg, hover=hover, from_file=True)
 
 
-def _first_view(vg, hover=None, from_file: bool = False, graph=None) -> FirstView:
+def _first_view(vg, hover=None, from_file: bool = False) -> FirstView:
     """Lay out a view graph (cached on disk) and draw it as the first figure and as SVG;
     a graph of more than :data:`~qviz.layout.blocks.BLOCKS_FROM_LAYERS` layers with its
-    blocks closed, as the app opens it. With the opened ``graph``, its layers' empty
-    badge slots too, as the app's own drawing has them (an edit restyles one in place)."""
+    blocks closed, as the app opens it."""
     layers = layer_graph(vg)
     if default_grouping(layers.number_of_nodes()):
         vg = close_blocks(vg, find_blocks(layers))
     if vg.number_of_nodes() > MAX_SKETCH_LAYERS:
         raise _TooBig(f"{vg.number_of_nodes()} nodes (the first view draws at most {MAX_SKETCH_LAYERS})")
     pos, routes = default_cache().routes(vg)
-    badges = recipe_badges(graph, vg, START_RECIPE, slots=True) if graph is not None else None
-    fig = graph_figure(vg, pos, routes=routes, hover=hover, show_status=False, first_view=True, badges=badges)
+    fig = graph_figure(vg, pos, routes=routes, hover=hover, show_status=False, first_view=True)
     svg = graph_svg(vg, pos, routes, window=first_view_range(pos), css_class="first-view-graph")
     return FirstView(fig.to_plotly_json(), layers.number_of_nodes(), svg, from_file=from_file)
 
@@ -156,7 +152,7 @@ def _first_view(vg, hover=None, from_file: bool = False, graph=None) -> FirstVie
 def graph_first_view(graph) -> FirstView | None:
     """The layer view of an opened graph as the page's first figure (None if too big)."""
     try:
-        return _first_view(view_graph(graph, "layer"), graph=graph)
+        return _first_view(view_graph(graph, "layer"))
     except _TooBig:
         return None
 

@@ -114,8 +114,8 @@ class FirstViewCache:
     scripts. Anything else is drawn again (and logged)."""
 
     PREFIX = "first-view-"
-    #: What the drawing is: a new one (blocks since version 2, their labels and badge slots
-    #: since 3) is not served from an old entry.
+    #: What the drawing is: a new one (blocks since version 2, their labels since 3) is not
+    #: served from an old entry.
     DRAWING = 3
 
     def __init__(self, directory=None, max_files: int = 64):

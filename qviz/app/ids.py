@@ -49,6 +49,7 @@ EXPAND = "expand-button"
 COLLAPSE_ALL = "collapse-all-button"
 BLOCKS_BUTTON = "blocks-button"
 BLOCK_TOGGLE = "block-toggle"      # type of {"type": BLOCK_TOGGLE, "block": id}: open or close that block
+BLOCK_LINE = "block-line"          # type of {"type": BLOCK_LINE, "block": id}: a layer panel's "in block …"
 NODE_COUNT = "node-count"
 SAVE_SVG_BUTTON = "save-svg-button"
 SAVE_SVG = "save-svg"                # dcc.Download: the graph drawn as SVG

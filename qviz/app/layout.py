@@ -208,8 +208,11 @@ def page(default_sample: str | None, session_id: str, max_upload_bytes: int = 20
                        {"field": "layer", "pinned": "left", "minWidth": 130},
                        {"field": "batch_norm", "headerName": "batch norm", "minWidth": 95},
                        {"field": "foldable", "minWidth": 100},
-                       {"field": "fold", "editable": True, "cellDataType": "boolean", "minWidth": 75},
-                       {"field": "weight_bits", "headerName": "weight bits", "editable": True, "minWidth": 95,
+                       # a fold only where it can fold; weight bits only where there are weights ("—": none)
+                       {"field": "fold", "editable": {"function": "params.data.foldable === 'yes'"},
+                        "cellDataType": "boolean", "minWidth": 75},
+                       {"field": "weight_bits", "headerName": "weight bits", "minWidth": 95,
+                        "editable": {"function": "params.data.weight_bits !== '—'"},
                         "cellEditor": "agSelectCellEditor", "cellEditorParams": {"values": BITS}},
                        {"field": "activation_bits", "headerName": "activation bits", "editable": True,
                         "minWidth": 115, "cellEditor": "agSelectCellEditor", "cellEditorParams": {"values": BITS}},

@@ -159,3 +159,15 @@ def test_inputs_of_the_wrong_shape_are_one_line_and_results_cannot_be_changed():
     assert out.shape == (3, 10)
     with pytest.raises(ValueError, match="read-only"):   # TensorFlow's buffer, not a copy
         out[0, 0] = 1.0
+
+
+def test_a_graph_frozen_at_batch_one_still_runs_more_examples(tmp_path):
+    """The runtime's shape check leaves the batch alone, as TensorFlow's own call did."""
+    (tmp_path / "b1.pbtxt").write_text(
+        'node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } }\n'
+        '       attr { key: "shape" value { shape { dim { size: 1 } dim { size: 4 } } } } }\n'
+        'node { name: "y" op: "Identity" input: "x" attr { key: "T" value { type: DT_FLOAT } } }\n')
+    g = qviz.load(tmp_path / "b1.pbtxt")
+    assert runtime.run(g, np.ones((3, 4), np.float32))[0].shape == (3, 4)
+    with pytest.raises(qviz.RunError, match=r"takes shape \(1, 4\), not \(3, 5\)"):
+        runtime.run(g, np.ones((3, 5), np.float32))

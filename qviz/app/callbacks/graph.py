@@ -148,12 +148,13 @@ def register(app, store) -> None:
             return _draw(s, recipe, view_choice(mode, show, direction, view_state), builtin, text,
                          selected, color_by, kept_window(ctx.triggered_prop_ids, window),
                          newly_selected=f"{ids.SELECTED}.data" in ctx.triggered_prop_ids,
+                         new_view=any(t.rsplit(".", 1)[0] not in SAME_VIEW for t in ctx.triggered_prop_ids),
                          opened=f"{ids.VIEW}.data" in ctx.triggered_prop_ids)
         finally:
             log.info("session %s: drew %s in %.2f s", session["sid"][:8], s.name, time.monotonic() - started)
 
     def _draw(s, recipe, choice: ViewChoice, builtin, text, selected, color_by, window=None, newly_selected=False,
-              opened=False):
+              new_view=False, opened=False):
         graph, result = services.shown(s, recipe, choice)
         view = services.draw_view(s, recipe, choice)
         try:
@@ -180,7 +181,7 @@ def register(app, store) -> None:
         at = services.selection_point(view, frames, s, selected.get("key") if selected else None) if opened else None
         # a selection asking to be centred is centred once, when made (or in a new view), not
         # again at each edit: the user may have moved away since
-        if at is not None or (sel in view.pos and selected.get("center") and (newly_selected or window is None)):
+        if at is not None or (sel in view.pos and selected.get("center") and (newly_selected or new_view)):
             center_on(fig, {"here": at or view.pos[sel]}, "here", choice.direction)
             window_now = {"x": list(fig.layout.xaxis.range), "y": list(fig.layout.yaxis.range)}
         elif window is not None:   # where the user panned to: a click or an edit does not move it
@@ -222,7 +223,9 @@ def register(app, store) -> None:
         if trig == ids.LAYER_ERRORS and bar:   # a bar of the per-layer SQNR chart: that layer, centred
             key = bar["points"][0].get("customdata")
             return dict(selected={"key": key, "center": True}, status="") if key else nothing
-        if isinstance(trig, dict) and ctx.triggered[0]["value"]:
+        if isinstance(trig, dict):
+            if not ctx.triggered[0]["value"]:   # the match list redrawn, not clicked: the search's line stays
+                return dict(selected=no_update, status=no_update)
             return dict(selected={"key": trig["key"], "center": True}, status="")
         if trig == ids.SEARCH and needle:
             s = store.require(session)
@@ -254,6 +257,10 @@ def register(app, store) -> None:
         prevent_initial_call=True,
     )
     def expand(_expand, _collapse, _blocks, _toggles, selected, view_state, session, history, mode, show, direction):
+        if ctx.triggered_id is None:
+            # Dash calls this when a panel's block button leaves the page (an ALL input
+            # shrinking), with nothing triggered: not a click on expand
+            raise PreventUpdate
         view_state = view_state or {}
         if isinstance(ctx.triggered_id, dict):   # a block's own button in the panel: open it, or close it
             if not ctx.triggered[0]["value"]:

@@ -76,6 +76,12 @@ def register(app, store) -> None:
         opened = set((view_state or {}).get("opened", ())) if (view_state or {}).get("blocks") else set()
         return ["close this block" if t["block"] in opened else "open this block" for t in toggles]
 
+    @app.callback(Output({"type": ids.BLOCK_LINE, "block": ALL}, "hidden"),
+                  Input(ids.VIEW, "data"), State({"type": ids.BLOCK_LINE, "block": ALL}, "id"))
+    def block_line_shown(view_state, lines):
+        """A layer's "in block …" line is for a view drawn in blocks: ungrouped, it goes."""
+        return [not (view_state or {}).get("blocks")] * len(lines)
+
     @app.callback(
         output=dict(panel=Output(ids.VERIFY_PANEL, "children"), errors=Output(ids.LAYER_ERRORS, "figure"),
                     status=Output(ids.LAYER_ERRORS_STATUS, "children"),
@@ -132,7 +138,8 @@ def _node_panel(s, key: ViewKey, recipe: Recipe, builtin, text, show, opened: se
     block = services.block_of_layer(s, key.layer_in(s.graph)) if opened is not None else None
     if block is not None:
         panel = html.Div([panel, html.Div(["in block ", html.B(block.label), " ",
-                                           _block_toggle(block.id, block.id in opened)], className="block-line")])
+                                           _block_toggle(block.id, block.id in opened)], className="block-line",
+                                          id={"type": ids.BLOCK_LINE, "block": block.id})])
     return panel, why, waiting
 
 

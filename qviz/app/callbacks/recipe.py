@@ -64,10 +64,13 @@ function (changed) {
     const drawn = [];
     for (const c of (Array.isArray(changed) ? changed : [changed])) {
         if (!c || !c.data || fields.indexOf(c.colId) < 0) continue;
+        // an edit the server will not take (weights where there are none) is left to it
+        if (c.colId === 'weight_bits' && c.oldValue === '—') continue;
         const i = trace.customdata.indexOf('layer:' + c.data.layer);
         if (i < 0) continue;   // no badge drawn there (or inside a closed block): the redraw adds it
         const w = width(c.data.weight_bits), a = width(c.data.activation_bits);
-        const badge = (w ? 'w' + w : '') + (a ? 'a' + a : '') + (c.data.fold === true ? '+bn' : '');
+        const folded = c.data.fold === true && c.data.foldable === 'yes';
+        const badge = (w ? 'w' + w : '') + (a ? 'a' + a : '') + (folded ? '+bn' : '');
         const narrowest = [w, a].filter(x => x).reduce((m, x) => Math.min(m, x), Infinity);
         const pick = colors.find(([least, _]) => narrowest >= least);
         text[i] = badge;

@@ -10,6 +10,7 @@ from dash import Input, Output, Patch, State, ctx, no_update
 
 from ...passes import Recipe
 from ...render import graph_figure
+from ...render.image import recipe_badges
 from .. import ids, services
 from ..layout import PANE_B_EMPTY
 from ..services import current
@@ -72,7 +73,8 @@ def register(app, store) -> None:
         chosen = counterparts(key, a, b, folded_pairs(s, recipe, other)) if key else []
         graph = s.graph if other is None else s.result(other).graph
         hover = services.hover_lines(s, graph, b.graph, other or recipe, services.hover_shapes(s.graph, graph))
-        badges = services.bit_badges(s, b.graph, other) if other is not None else {}
+        # (no empty badge slots: pane B is never restyled at an edit)
+        badges = recipe_badges(s.graph, b.graph, other) if other is not None else {}
         fig = graph_figure(b.graph, b.pos, routes=b.routes, selected=chosen, show_status=other is not None,
                            hover=hover, badges=badges, first_view=True, direction=direction or "LR")
         same_view = ctx.triggered_id in (ids.SIDE_BY_SIDE, ids.PINNED, ids.RECIPE)

@@ -5,7 +5,7 @@ range of its layers' bits and lists its layers in the panel."""
 from qviz.app.session import Session
 from qviz.samples import sample_path
 
-from .helpers import badge_texts, click, needs_browser, shot, start_app, text_of, wait_for
+from .helpers import badge_texts, click, needs_browser, shot, start_app, text_of, wait_for, wait_idle
 
 pytestmark = needs_browser
 
@@ -110,3 +110,11 @@ def test_search_steps_through_hits_and_a_block_opens_and_closes_from_its_panel(d
     click(dash_duo, ".block-toggle")
     wait_for(lambda: _keys(dash_duo) == {f"block:{b.id}" for b in blocks}, what="the block closed from a layer's panel")
     assert dash_duo.driver.execute_script(_FRAMES) == []
+    # ungrouped, the panel's block line goes; a panel redrawn without its block button expands nothing
+    click(dash_duo, "#blocks-button")
+    wait_for(lambda: "layer:conv1" in _keys(dash_duo), what="ungrouped")
+    wait_for(lambda: not dash_duo.find_element(".block-line").is_displayed(), what="the block line hidden")
+    _click_node(dash_duo, "layer:conv2")
+    wait_for(lambda: "layer conv2" in text_of(dash_duo, "#node-panel"), what="conv2's panel")
+    wait_idle(dash_duo)
+    assert not any(k.startswith("op:") for k in _keys(dash_duo)), "a layer was expanded nobody asked to"

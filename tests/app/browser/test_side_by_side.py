@@ -29,7 +29,7 @@ def _positions(dash_duo, graph_id):
 def _badges(dash_duo, graph_id):
     return dash_duo.driver.execute_script(
         f"const g = {_pane(graph_id)}; const t = g && g.data ? g.data.find(d => d.name === 'bits') : null;"
-        "const out = {}; if (t) t.customdata.forEach((k, i) => { out[k] = t.text[i]; }); return out;")
+        "const out = {}; if (t) t.customdata.forEach((k, i) => { if (t.text[i]) out[k] = t.text[i]; }); return out;")
 
 
 def _x_range(dash_duo, graph_id):
