@@ -138,7 +138,11 @@ def page(default_sample: str | None, session_id: str, max_upload_bytes: int = 20
                             dcc.Loading(dcc.Graph(id=ids.GRAPH, config={"scrollZoom": True, "displaylogo": False,
                                                                           "toImageButtonOptions": {
                                                                               "filename": "qviz_graph", "scale": 2}},
-                                                  style={"height": "62vh"}, **({"figure": figure} if figure else {}))),
+                                                  style={"height": "62vh"}, **({"figure": figure} if figure else {})),
+                                        # a redraw keeps the graph on screen (the edit's badge is already
+                                        # drawn on it) and shows the spinner only if it takes a while
+                                        overlay_style={"visibility": "visible", "opacity": 0.75},
+                                        delay_show=400),
                             html.Div(id=ids.MINIMAP, className="minimap", title="the whole graph: click to look there"),
                         ], className="graph-wrap"),
                     ], className="pane"),

@@ -61,11 +61,14 @@ def _match_button(item: services.MatchItem):
                        className="match-item", id={"type": ids.MATCH_ITEM, "key": item.key, "n": item.number})
 
 
-def center_on(fig, pos, key, direction: str = "LR"):
-    """Look at ``key`` at the first view's zoom (as many ranks along, names readable)."""
+def center_on(fig, pos, key, direction: str = "LR", span: tuple[float, float] = (0.0, 0.0)):
+    """Look at ``key`` at the first view's zoom (as many ranks along, names readable),
+    or wider if ``span`` (x, y extents: an opened block's frame) needs it to be whole."""
     x, y = pos[key]
     along, across = FIRST_VIEW_RANKS / 2, 0.2 * FIRST_VIEW_RANKS
     dx, dy = (along, across) if direction != "TB" else (across, along)
+    grow = max(1.0, (span[0] / 2 + 0.5) / dx, (span[1] / 2 + 0.8) / dy)    # (room for the frame's name)
+    dx, dy = dx * grow, dy * grow
     fig.update_layout(xaxis=dict(range=[x - dx, x + dx]), yaxis=dict(range=[y - dy, y + dy]))
 
 
@@ -182,7 +185,10 @@ def register(app, store) -> None:
         # a selection asking to be centred is centred once, when made (or in a new view), not
         # again at each edit: the user may have moved away since
         if at is not None or (sel in view.pos and selected.get("center") and (newly_selected or new_view)):
-            center_on(fig, {"here": at or view.pos[sel]}, "here", choice.direction)
+            box = next((b for f in frames if (b := f.box(view.pos)) and b[0] <= (at or (0, 0))[0] <= b[2]
+                        and b[1] <= (at or (0, 0))[1] <= b[3]), None) if at is not None else None
+            span = (box[2] - box[0], box[3] - box[1]) if box else (0.0, 0.0)
+            center_on(fig, {"here": at or view.pos[sel]}, "here", choice.direction, span)
             window_now = {"x": list(fig.layout.xaxis.range), "y": list(fig.layout.yaxis.range)}
         elif window is not None:   # where the user panned to: a click or an edit does not move it
             fig.update_layout(xaxis=dict(range=window["x"]), yaxis=dict(range=window["y"]))
