@@ -19,7 +19,7 @@ from ...analysis.match_fates import summary as summarize_matches
 from ...patterns import BUILTIN, PatternSyntaxError, parse
 from ...render import graph_figure
 from ...render.figure import FIRST_VIEW_RANKS
-from .. import ids, services
+from .. import ids, navigation, services
 from ..colour_by import SUGGESTED_BITS, metric_of, metric_waiting
 from ..legend import OP_KIND, color_options, metric_legend
 from ..services import ViewChoice, current
@@ -175,19 +175,17 @@ def register(app, store) -> None:
         metric = metric_of(s, color_by, recipe)
         fill = services.metric_fill(metric, view.graph, hover) if metric is not None else None
         waiting = "" if metric is not None else metric_waiting(s, color_by, recipe)
-        frames = services.opened_frames(s, view, choice)
+        frames = navigation.opened_frames(s, view, choice)
         fig = graph_figure(view.graph, view.pos, routes=view.routes, highlights=highlights, selected=sel,
                            show_status=not choice.original, hover=hover, flags=flags, badges=badges,
                            first_view=True, direction=choice.direction, fill=fill, frames=frames)
         window_now = no_update if window is not None else None
         # what was just expanded or opened (the selection; a block opened: its frame) is looked at
-        at = services.selection_point(view, frames, s, selected.get("key") if selected else None) if opened else None
+        at = navigation.selection_point(view, frames, s, selected.get("key") if selected else None) if opened else None
         # a selection asking to be centred is centred once, when made (or in a new view), not
         # again at each edit: the user may have moved away since
         if at is not None or (sel in view.pos and selected.get("center") and (newly_selected or new_view)):
-            box = next((b for f in frames if (b := f.box(view.pos)) and b[0] <= (at or (0, 0))[0] <= b[2]
-                        and b[1] <= (at or (0, 0))[1] <= b[3]), None) if at is not None else None
-            span = (box[2] - box[0], box[3] - box[1]) if box else (0.0, 0.0)
+            span = navigation.frame_span(frames, view.pos, at) if at is not None else (0.0, 0.0)
             center_on(fig, {"here": at or view.pos[sel]}, "here", choice.direction, span)
             window_now = {"x": list(fig.layout.xaxis.range), "y": list(fig.layout.yaxis.range)}
         elif window is not None:   # where the user panned to: a click or an edit does not move it
@@ -240,7 +238,7 @@ def register(app, store) -> None:
             view = services.draw_view(s, current(history), view_choice(mode, show, direction, view_state))
             # Enter again on the same text (n_submit alone) steps to the next hit
             again = f"{ids.SEARCH}.value" not in ctx.triggered_prop_ids
-            key, status = services.search_step(view.graph, needle, (selected or {}).get("key") if again else None)
+            key, status = navigation.search_step(view.graph, needle, (selected or {}).get("key") if again else None)
             return dict(selected={"key": key, "center": True} if key else no_update,
                         status=html.Span(status, title=status) if status else "")
         return nothing
@@ -258,7 +256,8 @@ def register(app, store) -> None:
     @app.callback(
         Output(ids.VIEW, "data"),
         Input(ids.EXPAND, "n_clicks"), Input(ids.COLLAPSE_ALL, "n_clicks"), Input(ids.BLOCKS_BUTTON, "n_clicks"),
-        Input({"type": ids.BLOCK_TOGGLE, "block": ALL}, "n_clicks"), State(ids.SELECTED, "data"), State(ids.VIEW, "data"), State(ids.SESSION, "data"), State(ids.RECIPE, "data"),
+        Input({"type": ids.BLOCK_TOGGLE, "block": ALL}, "n_clicks"),
+        State(ids.SELECTED, "data"), State(ids.VIEW, "data"), State(ids.SESSION, "data"), State(ids.RECIPE, "data"),
         State(ids.VIEW_MODE, "value"), State(ids.SHOW, "value"), State(ids.DIRECTION, "value"),
         prevent_initial_call=True,
     )
@@ -271,7 +270,7 @@ def register(app, store) -> None:
         if isinstance(ctx.triggered_id, dict):   # a block's own button in the panel: open it, or close it
             if not ctx.triggered[0]["value"]:
                 raise PreventUpdate    # the button was drawn, not clicked
-            return services.with_block_toggled(view_state, ctx.triggered_id["block"])
+            return navigation.with_block_toggled(view_state, ctx.triggered_id["block"])
         if ctx.triggered_id == ids.COLLAPSE_ALL:
             return {**view_state, "expanded": [], "opened": []}
         if ctx.triggered_id == ids.BLOCKS_BUTTON:
@@ -279,7 +278,7 @@ def register(app, store) -> None:
         s = store.require(session)
         drawn = services.draw_view(s, current(history), view_choice(mode, show, direction, view_state)).graph \
             if s is not None and history else None   # laid out already: cached
-        expanded = services.with_expanded(view_state, (selected or {}).get("key"), drawn)
+        expanded = navigation.with_expanded(view_state, (selected or {}).get("key"), drawn)
         return no_update if expanded is None else expanded
 
     @app.callback(Output(ids.BLOCKS_BUTTON, "children"), Input(ids.VIEW, "data"))
@@ -334,7 +333,7 @@ def register(app, store) -> None:
             return dict(file=no_update, status="")
         layer = None
         if ctx.triggered_id == ids.SAVE_AROUND_SVG_BUTTON:
-            layer = services.layer_around(s, (selected or {}).get("key"))
+            layer = navigation.layer_around(s, (selected or {}).get("key"))
             if layer is None:
                 return dict(file=no_update, status="select a node first: the image is it and its neighbours")
         try:

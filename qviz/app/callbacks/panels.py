@@ -20,7 +20,7 @@ from ...passes.constants import constant_value
 from ...patterns import PatternSyntaxError
 from ...render import histogram_figure, layer_error_figure
 from ...render.figure import WORST_LAYERS
-from .. import ids, services
+from .. import ids, navigation, services
 from ..layout import BITS, NO_FIGURE
 from ..glossary import term
 from ..services import current
@@ -135,7 +135,7 @@ def _node_panel(s, key: ViewKey, recipe: Recipe, builtin, text, show, opened: se
     if key.is_block:
         return _block_panel(s, key, recipe, opened or set()), "", False
     panel, why, waiting = _item_panel(s, key, recipe, builtin, text, show)
-    block = services.block_of_layer(s, key.layer_in(s.graph)) if opened is not None else None
+    block = navigation.block_of_layer(s, key.layer_in(s.graph)) if opened is not None else None
     if block is not None:
         panel = html.Div([panel, html.Div(["in block ", html.B(block.label), " ",
                                            _block_toggle(block.id, block.id in opened)], className="block-line",
@@ -263,7 +263,7 @@ def _short(v) -> str:
 
 def _block_panel(s, key: ViewKey, recipe: Recipe, opened: set):
     """A closed block: its layers in order, each with what the recipe does to it."""
-    found = services.block_rows(s, key.name, recipe)
+    found = navigation.block_rows(s, key.name, recipe)
     if found is None:
         return html.Div(f"no block {key.name} in this model")
     block, rows = found

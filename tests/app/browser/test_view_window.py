@@ -15,16 +15,21 @@ def _x_range(dash_duo):
     return dash_duo.driver.execute_script(f"return {_GRAPH}._fullLayout.xaxis.range.slice();")
 
 
+def _drag_left(dash_duo, px: int) -> list:
+    """Drag the graph ``px`` pixels left with the mouse, as a user pans; the new x range."""
+    start = _x_range(dash_duo)
+    area = dash_duo.find_element("#graph .nsewdrag")
+    ActionChains(dash_duo.driver).move_to_element(area).click_and_hold().move_by_offset(-px // 2, 0) \
+        .move_by_offset(-px // 2, 0).release().perform()
+    wait_for(lambda: _x_range(dash_duo)[0] > start[0] + 0.5, what="the drag moved the window")
+    wait_idle(dash_duo)
+    return _x_range(dash_duo)
+
+
 def test_a_click_keeps_the_window_the_user_panned_to(dash_duo):
     start_app(dash_duo)
     wait_idle(dash_duo)
-    start = _x_range(dash_duo)
-    area = dash_duo.find_element("#graph .nsewdrag")
-    ActionChains(dash_duo.driver).move_to_element(area).click_and_hold().move_by_offset(-120, 0) \
-        .move_by_offset(-120, 0).release().perform()
-    wait_for(lambda: _x_range(dash_duo)[0] > start[0] + 0.5, what="the drag moved the window")
-    panned = _x_range(dash_duo)
-    wait_idle(dash_duo)
+    panned = _drag_left(dash_duo, 240)
     # a click on a node in view, as a user's click reaches the app
     dash_duo.driver.execute_script(
         f"const g = {_GRAPH}; const t = g.data.findIndex(d => d.name === 'nodes'); const tr = g.data[t];"
@@ -49,13 +54,7 @@ def test_a_found_node_is_centred_once_and_the_minimap_jump_is_kept(dash_duo):
     dash_duo.find_element("#search").send_keys("conv2\n")
     wait_for(lambda: "layer conv2" in dash_duo.find_element("#node-panel").text, what="conv2 found")
     wait_idle(dash_duo)
-    centred = _x_range(dash_duo)
-    area = dash_duo.find_element("#graph .nsewdrag")
-    ActionChains(dash_duo.driver).move_to_element(area).click_and_hold().move_by_offset(-150, 0) \
-        .move_by_offset(-150, 0).release().perform()
-    wait_for(lambda: _x_range(dash_duo)[0] > centred[0] + 0.5, what="the drag moved the window")
-    panned = _x_range(dash_duo)
-    wait_idle(dash_duo)
+    panned = _drag_left(dash_duo, 300)
     click(dash_duo, "#bulk-all-8")
     wait_idle(dash_duo)
     assert _x_range(dash_duo) == panned

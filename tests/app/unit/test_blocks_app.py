@@ -5,7 +5,7 @@ what the page sends about blocks is checked."""
 import pytest
 
 import qviz
-from qviz.app import services
+from qviz.app import navigation, services
 from qviz.app.services import START_RECIPE, ViewChoice
 from qviz.app.session import Session
 from qviz.app.url_state import PageState, PageStateError, page_location, parse_page_hash
@@ -26,12 +26,12 @@ def test_a_layer_in_a_closed_block_is_found_selected_expanded_and_saved_through_
     block = next(b for b in session.blocks if "conv2" in b.layers)
     key = f"block:{block.id}"
     # search: an exact name, and part of a name (the block's label need not contain it)
-    assert services.search(view.graph, "conv2")[0] == [key]
-    assert key in services.search(view.graph, "relu")[0]
+    assert navigation.search(view.graph, "conv2")[0] == [key]
+    assert key in navigation.search(view.graph, "relu")[0]
     # a layer selected elsewhere (a chart, a link) is drawn selected as its block
     assert services.drawn_key(view, session.graph, "layer:conv2") == key
     # expand on it opens the block
-    assert services.with_expanded({"opened": []}, "layer:conv2", view.graph)["opened"] == [block.id]
+    assert navigation.with_expanded({"opened": []}, "layer:conv2", view.graph)["opened"] == [block.id]
     # the selection's image: the block and its neighbours
     name, svg = services.graph_svg_file(session, START_RECIPE, ViewChoice(blocks=True), around_layer="conv2", hops=1)
     assert "<svg" in svg and "<rect" in svg and "around conv2" in svg

@@ -6,7 +6,7 @@ import base64
 import pytest
 
 import qviz
-from qviz.app import services
+from qviz.app import navigation, services
 from qviz.app.session import Session
 from qviz.app.services import ViewChoice, current
 from qviz.layout import ViewKey
@@ -109,18 +109,18 @@ def test_match_marks_follow_the_rewrite(session):
 
 def test_search_finds_exact_names_first_then_substrings(session):
     vg = services.draw_view(session, Recipe(), ViewChoice()).graph
-    assert services.search(vg, "conv1") == (["layer:conv1"], "")
-    hits, status = services.search(vg, "CONV")
+    assert navigation.search(vg, "conv1") == (["layer:conv1"], "")
+    hits, status = navigation.search(vg, "CONV")
     assert hits == ["layer:conv1", "layer:conv2"] and status == "2 found"
-    assert services.search(vg, "nothing-here") == ([], "no node or layer matches 'nothing-here'")
-    assert services.search(vg, "   ") == ([], "")                      # blanks search for nothing
+    assert navigation.search(vg, "nothing-here") == ([], "no node or layer matches 'nothing-here'")
+    assert navigation.search(vg, "   ") == ([], "")                      # blanks search for nothing
     assert services.layer_of_key(session.graph, "not a key") is None               # what a page sends is not trusted
 
 
 def test_expanding_needs_a_selected_layer():
-    assert services.with_expanded({"expanded": ["a"]}, "layer:b") == {"expanded": ["a", "b"]}
-    assert services.with_expanded({"expanded": []}, "op:a/conv") is None
-    assert services.with_expanded({}, None) is None
+    assert navigation.with_expanded({"expanded": ["a"]}, "layer:b") == {"expanded": ["a", "b"]}
+    assert navigation.with_expanded({"expanded": []}, "op:a/conv") is None
+    assert navigation.with_expanded({}, None) is None
 
 
 def test_a_model_with_an_input_of_unknown_size_draws_and_folds():

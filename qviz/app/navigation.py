@@ -1,0 +1,228 @@
+"""Where the user looks in the graph: search and its next hit, what a selection is
+drawn as, expanding a layer and opening or closing a block, the frame an opened
+block is drawn in, and the block panel's rows.
+
+Like :mod:`qviz.app.services`, plain functions from the page's data to answers;
+the callbacks in :mod:`qviz.app.callbacks.graph` and ``panels`` call them.
+
+>>> import qviz
+>>> from qviz.samples import sample_path
+>>> from qviz.app.session import Session
+>>> s = Session(qviz.load(sample_path("lenet_digits")), "lenet")
+>>> search(draw_view(s, START_RECIPE, ViewChoice()).graph, "relu")
+(['layer:relu1', 'layer:relu2', 'layer:relu3'], '3 found')
+"""
+
+from __future__ import annotations
+
+import networkx as nx
+
+from ..layout import ViewKey
+from ..layout.view import block_showing
+from ..passes import Recipe
+from ..render.figure import Frame
+from ..render.image import recipe_badges
+from .services import START_RECIPE, DrawnView, ViewChoice, draw_view, drawn_key  # noqa: F401 (START_RECIPE, draw_view: doctests)
+
+__all__ = ["opened_frames", "selection_point", "frame_span", "search", "search_step", "layer_around",
+           "with_expanded", "with_block_toggled", "block_of_layer", "block_rows"]
+
+
+def opened_frames(session, view: DrawnView, choice: ViewChoice) -> list[Frame]:
+    """A :class:`~qviz.render.figure.Frame` around each block opened in ``view`` (its
+    layers' nodes, or their ops), so the eye finds what was one node; none ungrouped.
+
+    >>> import qviz
+    >>> from qviz.samples import sample_path
+    >>> from qviz.app.session import Session
+    >>> s = Session(qviz.load(sample_path("lenet_digits")), "lenet")
+    >>> choice = ViewChoice(blocks=True, opened=(s.blocks[0].id,))
+    >>> [(f.label, f.keys[:2]) for f in opened_frames(s, draw_view(s, START_RECIPE, choice), choice)]
+    [('image … pool', ('layer:image', 'layer:conv1'))]
+    """
+    if not choice.blocks:
+        return []
+    frames = []
+    for block_id in choice.opened:
+        block = session.block(block_id)
+        if block is None:
+            continue
+        members = set(block.layers)
+        keys = tuple(k for k, d in view.graph.nodes(data=True) if d.get("layer") in members)
+        if keys:
+            frames.append(Frame(block.label, keys))
+    return frames
+
+
+def selection_point(view: DrawnView, frames, session, key: str | None) -> tuple[float, float] | None:
+    """Where the selection is drawn in ``view``: its node (or the closed block holding
+    it), else the middle of its ops (a layer expanded) or of its frame (a block
+    opened); None if it is not drawn.
+
+    >>> import qviz
+    >>> from qviz.samples import sample_path
+    >>> from qviz.app.session import Session
+    >>> s = Session(qviz.load(sample_path("lenet_digits")), "lenet")
+    >>> choice = ViewChoice(blocks=True, opened=(s.blocks[0].id,))
+    >>> view = draw_view(s, START_RECIPE, choice)
+    >>> frames = opened_frames(s, view, choice)
+    >>> selection_point(view, frames, s, "layer:conv2") == view.pos["layer:conv2"]
+    True
+    >>> x, y = selection_point(view, frames, s, f"block:{s.blocks[0].id}")    # the frame's middle
+    >>> view.pos["layer:image"][0] < x < view.pos["layer:pool"][0]
+    True
+    """
+    drawn = drawn_key(view, session.graph, key)
+    if drawn is not None:
+        return view.pos[drawn]
+    parsed = ViewKey.parse(key)
+    layer = parsed.layer_in(session.graph) if parsed is not None and not parsed.is_block else None
+    ops = [view.pos[k] for k, d in view.graph.nodes(data=True) if layer is not None and d.get("layer") == layer]
+    if ops:    # a layer expanded into its ops: their middle
+        return (sum(x for x, _ in ops) / len(ops), sum(y for _, y in ops) / len(ops))
+    block = session.block(parsed.name) if parsed is not None and parsed.is_block else None
+    frame = next((f for f in frames if block is not None and f.label == block.label), None)
+    box = frame.box(view.pos) if frame is not None else None
+    return None if box is None else ((box[0] + box[2]) / 2, (box[1] + box[3]) / 2)
+
+
+def frame_span(frames, pos, point) -> tuple[float, float]:
+    """``(width, height)`` of the opened block's frame around ``point``, to show it whole;
+    ``(0, 0)`` when no frame holds it.
+
+    >>> frame_span([Frame("b", ("layer:a", "layer:b"))], {"layer:a": (0, 0), "layer:b": (4, 2)}, (2, 1))
+    (4.9, 2.9)
+    """
+    for frame in frames:
+        box = frame.box(pos)
+        if box is not None and box[0] <= point[0] <= box[2] and box[1] <= point[1] <= box[3]:
+            return (round(box[2] - box[0], 9), round(box[3] - box[1], 9))
+    return (0.0, 0.0)
+
+
+def search(vg: nx.DiGraph, needle: str) -> tuple[list[str], str]:
+    """``(view keys found, status line)``: an exact layer or op name first, else
+    every key whose name contains ``needle`` (any case)."""
+    needle = (needle or "").strip()
+    if not needle:
+        return [], ""
+    for key in (ViewKey.layer(needle), ViewKey.op(needle)):
+        if key in vg:
+            return [key], ""
+    block = block_showing(vg, needle)
+    if block is not None and block in vg:
+        return [block], f"in block {vg.nodes[block]['label']} (expand opens it)"
+    low = needle.lower()
+    # a closed block is found by its label or by any of its layers' names
+    hits = [k for k in vg if low in (ViewKey(k).name.lower() if not ViewKey(k).is_block else
+                                     " ".join([vg.nodes[k].get("label", ""), *vg.nodes[k].get("layers", ())]).lower())]
+    if hits:
+        return hits, f"{len(hits)} found"
+    return [], f"no node or layer matches {needle!r}"
+
+
+def search_step(vg: nx.DiGraph, needle: str, current: str | None = None) -> tuple[str | None, str]:
+    """``(view key to select, status line)`` for a search: the first hit, or the one
+    after ``current`` (Enter pressed again on the same text), round to the first.
+
+    >>> import networkx as nx
+    >>> vg = nx.DiGraph([("layer:conv1", "layer:relu1"), ("layer:relu1", "layer:conv2")])
+    >>> search_step(vg, "conv")
+    ('layer:conv1', '1 of 2 found (Enter: next)')
+    >>> search_step(vg, "conv", "layer:conv1"), search_step(vg, "conv", "layer:conv2")[0]
+    (('layer:conv2', '2 of 2 found (Enter: next)'), 'layer:conv1')
+    >>> search_step(vg, "relu1"), search_step(vg, "pool")
+    (('layer:relu1', ''), (None, "no node or layer matches 'pool'"))
+    """
+    hits, status = search(vg, needle)
+    if len(hits) < 2:
+        return (hits[0] if hits else None), status
+    at = (hits.index(current) + 1) % len(hits) if current in hits else 0
+    return hits[at], f"{at + 1} of {len(hits)} found (Enter: next)"
+
+
+def layer_around(session, key: str | None) -> str | None:
+    """The layer an image of the selection is drawn around: the selected layer's (or
+    op's), a closed block's first (the block shows it); None for no selection.
+
+    >>> import qviz
+    >>> from qviz.samples import sample_path
+    >>> from qviz.app.session import Session
+    >>> s = Session(qviz.load(sample_path("lenet_digits")), "lenet")
+    >>> layer_around(s, "layer:conv2"), layer_around(s, f"block:{s.blocks[1].id}"), layer_around(s, "block:99")
+    ('conv2', 'flatten', None)
+    """
+    parsed = ViewKey.parse(key)
+    if parsed is not None and parsed.is_block:
+        block = session.block(parsed.name)
+        return block.layers[0] if block is not None else None
+    return parsed.layer_in(session.graph) if parsed is not None else None
+
+
+def with_expanded(view_state: dict, selected_key: str | None, vg: nx.DiGraph | None = None) -> dict | None:
+    """The view store with the selected layer expanded into its ops, or the selected
+    block opened into its layers (None: nothing to expand). A layer in a closed block
+    of ``vg`` (the view drawn) opens the block.
+
+    >>> with_expanded({"expanded": ["a"]}, "layer:b")["expanded"], with_expanded({}, "block:3")["opened"]
+    (['a', 'b'], ['3'])
+    >>> with_expanded({}, "op:a/Conv2D") is None
+    True
+    """
+    key = ViewKey.parse(selected_key)
+    if key is not None and key.is_layer and vg is not None and key not in vg:
+        key = block_showing(vg, key.name) or key
+    if key is not None and key.is_block:
+        return {**view_state, "opened": sorted(set(view_state.get("opened", [])) | {key.name})}
+    if key is None or not key.is_layer:
+        return None
+    return {**view_state, "expanded": sorted(set(view_state.get("expanded", [])) | {key.name})}
+
+
+def with_block_toggled(view_state: dict, block_id: str) -> dict:
+    """The view store with block ``block_id`` opened if it was closed, closed if open
+    (and the view grouped: the block's button is in a grouped view's panel).
+
+    >>> with_block_toggled({"blocks": True, "opened": ["2"]}, "3")["opened"]
+    ['2', '3']
+    >>> with_block_toggled({"blocks": True, "opened": ["2", "3"]}, "3")["opened"]
+    ['2']
+    """
+    opened = set(view_state.get("opened", ()))
+    opened ^= {block_id}
+    return {**view_state, "blocks": True, "opened": sorted(opened)}
+
+
+def block_of_layer(session, layer: str | None):
+    """The block ``layer`` is in (:attr:`Session.blocks`), or None.
+
+    >>> import qviz
+    >>> from qviz.samples import sample_path
+    >>> from qviz.app.session import Session
+    >>> s = Session(qviz.load(sample_path("lenet_digits")), "lenet")
+    >>> block_of_layer(s, "conv2").label, block_of_layer(s, "nope")
+    ('image … pool', None)
+    """
+    return next((b for b in session.blocks if layer in b.layers), None) if layer else None
+
+
+def block_rows(session, block_id: str, recipe: Recipe):
+    """``(block, [(layer, what the recipe does to it), …])`` for a closed block's panel,
+    or None if the model has no such block (the page sent an old or forged key).
+
+    >>> import qviz
+    >>> from qviz.samples import sample_path
+    >>> from qviz.app.session import Session
+    >>> s = Session(qviz.load(sample_path("lenet_digits")), "lenet")
+    >>> block, rows = block_rows(s, s.blocks[0].id, qviz.Recipe.default(s.graph))
+    >>> rows[:3]
+    [('image', ''), ('conv1', 'w8a8+bn'), ('bn1', '')]
+    """
+    block = session.block(block_id)
+    if block is None:
+        return None
+    layers = nx.DiGraph()
+    layers.add_nodes_from((ViewKey.layer(name), {"layer": name}) for name in block.layers)
+    badges = recipe_badges(session.graph, layers, recipe)
+    return block, [(name, badges[ViewKey.layer(name)].text if ViewKey.layer(name) in badges else "")
+                   for name in block.layers]
