@@ -225,14 +225,10 @@ def run(graph: Graph, *arrays, feeds: Mapping | None = None,
     # Each result's own buffer, read-only, not a copy: ``.numpy()`` copies, 1.5 s a
     # MobileNetV2 verification fetching every layer. Read-only, so that no caller can
     # change a value TensorFlow still holds.
-    return [_array(o) for o in out]
-
-
-def _array(tensor) -> np.ndarray:
-    a = np.asarray(tensor)
-    if a.base is not None or not a.flags.owndata:
+    arrays = [np.asarray(o) for o in out]
+    for a in arrays:
         a.flags.writeable = False
-    return a
+    return arrays
 
 
 def run_from(graph: Graph, feeds: Mapping[str, np.ndarray], fetches: Sequence[str]) -> list[np.ndarray]:
@@ -253,7 +249,8 @@ def run_from(graph: Graph, feeds: Mapping[str, np.ndarray], fetches: Sequence[st
             tfg = wrapped.graph
             feed_tensors = [tfg.get_tensor_by_name(t) for t in feeds]
             fn = wrapped.prune(feeds=feed_tensors, fetches=[tfg.get_tensor_by_name(t) for t in fetches])
-        out = _call(fn, feed_tensors, [tf.convert_to_tensor(np.asarray(v), dtype=t.dtype) for v, t in zip(feeds.values(), feed_tensors)])
+        out = _call(fn, feed_tensors, [tf.convert_to_tensor(np.asarray(v), dtype=t.dtype)
+                                       for v, t in zip(feeds.values(), feed_tensors)])
     except (tf.errors.InvalidArgumentError, ValueError, TypeError) as exc:
         raise RunError(f"running part of the graph failed: {first_line(exc)}") from exc
     return [o.numpy() for o in (out if isinstance(out, (list, tuple)) else [out])]

@@ -14,6 +14,7 @@ from ..patterns import BUILTIN
 from ..samples import list_samples
 from . import ids
 from .legend import color_options, graph_legend
+from .services import NOT_APPLICABLE
 
 BITS = [bits_label(b) for b in BIT_MENU]
 #: The one sentence that tells the two per-layer error modes apart.
@@ -212,11 +213,11 @@ def page(default_sample: str | None, session_id: str, max_upload_bytes: int = 20
                        {"field": "layer", "pinned": "left", "minWidth": 130},
                        {"field": "batch_norm", "headerName": "batch norm", "minWidth": 95},
                        {"field": "foldable", "minWidth": 100},
-                       # a fold only where it can fold; weight bits only where there are weights ("—": none)
+                       # a fold only where it can fold; weight bits only where there are weights
                        {"field": "fold", "editable": {"function": "params.data.foldable === 'yes'"},
                         "cellDataType": "boolean", "minWidth": 75},
                        {"field": "weight_bits", "headerName": "weight bits", "minWidth": 95,
-                        "editable": {"function": "params.data.weight_bits !== '—'"},
+                        "editable": {"function": f"params.data.weight_bits !== '{NOT_APPLICABLE}'"},
                         "cellEditor": "agSelectCellEditor", "cellEditorParams": {"values": BITS}},
                        {"field": "activation_bits", "headerName": "activation bits", "editable": True,
                         "minWidth": 115, "cellEditor": "agSelectCellEditor", "cellEditorParams": {"values": BITS}},

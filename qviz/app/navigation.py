@@ -7,6 +7,7 @@ the callbacks in :mod:`qviz.app.callbacks.graph` and ``panels`` call them.
 
 >>> import qviz
 >>> from qviz.samples import sample_path
+>>> from qviz.app.services import START_RECIPE, draw_view
 >>> from qviz.app.session import Session
 >>> s = Session(qviz.load(sample_path("lenet_digits")), "lenet")
 >>> search(draw_view(s, START_RECIPE, ViewChoice()).graph, "relu")
@@ -22,27 +23,29 @@ from ..layout.view import block_showing
 from ..passes import Recipe
 from ..render.figure import Frame
 from ..render.image import recipe_badges
-from .services import START_RECIPE, DrawnView, ViewChoice, draw_view, drawn_key  # noqa: F401 (START_RECIPE, draw_view: doctests)
+from .services import DrawnView, ViewChoice, drawn_key
 
-__all__ = ["opened_frames", "selection_point", "frame_span", "search", "search_step", "layer_around",
+__all__ = ["opened_frames", "look_at", "search", "search_step", "layer_around",
            "with_expanded", "with_block_toggled", "block_of_layer", "block_rows"]
 
 
-def opened_frames(session, view: DrawnView, choice: ViewChoice) -> list[Frame]:
-    """A :class:`~qviz.render.figure.Frame` around each block opened in ``view`` (its
-    layers' nodes, or their ops), so the eye finds what was one node; none ungrouped.
+def opened_frames(session, view: DrawnView, choice: ViewChoice) -> dict[str, Frame]:
+    """``{block id: Frame}``: a :class:`~qviz.render.figure.Frame` around each block
+    opened in ``view`` (its layers' nodes, or their ops), so the eye finds what was one
+    node; none ungrouped.
 
     >>> import qviz
     >>> from qviz.samples import sample_path
+    >>> from qviz.app.services import START_RECIPE, draw_view
     >>> from qviz.app.session import Session
     >>> s = Session(qviz.load(sample_path("lenet_digits")), "lenet")
     >>> choice = ViewChoice(blocks=True, opened=(s.blocks[0].id,))
-    >>> [(f.label, f.keys[:2]) for f in opened_frames(s, draw_view(s, START_RECIPE, choice), choice)]
-    [('image … pool', ('layer:image', 'layer:conv1'))]
+    >>> [(i, f.label, f.keys[:2]) for i, f in opened_frames(s, draw_view(s, START_RECIPE, choice), choice).items()]
+    [('1', 'image … pool', ('layer:image', 'layer:conv1'))]
     """
     if not choice.blocks:
-        return []
-    frames = []
+        return {}
+    frames = {}
     for block_id in choice.opened:
         block = session.block(block_id)
         if block is None:
@@ -50,54 +53,43 @@ def opened_frames(session, view: DrawnView, choice: ViewChoice) -> list[Frame]:
         members = set(block.layers)
         keys = tuple(k for k, d in view.graph.nodes(data=True) if d.get("layer") in members)
         if keys:
-            frames.append(Frame(block.label, keys))
+            frames[block_id] = Frame(block.label, keys)
     return frames
 
 
-def selection_point(view: DrawnView, frames, session, key: str | None) -> tuple[float, float] | None:
-    """Where the selection is drawn in ``view``: its node (or the closed block holding
-    it), else the middle of its ops (a layer expanded) or of its frame (a block
-    opened); None if it is not drawn.
+def look_at(view: DrawnView, frames: dict[str, Frame], session, key: str | None):
+    """``((x, y), (width, height))`` to show the selection just expanded or opened: its
+    node (or the closed block holding it), else its ops (a layer expanded) or its frame
+    (a block opened), all of them; None if it is not drawn.
 
     >>> import qviz
     >>> from qviz.samples import sample_path
+    >>> from qviz.app.services import START_RECIPE, draw_view
     >>> from qviz.app.session import Session
     >>> s = Session(qviz.load(sample_path("lenet_digits")), "lenet")
     >>> choice = ViewChoice(blocks=True, opened=(s.blocks[0].id,))
     >>> view = draw_view(s, START_RECIPE, choice)
     >>> frames = opened_frames(s, view, choice)
-    >>> selection_point(view, frames, s, "layer:conv2") == view.pos["layer:conv2"]
+    >>> look_at(view, frames, s, "layer:conv2") == (view.pos["layer:conv2"], (0.0, 0.0))
     True
-    >>> x, y = selection_point(view, frames, s, f"block:{s.blocks[0].id}")    # the frame's middle
-    >>> view.pos["layer:image"][0] < x < view.pos["layer:pool"][0]
+    >>> (x, y), (width, height) = look_at(view, frames, s, f"block:{s.blocks[0].id}")    # the whole frame
+    >>> view.pos["layer:image"][0] < x < view.pos["layer:pool"][0] < width
     True
     """
     drawn = drawn_key(view, session.graph, key)
     if drawn is not None:
-        return view.pos[drawn]
+        return view.pos[drawn], (0.0, 0.0)
     parsed = ViewKey.parse(key)
-    layer = parsed.layer_in(session.graph) if parsed is not None and not parsed.is_block else None
-    ops = [view.pos[k] for k, d in view.graph.nodes(data=True) if layer is not None and d.get("layer") == layer]
-    if ops:    # a layer expanded into its ops: their middle
-        return (sum(x for x, _ in ops) / len(ops), sum(y for _, y in ops) / len(ops))
-    block = session.block(parsed.name) if parsed is not None and parsed.is_block else None
-    frame = next((f for f in frames if block is not None and f.label == block.label), None)
-    box = frame.box(view.pos) if frame is not None else None
-    return None if box is None else ((box[0] + box[2]) / 2, (box[1] + box[3]) / 2)
-
-
-def frame_span(frames, pos, point) -> tuple[float, float]:
-    """``(width, height)`` of the opened block's frame around ``point``, to show it whole;
-    ``(0, 0)`` when no frame holds it.
-
-    >>> frame_span([Frame("b", ("layer:a", "layer:b"))], {"layer:a": (0, 0), "layer:b": (4, 2)}, (2, 1))
-    (4.9, 2.9)
-    """
-    for frame in frames:
-        box = frame.box(pos)
-        if box is not None and box[0] <= point[0] <= box[2] and box[1] <= point[1] <= box[3]:
-            return (round(box[2] - box[0], 9), round(box[3] - box[1], 9))
-    return (0.0, 0.0)
+    if parsed is not None and parsed.is_block:
+        box = frames[parsed.name].box(view.pos) if parsed.name in frames else None
+    else:
+        layer = parsed.layer_in(session.graph) if parsed is not None else None
+        ops = tuple(k for k, d in view.graph.nodes(data=True) if layer is not None and d.get("layer") == layer)
+        box = Frame("", ops).box(view.pos)     # (the box a frame of them would have)
+    if box is None:
+        return None
+    x0, y0, x1, y1 = box
+    return ((x0 + x1) / 2, (y0 + y1) / 2), (x1 - x0, y1 - y0)
 
 
 def search(vg: nx.DiGraph, needle: str) -> tuple[list[str], str]:

@@ -48,7 +48,7 @@ from ..render.image import recipe_badges
 from ..render.svg import graph_svg
 
 __all__ = ["HISTORY_LIMIT", "START_RECIPE", "new_history", "current", "push", "undo", "redo", "edit_layer",
-           "EDITED_FIELDS", "apply_edits", "shows", "set_layer", "recipe_from_upload", "with_rule",
+           "EDITED_FIELDS", "NOT_APPLICABLE", "apply_edits", "shows", "set_layer", "recipe_from_upload", "with_rule",
            "rules_line", "layer_rows", "on_tflite", "ViewChoice", "DrawnView", "shown", "draw_view",
            "match_marks", "MatchItem", "why", "hover_lines", "hover_shapes",
            "warm_up", "device_flags", "bit_badges", "cost_line", "painted", "metric_fill",
@@ -216,6 +216,10 @@ def on_tflite(layer: str, fates) -> tuple[str, str]:
     return f"⚠ {worst.part} {worst.status}", worst.message
 
 
+#: A layer-table cell that does not apply to the layer (no batch norm to fold, no weights).
+NOT_APPLICABLE = "—"
+
+
 def layer_rows(graph, recipe: Recipe, check=None) -> list[dict]:
     """The layer table: one row per foldable or quantizable layer."""
     fates_of: dict = {}
@@ -233,9 +237,10 @@ def layer_rows(graph, recipe: Recipe, check=None) -> list[dict]:
         short, full = on_tflite(layer, fates_of.get(layer))
         rows.append({
             "layer": layer, "batch_norm": c.bn_layer if c else "",
-            "foldable": "yes" if c and c.foldable else ("no" if c else "—"),
+            "foldable": "yes" if c and c.foldable else ("no" if c else NOT_APPLICABLE),
             "fold": bool(c and c.foldable and recipe.folds(layer)),
-            "weight_bits": bits_label(bits.weight_bits if bits else None) if layer in with_weights else "—",
+            "weight_bits": bits_label(bits.weight_bits if bits else None) if layer in with_weights
+            else NOT_APPLICABLE,
             "activation_bits": bits_label(bits.activation_bits if bits else None),
             "tflite": short, "tflite_why": full,
             "why": (c.reason or "") if c else "",

@@ -27,7 +27,7 @@ before TensorFlow has frozen it (the same blocks either way):
 A block is named by the numbered prefix most of its layers share
 (``block_1``, ``conv2_block1``; ``conv2_block5–6`` for two dense layers),
 or the longer numbered suffix most share, with the first word of those names
-(``normal_*_1_5``; ``…_normal_left1_5`` when that is long), else its first and last layer (``conv12 …
+(``separable_*_normal_left1_5``), else its first and last layer (``conv12 …
 relu14``); layers Keras named by default (``activation_58``) do not count. On
 the Keras applications this gives MobileNetV2's 16 ``block_N`` and ResNet50's
 16 ``convS_blockB`` exactly, DenseNet121's dense layers, and NASNetMobile's
@@ -73,8 +73,6 @@ _TOKEN = re.compile(r"[^_/.:\-]+")
 _SCOPE = re.compile(r"([A-Za-z]+)(\d+)")
 #: At most this many numbered scopes named together in a label (``conv2_block5–6``).
 MAX_SPANNED = 4
-#: A label this long is drawn whole (with a ``(2/3)`` after it); a longer one loses its first word.
-LABEL_CHARS = 20
 #: Names Keras gives a layer nobody named (``activation_12``, ``add_3``, ``zero_padding2d``).
 _DEFAULT_NAME = re.compile(r"(activation|add|concatenate|zero_padding2d|dropout|re_lu|multiply|reshape|flatten|"
                            r"cropping2d|average|maximum|minimum|subtract|lambda|batch_normalization|"
@@ -237,7 +235,7 @@ def _label(run: Sequence[str]) -> str:
     '…_stem_1'
     >>> _label(["separable_conv_1_pad_reduction_left1_stem_2", "separable_conv_1_reduction_left1_stem_2",
     ...         "separable_conv_1_bn_reduction_left1_stem_2"])
-    '…_reduction_left1_stem_2'
+    'separable_*_reduction_left1_stem_2'
     """
     named = [n for n in run if not _DEFAULT_NAME.fullmatch(n)]
     tokens = [_TOKEN.findall(n) for n in (named or run)]
@@ -249,10 +247,7 @@ def _label(run: Sequence[str]) -> str:
         first = Counter(t[0] for t in tokens if t[-len(tail):] == tail[::-1] and len(t) > len(tail))
         word, times = first.most_common(1)[0] if first else ("", 0)
         word = [word, "*"] if times >= MAJORITY * len(tokens) else ["…"]
-        label = "_".join([*word, *tail[::-1]])
-        # the scope is what tells blocks apart: drawn names are cut in the middle past ~26
-        # characters, so a long one drops its first word rather than lose its scope
-        return label if len(label) <= LABEL_CHARS else "_".join(["…", *tail[::-1]])
+        return "_".join([*word, *tail[::-1]])
     ends = named or run
     return f"{ends[0]} … {ends[-1]}"
 

@@ -33,8 +33,8 @@ KIND_NAMES = {"conv": "conv / dense (has weights)", "batchnorm": "batch norm", "
 NO_VALUE_COLOR = "#e3e3e3"
 #: The selected node's outline (colour, width); a match's halo and a removed node's opacity.
 SELECTED_OUTLINE = ("#000", 4)
-#: An opened block's box (:class:`Frame`): the closed block's colour, its fill barely there.
-FRAME_COLOR, FRAME_FILL = "#5c6bc0", "rgba(92, 107, 192, 0.06)"
+#: An opened block's box (:class:`Frame`): the closed block's colour (COLORS), its fill barely there.
+FRAME_FILL = "rgba(92, 107, 192, 0.06)"
 HALO_OPACITY = 0.45
 GHOST_OPACITY = 0.35
 STATUS_COLORS = {"added": "#00a651", "modified": "#f5a623", "removed": "#d0021b"}
@@ -319,10 +319,10 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
     boxes = [(f.label, b) for f in frames if (b := f.box(pos)) is not None]
     if boxes:   # a few shapes (one per opened block): cheap, unlike a shape per node
         fig.update_layout(
-            shapes=[dict(type="rect", x0=x0, y0=y0, x1=x1, y1=y1, layer="below", line=dict(color=FRAME_COLOR,
+            shapes=[dict(type="rect", x0=x0, y0=y0, x1=x1, y1=y1, layer="below", line=dict(color=COLORS[BLOCK_KIND],
                          width=1.5, dash="dash"), fillcolor=FRAME_FILL) for _, (x0, y0, x1, y1) in boxes],
             annotations=[dict(x=x0, y=y1, xanchor="left", yanchor="bottom", showarrow=False, text=f"block {label}",
-                              font=dict(size=11, color=FRAME_COLOR)) for label, (x0, y0, x1, y1) in boxes])
+                              font=dict(size=11, color=COLORS[BLOCK_KIND])) for label, (x0, y0, x1, y1) in boxes])
     return fig
 
 
@@ -339,15 +339,16 @@ def short_label(name: str, limit: int = MAX_LABEL_CHARS) -> str:
     >>> short_label("Conv1")
     'Conv1'
 
-    A name already cut at its start (a block's, ``…_scope``) loses whole words there:
+    A block's label (``word_*_scope``, :func:`qviz.layout.blocks.find_blocks`) keeps its
+    scope, which tells blocks apart, and loses whole words at its start:
 
-    >>> short_label("…_reduction_left1_stem_1 (1/2)")
+    >>> short_label("separable_*_reduction_left1_stem_1 (1/2)")
     '…_left1_stem_1 (1/2)'
     """
     if len(name) <= limit:
         return name
-    if name.startswith("…_"):
-        words = name[2:].split("_")
+    if "_*_" in name or name.startswith("…_"):
+        words = name.split("_*_", 1)[-1].removeprefix("…_").split("_")
         while len(words) > 1 and len("…_" + "_".join(words)) > limit:
             words.pop(0)
         if len("…_" + "_".join(words)) <= limit:

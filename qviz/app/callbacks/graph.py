@@ -61,10 +61,10 @@ def _match_button(item: services.MatchItem):
                        className="match-item", id={"type": ids.MATCH_ITEM, "key": item.key, "n": item.number})
 
 
-def center_on(fig, pos, key, direction: str = "LR", span: tuple[float, float] = (0.0, 0.0)):
-    """Look at ``key`` at the first view's zoom (as many ranks along, names readable),
+def center_on(fig, point, direction: str = "LR", span: tuple[float, float] = (0.0, 0.0)):
+    """Look at ``point`` at the first view's zoom (as many ranks along, names readable),
     or wider if ``span`` (x, y extents: an opened block's frame) needs it to be whole."""
-    x, y = pos[key]
+    x, y = point
     along, across = FIRST_VIEW_RANKS / 2, 0.2 * FIRST_VIEW_RANKS
     dx, dy = (along, across) if direction != "TB" else (across, along)
     grow = max(1.0, (span[0] / 2 + 0.5) / dx, (span[1] / 2 + 0.8) / dy)    # (room for the frame's name)
@@ -178,15 +178,17 @@ def register(app, store) -> None:
         frames = navigation.opened_frames(s, view, choice)
         fig = graph_figure(view.graph, view.pos, routes=view.routes, highlights=highlights, selected=sel,
                            show_status=not choice.original, hover=hover, flags=flags, badges=badges,
-                           first_view=True, direction=choice.direction, fill=fill, frames=frames)
+                           first_view=True, direction=choice.direction, fill=fill, frames=frames.values())
         window_now = no_update if window is not None else None
-        # what was just expanded or opened (the selection; a block opened: its frame) is looked at
-        at = navigation.selection_point(view, frames, s, selected.get("key") if selected else None) if opened else None
-        # a selection asking to be centred is centred once, when made (or in a new view), not
+        # what was just expanded or opened is looked at (a block opened: its whole frame); a
+        # selection asking to be centred is centred once, when made (or in a new view), not
         # again at each edit: the user may have moved away since
-        if at is not None or (sel in view.pos and selected.get("center") and (newly_selected or new_view)):
-            span = navigation.frame_span(frames, view.pos, at) if at is not None else (0.0, 0.0)
-            center_on(fig, {"here": at or view.pos[sel]}, "here", choice.direction, span)
+        target = navigation.look_at(view, frames, s, selected.get("key")) if opened and selected else None
+        if target is None and sel in view.pos and selected.get("center") and (newly_selected or new_view):
+            target = view.pos[sel], (0.0, 0.0)
+        if target is not None:
+            point, span = target
+            center_on(fig, point, choice.direction, span)
             window_now = {"x": list(fig.layout.xaxis.range), "y": list(fig.layout.yaxis.range)}
         elif window is not None:   # where the user panned to: a click or an edit does not move it
             fig.update_layout(xaxis=dict(range=window["x"]), yaxis=dict(range=window["y"]))

@@ -49,12 +49,13 @@ function (changed, log, version) {
 #: A table edit shown on the graph at once, before the server has redrawn it (~300 ms on
 #: MobileNetV2: the edit's request, the draw's, then plotly): the edited layer's badge
 #: (:class:`qviz.render.figure.Badge`, by the same rule and colours) is restyled in place.
-#: Only a badge already drawn changes; the redraw then brings everything else (ghosts,
-#: outlines, a badge that appears). The store says what was drawn (for tests).
+#: Every layer that could carry a badge has one drawn (empty where it says nothing:
+#: ``recipe_badges(slots=True)``); the redraw then brings everything else (ghosts,
+#: outlines). Its output store (a clientside callback needs one) says what was drawn.
 PREVIEW_EDIT = """
 function (changed) {
     const none = dash_clientside.no_update;
-    const fields = %s, colors = %s, floatColor = %s;
+    const fields = %s, colors = %s, floatColor = %s, notApplicable = %s;
     const gd = document.querySelector('#graph .js-plotly-plot');
     const at = gd && gd.data ? gd.data.findIndex(d => d.name === 'bits') : -1;
     if (at < 0) return none;
@@ -65,7 +66,7 @@ function (changed) {
     for (const c of (Array.isArray(changed) ? changed : [changed])) {
         if (!c || !c.data || fields.indexOf(c.colId) < 0) continue;
         // an edit the server will not take (weights where there are none) is left to it
-        if (c.colId === 'weight_bits' && c.oldValue === '—') continue;
+        if (c.colId === 'weight_bits' && c.oldValue === notApplicable) continue;
         const i = trace.customdata.indexOf('layer:' + c.data.layer);
         if (i < 0) continue;   // no badge drawn there (or inside a closed block): the redraw adds it
         const w = width(c.data.weight_bits), a = width(c.data.activation_bits);
@@ -82,7 +83,7 @@ function (changed) {
     return drawn;
 }
 """ % (json.dumps(list(services.EDITED_FIELDS)), json.dumps([list(c) for c in BIT_COLORS]),
-       json.dumps(FLOAT_BADGE_COLOR))
+       json.dumps(FLOAT_BADGE_COLOR), json.dumps(services.NOT_APPLICABLE))
 
 
 def register(app, store) -> None:

@@ -77,16 +77,15 @@ def register(app, store) -> None:
         badges = recipe_badges(s.graph, b.graph, other) if other is not None else {}
         fig = graph_figure(b.graph, b.pos, routes=b.routes, selected=chosen, show_status=other is not None,
                            hover=hover, badges=badges, first_view=True, direction=direction or "LR")
-        same_view = ctx.triggered_id in (ids.SIDE_BY_SIDE, ids.PINNED, ids.RECIPE)
-        if chosen and not (same_view and isinstance(window, dict)):   # the selection's counterpart, in view
-            center_on(fig, b.pos, chosen[0], direction or "LR")
-        elif same_view and isinstance(window, dict):
-            # where pane A looks (the user panned or zoomed there), not the graph's start; not after
-            # a new view (mode, direction, blocks), which pane A draws from its start too
-            ranges = synced_range({"xaxis.range": window.get("x"), "yaxis.range": window.get("y")}, a, b,
-                                  folded_pairs(s, recipe, other))
-            if ranges is not None:
-                fig.update_layout(xaxis=dict(range=ranges[0]), yaxis=dict(range=ranges[1]))
+        # where pane A looks (the user panned or zoomed there), not the graph's start; not after a
+        # new view (mode, direction, blocks), which pane A draws from its start too, nor a selection
+        ranges = synced_range({"xaxis.range": window.get("x"), "yaxis.range": window.get("y")}, a, b,
+                              folded_pairs(s, recipe, other)) \
+            if isinstance(window, dict) and ctx.triggered_id in (ids.SIDE_BY_SIDE, ids.PINNED, ids.RECIPE) else None
+        if ranges is not None:
+            fig.update_layout(xaxis=dict(range=ranges[0]), yaxis=dict(range=ranges[1]))
+        elif chosen:   # the selection's counterpart, in view
+            center_on(fig, b.pos[chosen[0]], direction or "LR")
         return dict(figure=fig, caption=pane_caption(other, s), hidden=False)
 
     @app.callback(
