@@ -29,6 +29,9 @@ def _bomb() -> str:
 @pytest.mark.parametrize("fragment, words", [
     ("#v=op&v=layer", "gives v= 2 times"),
     ("#v=sideways", "v= must be one of layer, op, not 'sideways'"),
+    ("#c=%3Cscript%3Ealert(1)%3C/script%3E", "c= must be one of"),     # colour-by: the built-in metrics only
+    ("#c=my_painted_file.json", "not 'my_painted_file.json'"),           # a file painted stays with its page
+    ("#c=" + "x" * 5000, "c= must be one of"),
     ("#y=1&m=a", "fields qviz does not know: m, y"),
     ("#r=" + _bomb(), "inflates past 2 MB"),
     ("#r=" + base64.urlsafe_b64encode(zlib.compress(b'{"fold": 3}')).decode(), "the link's recipe (r=): fold"),
