@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+import re
+
 import math
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
@@ -330,14 +332,24 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
 MAX_LABEL_CHARS = 26
 
 
-def short_label(name: str, limit: int = MAX_LABEL_CHARS) -> str:
-    """``name``, shortened in the middle if it is longer than ``limit`` (its start and
-    end tell neighbours apart: ``separable_conv_1_reduction_left1_stem_1``).
+#: A word shortened to fit keeps this many letters (``separable`` → ``sep``).
+SHORT_WORD = 3
 
+
+def short_label(name: str, limit: int = MAX_LABEL_CHARS) -> str:
+    """``name``, shortened if it is longer than ``limit``: its longest words lose their
+    ends first (``separable`` → ``sep``), so every word is still there and what tells a
+    conv from its batch norm (``_bn_``) or one branch from the next survives; only a name
+    that still does not fit loses its middle. Hover shows names whole.
+
+    >>> short_label("separable_conv_1_normal_left1_8"), short_label("separable_conv_1_bn_normal_left1_8")
+    ('sep_conv_1_normal_left1_8', 'sep_conv_1_bn_nor_left1_8')
     >>> short_label("separable_conv_1_pad_reduction_right1_stem_1")
-    'separable_co…right1_stem_1'
+    'sep…pad_red_right1_stem_1'
     >>> short_label("Conv1")
     'Conv1'
+    >>> short_label("x" * 40)
+    'xxxxxxxxxxxx…xxxxxxxxxxxxx'
 
     A block's label (``word_*_scope``, :func:`qviz.layout.blocks.find_blocks`) keeps its
     scope, which tells blocks apart, and loses whole words at its start:
@@ -353,6 +365,24 @@ def short_label(name: str, limit: int = MAX_LABEL_CHARS) -> str:
             words.pop(0)
         if len("…_" + "_".join(words)) <= limit:
             return "…_" + "_".join(words)
+    # words, each with the separator before it (op names have scopes: model/conv/BiasAdd)
+    words = re.findall(r"[_/.:\-]?[^_/.:\-]*", name)[:-1]
+    if len(words) > 1:
+        for i in sorted(range(len(words)), key=lambda i: -len(words[i])):
+            if len("".join(words)) <= limit:
+                return "".join(words)
+            sep, word = words[i][:1] if i else "", words[i][1:] if i else words[i]
+            if word.isalpha() and word.islower() and len(word) > SHORT_WORD + 1:
+                words[i] = sep + word[:SHORT_WORD]
+        # then whole words from the middle: the first word and as many of the last as fit
+        kept = 1
+        while kept < len(words) and len(words[0] + "…" + "".join(words[-kept:]).lstrip("_/.:-")) <= limit:
+            kept += 1
+        tail = "".join(words[-(kept - 1):]).lstrip("_/.:-") if kept > 1 else ""
+        if tail and len("".join(words)) > limit and len(f"{words[0]}…{tail}") >= limit // 2:
+            return f"{words[0]}…{tail}"
+        if len("".join(words)) <= limit:
+            return "".join(words)
     head = (limit - 1) // 2
     return name[:head] + "…" + name[-(limit - 1 - head):]
 
@@ -529,8 +559,9 @@ def layer_error_figure(layers, sqnr, *, quantized=(), limit: int | None = WORST_
                            textposition="auto", customdata=[ViewKey.layer(name) for _, name in rows],
                            hovertemplate="%{y}: %{text}<extra></extra>"))
     shown = "" if len(rows) == total else f", the worst {len(rows)} of {total}"
-    fig.update_layout(title=f"per-layer SQNR, {mode} (◆ blue: quantized, green: exact{shown})",
-                      height=60 + 22 * max(len(rows), 1), margin=dict(l=10, r=10, t=40, b=20),
+    # the key on a line of its own: in one line it ran out of a 1280-px window's chart
+    fig.update_layout(title=f"per-layer SQNR, {mode}<br><sub>◆ blue: quantized, green: exact{shown}</sub>",
+                      height=72 + 22 * max(len(rows), 1), margin=dict(l=10, r=10, t=52, b=20),
                       yaxis=dict(autorange="reversed", automargin=True, title=dict(text="layer", standoff=4)),
                       xaxis=dict(rangemode="tozero", title=dict(text="SQNR (dB, higher is better)", standoff=4)))
     return fig
