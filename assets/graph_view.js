@@ -4,7 +4,10 @@
 //   rank) at least meta.label_px pixels wide, at most meta.labels_in_view nodes in view
 //   (drawing thousands of names is slow); zoom in and they appear;
 // * minimap: while the view shows part of the graph, a small overview of the whole
-//   graph with the visible part boxed; click it to look there.
+//   graph with the visible part boxed; click it to look there;
+// * zoom kept on a resize: when the plot changes size (side by side on or off, the
+//   window resized) it keeps its centre and its scale. Plotly keeps the axes' equal
+//   scale by widening a range instead, so each narrowing zoomed out for good.
 // Element ids are the ones in qviz/app/ids.py (GRAPH, MINIMAP).
 (function () {
     var GRAPH = "graph", MINIMAP = "graph-minimap";
@@ -106,9 +109,28 @@
         if (first) { first.parentNode.removeChild(first); }
     }
 
+    // What the plot looks at: its centre and units per pixel, for the figure drawn
+    // (gd.data: a new figure brings its own ranges) at the size it was drawn.
+    function keepScale(gd, v) {
+        var xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis;
+        var w = xa._length, h = ya._length, last = gd.__qvizLook;
+        if (!v || !(w > 0) || !(h > 0)) { return false; }
+        if (last && last.data === gd.data && (Math.abs(last.w - w) > 1 || Math.abs(last.h - h) > 1)) {
+            var hw = last.ux * w / 2, hh = last.uy * h / 2;
+            gd.__qvizLook = {data: gd.data, w: w, h: h, cx: last.cx, cy: last.cy, ux: last.ux, uy: last.uy};
+            window.Plotly.relayout(gd, {"xaxis.range": [last.cx - hw, last.cx + hw],
+                                        "yaxis.range": [last.cy - hh, last.cy + hh]});
+            return true;
+        }
+        gd.__qvizLook = {data: gd.data, w: w, h: h, cx: (v.x0 + v.x1) / 2, cy: (v.y0 + v.y1) / 2,
+                         ux: (v.x1 - v.x0) / w, uy: (v.y1 - v.y0) / h};
+        return false;
+    }
+
     function update(gd) {
         dropFirstView();
         var v = view(gd);
+        if (keepScale(gd, v)) { return; }   // re-laid out at the kept scale: updated then
         updateLabels(gd, v);
         updateMinimap(gd, v);
     }

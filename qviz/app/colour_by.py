@@ -29,7 +29,7 @@ from ..passes import Recipe
 from ..render.figure import BIT_COLORS
 
 __all__ = ["RECIPE_SQNR", "LOCAL_SQNR", "ERROR_SHARE", "FOLD_STATUS", "ACTIVATION_RANGE", "SUGGESTED_BITS",
-           "MENU", "metric_of", "recipe_sqnr", "metric_waiting", "SQNR_GRADIENT"]
+           "MENU", "metric_of", "recipe_sqnr", "metric_waiting", "SQNR_GRADIENT", "PER_RECIPE", "other_pane_metric"]
 
 RECIPE_SQNR = "per-layer SQNR (this recipe)"
 LOCAL_SQNR = "per-layer SQNR, local (each layer's own error)"
@@ -84,6 +84,33 @@ def metric_of(session, name: str, recipe: Recipe | None = None) -> NodeData | No
             return error_share(report.local_layers)
         return layer_sqnr(report.local_layers if name == LOCAL_SQNR else report.layers)
     return session.node_data.get(name)
+
+
+#: The float model's recipe: nothing folded, nothing quantized.
+_FLOAT = Recipe(fold_default=False, quantize_default=None)
+#: Metrics of one recipe's run (its verification, its calibration): pane B, the float
+#: model or a pinned recipe, is not painted with pane A's.
+PER_RECIPE = (RECIPE_SQNR, LOCAL_SQNR, ERROR_SHARE, ACTIVATION_RANGE)
+
+
+def other_pane_metric(session, name: str, recipe: Recipe | None) -> tuple[NodeData | None, str]:
+    """``(metric, note)`` for side by side's pane B, which shows ``recipe`` (None: the float
+    model): what does not depend on a recipe's run (weights, a painted file, the sweep's
+    suggestion) or is read off the recipe (fold status); a per-recipe run's metric is not
+    started for pane B, and ``note`` says it paints pane A only.
+
+    >>> import qviz
+    >>> from qviz.samples import sample_path
+    >>> from qviz.app.session import Session
+    >>> s = Session(qviz.load(sample_path("lenet_digits")), "lenet")
+    >>> other_pane_metric(s, FOLD_STATUS, None)[0].values["conv1"]   # 2: foldable, left unfolded
+    2.0
+    >>> other_pane_metric(s, RECIPE_SQNR, None)
+    (None, "colour: per-layer SQNR (this recipe) is pane A's only")
+    """
+    if name in PER_RECIPE:
+        return None, f"colour: {name} is pane A's only"
+    return metric_of(session, name, recipe if recipe is not None else _FLOAT), ""
 
 
 def recipe_sqnr(session, recipe: Recipe, local: bool = False) -> NodeData | None:

@@ -11,7 +11,8 @@ from dash import Input, Output, Patch, State, ctx, no_update
 from ...passes import Recipe
 from ...render import graph_figure
 from ...render.image import recipe_badges
-from .. import ids, services
+from .. import ids, navigation, services
+from ..colour_by import other_pane_metric
 from ..layout import PANE_B_EMPTY
 from ..services import current
 from ..side_by_side import counterparts, folded_pairs, pane_caption, pane_views, synced_range
@@ -55,11 +56,12 @@ def register(app, store) -> None:
         inputs=dict(toggle=Input(ids.SIDE_BY_SIDE, "value"), pinned=Input(ids.PINNED, "data"),
                     history=Input(ids.RECIPE, "data"), view_state=Input(ids.VIEW, "data"),
                     mode=Input(ids.VIEW_MODE, "value"), show=Input(ids.SHOW, "value"),
-                    direction=Input(ids.DIRECTION, "value"), selected=Input(ids.SELECTED, "data")),
+                    direction=Input(ids.DIRECTION, "value"), selected=Input(ids.SELECTED, "data"),
+                    color_by=Input(ids.COLOR_BY, "value")),
         state=dict(session=State(ids.SESSION, "data"), window=State(ids.VIEW_WINDOW, "data")),
         prevent_initial_call=True,
     )
-    def draw_b(toggle, pinned, history, view_state, mode, show, direction, selected, session, window):
+    def draw_b(toggle, pinned, history, view_state, mode, show, direction, selected, color_by, session, window):
         # drawn only while shown: a hidden pane costs nothing
         s = store.require(session)
         if not toggle:   # hidden: emptied once, when it is hidden, and left alone after
@@ -68,15 +70,20 @@ def register(app, store) -> None:
         if s is None or not history:
             return dict(figure=no_update, caption="", hidden=False)
         recipe, other = current(history), _pinned(pinned)
-        a, b = pane_views(s, recipe, other, view_choice(mode, show, direction, view_state))
+        choice = view_choice(mode, show, direction, view_state)
+        a, b = pane_views(s, recipe, other, choice)
         key = (selected or {}).get("key")
         chosen = counterparts(key, a, b, folded_pairs(s, recipe, other)) if key else []
         graph = s.graph if other is None else s.result(other).graph
         hover = services.hover_lines(s, graph, b.graph, other or recipe, services.hover_shapes(s.graph, graph))
         # (no empty badge slots: pane B is never restyled at an edit)
         badges = recipe_badges(s.graph, b.graph, other) if other is not None else {}
+        # coloured as pane A is, for pane B's own model, and its opened blocks framed too
+        metric, note = other_pane_metric(s, color_by, other)
+        fill = services.metric_fill(metric, b.graph, hover) if metric is not None else None
         fig = graph_figure(b.graph, b.pos, routes=b.routes, selected=chosen, show_status=other is not None,
-                           hover=hover, badges=badges, first_view=True, direction=direction or "LR")
+                           hover=hover, badges=badges, first_view=True, direction=direction or "LR", fill=fill,
+                           frames=navigation.opened_frames(s, b, choice).values())
         # where pane A looks (the user panned or zoomed there), not the graph's start; not after a
         # new view (mode, direction, blocks), which pane A draws from its start too, nor a selection
         ranges = synced_range({"xaxis.range": window.get("x"), "yaxis.range": window.get("y")}, a, b,
@@ -86,7 +93,8 @@ def register(app, store) -> None:
             fig.update_layout(xaxis=dict(range=ranges[0]), yaxis=dict(range=ranges[1]))
         elif chosen:   # the selection's counterpart, in view
             center_on(fig, b.pos[chosen[0]], direction or "LR")
-        return dict(figure=fig, caption=pane_caption(other, s), hidden=False)
+        caption = pane_caption(other, s)
+        return dict(figure=fig, caption=f"{caption} · {note}" if note else caption, hidden=False)
 
     @app.callback(
         Output(ids.SELECTED, "data", allow_duplicate=True),

@@ -32,6 +32,10 @@ def _badges(dash_duo, graph_id):
         "const out = {}; if (t) t.customdata.forEach((k, i) => { if (t.text[i]) out[k] = t.text[i]; }); return out;")
 
 
+def _width(dash_duo, graph_id):
+    return dash_duo.driver.execute_script(f"return {_pane(graph_id)}._fullLayout.xaxis._length;")
+
+
 def _x_range(dash_duo, graph_id):
     return dash_duo.driver.execute_script(f"const g = {_pane(graph_id)}; return g._fullLayout.xaxis.range;")
 
@@ -91,8 +95,11 @@ def test_two_panes_select_and_pan_together(dash_duo):
              what=lambda: f"B still 8-bit; {_badges(dash_duo, 'graph-b')}")
     click(dash_duo, "#unpin-recipe")
     wait_for(lambda: text_of(dash_duo, "#pane-b-caption").startswith("B: the float model"), what="back to float")
+    narrow = _width(dash_duo, "graph")
     click(dash_duo, "#side-by-side input")
     wait_for(lambda: not dash_duo.find_element("#pane-b").is_displayed(), what="pane B hidden")
+    # (A widened: its zoom kept, at its new width)
+    wait_for(lambda: _width(dash_duo, "graph") > 1.5 * narrow, what="pane A at its full width")
     # shown again, B opens where A looks (A panned to fc1), not at the graph's start
     a = _positions(dash_duo, "graph")
     x, y = a["layer:fc1"]
@@ -103,5 +110,81 @@ def test_two_panes_select_and_pan_together(dash_duo):
     wait_for(lambda: dash_duo.find_element("#pane-b").is_displayed(), what="pane B shown again")
     wait_for(lambda: abs(sum(_x_range(dash_duo, "graph-b")) / 2 - b["layer:fc1"][0]) < 0.01,
              what=lambda: f"B opened on fc1 at {b['layer:fc1']}; its x range is {_x_range(dash_duo, 'graph-b')}")
-    lo, hi = _x_range(dash_duo, "graph-b")
-    assert abs((hi - lo) - 4) < 0.01, (lo, hi)    # at A's zoom: drawn into a hidden pane, it was 56 wide
+    # at A's zoom (drawn into a hidden pane, it was 14 times wider), A's scale kept as it narrowed
+    wait_for(lambda: _near(_look(dash_duo, "graph-b")[2:], _look(dash_duo, "graph")[2:]),
+             what=lambda: f"B at A's zoom: {_look(dash_duo, 'graph-b')} vs {_look(dash_duo, 'graph')}")
+    assert _look(dash_duo, "graph")[2] * _width(dash_duo, "graph") < 4.01    # A shows at most the 4 it was given
+
+
+def _look(dash_duo, graph_id):
+    """(centre x, centre y, x units per pixel) of a pane: what it looks at, and how near."""
+    return dash_duo.driver.execute_script(
+        f"const g = {_pane(graph_id)}; const xa = g._fullLayout.xaxis, ya = g._fullLayout.yaxis;"
+        "return [(xa.range[0] + xa.range[1]) / 2, (ya.range[0] + ya.range[1]) / 2,"
+        "        Math.abs(xa.range[1] - xa.range[0]) / xa._length];")
+
+
+def _near(a, b, tol=0.02):
+    return all(abs(p - q) <= tol * max(abs(q), 1e-3) + 1e-6 for p, q in zip(a, b))
+
+
+def test_side_by_side_on_and_off_keeps_pane_a_where_it_looked(dash_duo):
+    """A user's try: each time pane B came and went, pane A zoomed out (plotly widened a
+    range to keep the axes' equal scale as A narrowed, then kept it as A widened)."""
+    start_app(dash_duo)
+    x, y = _positions(dash_duo, "graph")["layer:conv2"]
+    dash_duo.driver.execute_script(
+        f"Plotly.relayout({_pane('graph')}, {{'xaxis.range': [{x - 2}, {x + 2}], 'yaxis.range': [{y - 1}, {y + 1}]}});")
+    wait_for(lambda: _near(_look(dash_duo, "graph")[:2], [x, y]), what="pane A on conv2")
+    before, wide = _look(dash_duo, "graph"), _width(dash_duo, "graph")
+    for _ in range(2):
+        click(dash_duo, "#side-by-side input")
+        wait_for(lambda: _width(dash_duo, "graph") < 0.75 * wide, what="pane A narrowed for pane B")
+        # narrowed, pane A keeps its centre and its zoom; pane B comes at that zoom too
+        wait_for(lambda: _near(_look(dash_duo, "graph"), before),
+                 what=lambda: f"pane A at {before} while B is shown; it is at {_look(dash_duo, 'graph')}")
+        wait_for(lambda: _near(_look(dash_duo, "graph-b")[2:], before[2:]),
+                 what=lambda: f"pane B at A's zoom {before[2]}; {_look(dash_duo, 'graph-b')}")
+        click(dash_duo, "#side-by-side input")
+        wait_for(lambda: _width(dash_duo, "graph") > 0.95 * wide, what="pane A at its full width again")
+        wait_for(lambda: _near(_look(dash_duo, "graph"), before),
+                 what=lambda: f"pane A back at {before}; it is at {_look(dash_duo, 'graph')}")
+
+
+def _fill(dash_duo, graph_id):
+    return dash_duo.driver.execute_script(
+        f"const g = {_pane(graph_id)}; const t = g.data.find(d => d.name === 'nodes'); const out = {{}};"
+        "t.customdata.forEach((k, i) => { out[k] = t.marker.color[i]; }); return out;")
+
+
+def test_pane_b_is_coloured_as_asked_and_frames_opened_blocks(dash_duo):
+    """Pane B follows the colour-by menu for its own model (fold status: the float model
+    folds nothing) and says when a metric is pane A's own run; an opened block is framed."""
+    start_app(dash_duo)
+    click(dash_duo, "#bulk-fold-all")
+    wait_for(lambda: "layer:conv2" in _badges(dash_duo, "graph"), what="the folds drawn")
+    click(dash_duo, "#side-by-side input")
+    wait_for(lambda: "layer:bn2" in _positions(dash_duo, "graph-b"), what="pane B drawn")
+    plain = _fill(dash_duo, "graph-b")
+    dash_duo.select_dcc_dropdown("#color-by", value="fold status")
+    # conv2 folded in A; in the float model B, foldable but not folded: another colour than A's
+    wait_for(lambda: _fill(dash_duo, "graph-b")["layer:conv2"] != plain["layer:conv2"],
+             what=lambda: f"pane B coloured by fold status; {_fill(dash_duo, 'graph-b')}")
+    assert _fill(dash_duo, "graph-b")["layer:conv2"] != _fill(dash_duo, "graph")["layer:conv2"]
+    dash_duo.select_dcc_dropdown("#color-by", value="per-layer SQNR (this recipe)")
+    wait_for(lambda: "pane A's only" in text_of(dash_duo, "#pane-b-caption"),
+             what=lambda: f"the caption says so; {text_of(dash_duo, '#pane-b-caption')!r}")
+
+    click(dash_duo, "#blocks-button")
+    wait_for(lambda: any(k.startswith("block:") for k in _positions(dash_duo, "graph-b")), what="B grouped")
+    block = next(k for k in _positions(dash_duo, "graph") if k.startswith("block:"))
+    dash_duo.driver.execute_script(
+        f"const g = {_pane('graph')}; const t = g.data.findIndex(d => d.name === 'nodes');"
+        f"const i = g.data[t].customdata.indexOf('{block}');"
+        "g.emit('plotly_click', {points: [{curveNumber: t, pointNumber: i, pointIndex: i, x: g.data[t].x[i],"
+        f"                                  y: g.data[t].y[i], customdata: '{block}', data: g.data[t]}}]}});")
+    wait_for(lambda: text_of(dash_duo, ".block-toggle") == "open this block", what="the block's panel")
+    click(dash_duo, ".block-toggle")
+    frames = ("const g = " + _pane("graph-b") + "; return ((g.layout || {}).annotations || [])"
+              ".filter(a => (a.text || '').startsWith('block ')).length;")
+    wait_for(lambda: dash_duo.driver.execute_script(frames) == 1, what="the opened block framed in pane B")
