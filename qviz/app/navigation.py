@@ -109,8 +109,17 @@ def search(vg: nx.DiGraph, needle: str) -> tuple[list[str], str]:
     hits = [k for k in vg if low in (ViewKey(k).name.lower() if not ViewKey(k).is_block else
                                      " ".join([vg.nodes[k].get("label", ""), *vg.nodes[k].get("layers", ())]).lower())]
     if hits:
-        return hits, f"{len(hits)} found"
+        note = _in_blocks(vg, hits, low)
+        return hits, f"{len(hits)} found" + (f" ({note})" if note else "")
     return [], f"no node or layer matches {needle!r}"
+
+
+def _in_blocks(vg: nx.DiGraph, hits: list[str], low: str) -> str:
+    """How many layers the hits stand for, where closed blocks hold several (a block is
+    one hit, one place to look), else ""."""
+    layers = sum(max(1, sum(low in name.lower() for name in vg.nodes[k].get("layers", ())))
+                 if ViewKey(k).is_block else 1 for k in hits)
+    return f"{layers} layers, a closed block is one" if layers > len(hits) else ""
 
 
 def search_step(vg: nx.DiGraph, needle: str, current: str | None = None) -> tuple[str | None, str]:
@@ -125,12 +134,19 @@ def search_step(vg: nx.DiGraph, needle: str, current: str | None = None) -> tupl
     (('layer:conv2', '2 of 2 found (Enter: next)'), 'layer:conv1')
     >>> search_step(vg, "relu1"), search_step(vg, "pool")
     (('layer:relu1', ''), (None, "no node or layer matches 'pool'"))
+
+    A closed block is one hit, however many of its layers match; the line says so:
+
+    >>> vg.add_node("block:2", label="tail", layers=("conv3", "relu3", "conv4"))
+    >>> search_step(vg, "conv")
+    ('layer:conv1', '1 of 3 found (4 layers, a closed block is one; Enter: next)')
     """
     hits, status = search(vg, needle)
     if len(hits) < 2:
         return (hits[0] if hits else None), status
     at = (hits.index(current) + 1) % len(hits) if current in hits else 0
-    return hits[at], f"{at + 1} of {len(hits)} found (Enter: next)"
+    note = "; ".join(filter(None, [_in_blocks(vg, hits, needle.strip().lower()), "Enter: next"]))
+    return hits[at], f"{at + 1} of {len(hits)} found ({note})"
 
 
 def layer_around(session, key: str | None) -> str | None:
