@@ -226,7 +226,10 @@ def page(default_sample: str | None, session_id: str, max_upload_bytes: int = 20
                         "minWidth": 180},
                    ], rowData=[], getRowId="params.data.layer",
                        defaultColDef={"resizable": True, "flex": 1, "wrapHeaderText": True, "autoHeaderHeight": True},
-                       dashGridOptions={"rowSelection": "single", "singleClickEdit": True},
+                       # (AG Grid 32+'s form: the string "single" is deprecated and warns in the console)
+                       dashGridOptions={"rowSelection": {"mode": "singleRow", "checkboxes": False,
+                                                         "enableClickSelection": True},
+                                        "singleClickEdit": True},
                        style={"height": "260px"})),
             _panel("Verification", html.Div(id=ids.VERIFY_PANEL),
                    dcc.Interval(id=ids.VERIFY_POLL, interval=300, disabled=True),
