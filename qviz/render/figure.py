@@ -101,6 +101,41 @@ class Frame:
         xs, ys = [p[0] for p in at], [p[1] for p in at]
         return (min(xs) - self.PAD, min(ys) - self.PAD, max(xs) + self.PAD, max(ys) + self.PAD)
 
+    def outline(self, pos: Mapping, direction: str = "LR") -> str | None:
+        """An SVG path around the frame's nodes, rank by rank: each rank's nodes from the
+        first to the last across it, so a neighbouring block that the layout placed
+        beside a narrow rank stays outside (a bounding box held it); None if none placed.
+
+        >>> f = Frame("b", ("layer:a", "layer:b", "layer:c"))
+        >>> f.outline({"layer:a": (0.0, 0.0), "layer:b": (1.0, 0.0), "layer:c": (1.0, 3.0), "layer:x": (0.0, 3.0)})
+        'M-0.45,-0.45 L0.5,-0.45 L1.45,-0.45 L1.45,3.45 L0.5,3.45 L0.5,0.45 L-0.45,0.45 Z'
+
+        (``layer:x``, at the first rank across from ``layer:a``, is outside it.)
+        """
+        along = 0 if direction != "TB" else 1   # the rank axis
+        spans: dict[float, list[float]] = {}
+        for k in self.keys:
+            if k in pos:
+                rank, across = pos[k][along], pos[k][1 - along]
+                lo_hi = spans.setdefault(rank, [across, across])
+                lo_hi[0], lo_hi[1] = min(lo_hi[0], across), max(lo_hi[1], across)
+        if not spans:
+            return None
+        ranks = sorted(spans)
+        # each rank reaches halfway to the next, so the ranks' boxes join into one outline
+        edges = [ranks[0] - self.PAD, *((a + b) / 2 for a, b in zip(ranks, ranks[1:])), ranks[-1] + self.PAD]
+        low = [(e, spans[r][0] - self.PAD) for i, r in enumerate(ranks) for e in (edges[i], edges[i + 1])]
+        high = [(e, spans[r][1] + self.PAD) for i, r in enumerate(ranks) for e in (edges[i], edges[i + 1])]
+        points = [p for i, p in enumerate(low) if i == 0 or p != low[i - 1]] + \
+            [p for i, p in enumerate(reversed(high)) if i == 0 or p != high[len(high) - i]]
+        points = [p for i, p in enumerate(points) if i == 0 or p != points[i - 1]]
+        xy = [(a, b) if along == 0 else (b, a) for a, b in points]
+        return "M" + " L".join(f"{_num(x)},{_num(y)}" for x, y in xy) + " Z"
+
+
+def _num(v: float) -> str:
+    return f"{v:.4f}".rstrip("0").rstrip(".")
+
 
 @dataclass(frozen=True)
 class Badge:
@@ -318,13 +353,13 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
         meta={"labels_in_view": LABELS_IN_VIEW, "label_px": LABEL_PX})
     if title:
         fig.update_layout(title=dict(text=title))
-    boxes = [(f.label, b) for f in frames if (b := f.box(pos)) is not None]
+    boxes = [(f.label, b, f.outline(pos, direction)) for f in frames if (b := f.box(pos)) is not None]
     if boxes:   # a few shapes (one per opened block): cheap, unlike a shape per node
         fig.update_layout(
-            shapes=[dict(type="rect", x0=x0, y0=y0, x1=x1, y1=y1, layer="below", line=dict(color=COLORS[BLOCK_KIND],
-                         width=1.5, dash="dash"), fillcolor=FRAME_FILL) for _, (x0, y0, x1, y1) in boxes],
+            shapes=[dict(type="path", path=path, layer="below", line=dict(color=COLORS[BLOCK_KIND], width=1.5,
+                         dash="dash"), fillcolor=FRAME_FILL) for _, _, path in boxes],
             annotations=[dict(x=x0, y=y1, xanchor="left", yanchor="bottom", showarrow=False, text=f"block {label}",
-                              font=dict(size=11, color=COLORS[BLOCK_KIND])) for label, (x0, y0, x1, y1) in boxes])
+                              font=dict(size=11, color=COLORS[BLOCK_KIND])) for label, (x0, y0, x1, y1), _ in boxes])
     return fig
 
 
