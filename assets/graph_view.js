@@ -8,9 +8,10 @@
 // * zoom kept on a resize: when the plot changes size (side by side on or off, the
 //   window resized) it keeps its centre and its scale. Plotly keeps the axes' equal
 //   scale by widening a range instead, so each narrowing zoomed out for good.
-// Element ids are the ones in qviz/app/ids.py (GRAPH, MINIMAP).
+// Element ids and classes are the ones in qviz/app/ids.py (GRAPH, MINIMAP, MATCH_LIST, MATCH_ITEM, MATCH_PICK).
 (function () {
-    var GRAPH = "graph", MINIMAP = "graph-minimap";
+    var GRAPH = "graph", MINIMAP = "graph-minimap", MATCH_LIST = "match-list", MATCH_ITEM = "match-item",
+        MATCH_PICK = "match-pick";
 
     function trace(gd, name) {
         if (!gd.data) { return -1; }
@@ -134,6 +135,14 @@
         updateLabels(gd, v);
         updateMinimap(gd, v);
     }
+
+    // A match of the Patterns list clicked: its view key to the MATCH_PICK store (the
+    // buttons have no Dash id, so a redraw of the list costs Dash no new inputs).
+    document.addEventListener("click", function (event) {
+        var item = event.target.closest && event.target.closest("#" + MATCH_LIST + " ." + MATCH_ITEM);
+        if (!item || !item.dataset.key || !window.dash_clientside || !window.dash_clientside.set_props) { return; }
+        window.dash_clientside.set_props(MATCH_PICK, {data: {key: item.dataset.key, t: Date.now()}});
+    });
 
     // A click on the minimap centres the graph there, keeping its zoom.
     document.addEventListener("click", function (event) {

@@ -62,7 +62,8 @@ PATTERN_TEXT = "pattern-text"
 PATTERN_ERROR = "pattern-error"
 MATCH_COUNT = "match-count"
 MATCH_LIST = "match-list"
-MATCH_ITEM = "match-item"         # type of {"type": MATCH_ITEM, "key": view key}: one listed match
+MATCH_ITEM = "match-item"         # class of a listed match's button (its view key in data-key)
+MATCH_PICK = "match-pick"         # store: {"key": view key, "t": ms} a click in the match list (assets/graph_view.js)
 EXPLAIN = "explain"
 
 # layers and recipe

@@ -169,7 +169,7 @@ def page(default_sample: str | None, session_id: str, max_upload_bytes: int = 20
                                     style={"width": "100%", "height": "3em"}),
                        html.Div(id=ids.PATTERN_ERROR, className="error"),
                        html.Div(id=ids.MATCH_COUNT),
-                       html.Div(id=ids.MATCH_LIST, className="match-list"),
+                       html.Div(id=ids.MATCH_LIST, className="match-list"), dcc.Store(id=ids.MATCH_PICK),
                        html.Div(id=ids.EXPLAIN, className="explain")),
                 _panel("Selected", html.Div(id=ids.NODE_PANEL),
                        dcc.Interval(id=ids.NODE_PANEL_POLL, interval=500, disabled=True)),

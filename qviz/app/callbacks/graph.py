@@ -55,10 +55,12 @@ def fates_of(s, recipe, builtin, text):
 
 
 def _match_button(item: services.MatchItem):
-    # the id has the number too: matches inside one closed block share its key, and Dash needs ids unique
+    # No Dash id: a click is picked up by the page (assets/graph_view.js: MATCH_PICK). With a
+    # pattern-matching id each, Dash indexed ~200 new inputs at every redraw: 100 ms of a
+    # fold toggle's redraw on MobileNetV2, and a select request of its own.
     return html.Button([f"{item.number}. {' + '.join(item.layers)} ",
                         html.Span(item.fate, className=f"fate fate-{item.fate}")], title=item.reason,
-                       className="match-item", id={"type": ids.MATCH_ITEM, "key": item.key, "n": item.number})
+                       className=ids.MATCH_ITEM, **{"data-key": item.key})
 
 
 def center_on(fig, point, direction: str = "LR", span: tuple[float, float] = (0.0, 0.0)):
@@ -212,15 +214,14 @@ def register(app, store) -> None:
         output=dict(selected=Output(ids.SELECTED, "data"), status=Output(ids.SEARCH_STATUS, "children")),
         inputs=dict(click=Input(ids.GRAPH, "clickData"), needle=Input(ids.SEARCH, "value"),
                     _enter=Input(ids.SEARCH, "n_submit"), bar=Input(ids.LAYER_ERRORS, "clickData"),
-                    _match_clicks=Input({"type": ids.MATCH_ITEM, "key": ALL, "n": ALL}, "n_clicks")),
+                    pick=Input(ids.MATCH_PICK, "data")),
         state=dict(session=State(ids.SESSION, "data"), history=State(ids.RECIPE, "data"),
                    mode=State(ids.VIEW_MODE, "value"), show=State(ids.SHOW, "value"),
                    view_state=State(ids.VIEW, "data"), direction=State(ids.DIRECTION, "value"),
                    selected=State(ids.SELECTED, "data")),
         prevent_initial_call=True,
     )
-    def select(click, needle, _enter, bar, _match_clicks, session, history, mode, show, view_state, direction,
-               selected):
+    def select(click, needle, _enter, bar, pick, session, history, mode, show, view_state, direction, selected):
         trig = ctx.triggered_id
         nothing = dict(selected=no_update, status="")
         if trig == ids.GRAPH and click:
@@ -229,10 +230,9 @@ def register(app, store) -> None:
         if trig == ids.LAYER_ERRORS and bar:   # a bar of the per-layer SQNR chart: that layer, centred
             key = bar["points"][0].get("customdata")
             return dict(selected={"key": key, "center": True}, status="") if key else nothing
-        if isinstance(trig, dict):
-            if not ctx.triggered[0]["value"]:   # the match list redrawn, not clicked: the search's line stays
-                return dict(selected=no_update, status=no_update)
-            return dict(selected={"key": trig["key"], "center": True}, status="")
+        if trig == ids.MATCH_PICK:   # a match of the list: its root, centred
+            key = pick.get("key") if isinstance(pick, dict) else None
+            return dict(selected={"key": key, "center": True}, status="") if isinstance(key, str) and key else nothing
         if trig == ids.SEARCH and needle:
             s = store.require(session)
             if s is None:

@@ -4,7 +4,7 @@ import time
 from pathlib import Path
 
 
-from .helpers import badge_texts, edit_cell, figure_nodes, halos, needs_browser, set_cell, shot, start_app, wait_for, wait_open
+from .helpers import badge_texts, click, edit_cell, figure_nodes, halos, needs_browser, set_cell, shot, start_app, wait_for, wait_open
 
 pytestmark = needs_browser
 
@@ -75,6 +75,9 @@ def test_matches_survive_a_fold_with_their_fate_and_colour(dash_duo):
     assert all(after[k] == before[k] for k in ("layer:conv2", "layer:bn2", "layer:fc1", "layer:bn3"))
     items = [b.text for b in dash_duo.find_elements("#match-list .match-item")]
     assert items == ["1. conv1 + bn1 folded", "2. conv2 + bn2 kept", "3. fc1 + bn3 kept"]
+    # a match clicked in the list selects its root (the page picks the click up: no Dash id per item)
+    click(dash_duo, "#match-list .match-item:nth-child(3)")
+    wait_for(lambda: "layer bn3" in dash_duo.find_element("#node-panel").text, what="bn3 (its root) selected from the list")
     # the Patterns box agrees with the halo conv1 wears
     dash_duo.find_element("#search").send_keys("conv1\n")
     wait_for(lambda: dash_duo.find_element("#explain").text
