@@ -14,7 +14,7 @@ from .. import ids, services
 from ..first_view import FirstView, failed_future, sketch_of
 from ..layout import SERVED_MODEL
 from ..session import Origin, PendingOpen, Session
-from ..uploads import Upload, load_upload, save_upload  # noqa: F401  (load_upload: tests)
+from ..uploads import Upload, save_upload
 
 log = logging.getLogger(__name__)
 

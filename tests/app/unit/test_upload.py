@@ -6,7 +6,7 @@ import zipfile
 
 import pytest
 
-from qviz.app.callbacks.model import load_upload
+from qviz.app.uploads import load_upload
 from qviz.importers import LoadError
 
 
