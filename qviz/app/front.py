@@ -114,9 +114,9 @@ class FirstViewCache:
     scripts. Anything else is drawn again (and logged)."""
 
     PREFIX = "first-view-"
-    #: What the drawing is: a new one (blocks since version 2, their labels since 3) is not
-    #: served from an old entry.
-    DRAWING = 3
+    #: What the drawing is: a new one (blocks since version 2, their labels since 3 and 4,
+    #: node labels shortened by words since 4) is not served from an old entry.
+    DRAWING = 4
 
     def __init__(self, directory=None, max_files: int = 64):
         self.directory = Path(directory) if directory is not None else cache_directory()

@@ -77,6 +77,11 @@ MAX_SPANNED = 4
 _DEFAULT_NAME = re.compile(r"(activation|add|concatenate|zero_padding2d|dropout|re_lu|multiply|reshape|flatten|"
                            r"cropping2d|average|maximum|minimum|subtract|lambda|batch_normalization|"
                            r"global_average_pooling2d|global_max_pooling2d|max_pooling2d|average_pooling2d)(_\d+)?")
+#: Words that say what kind a layer is, not where it sits: they name no block (every
+#: NASNet cell has separable convs and batch norms; "normal" and "reduction" tell cells apart).
+_KIND_WORDS = frozenset("conv separable depthwise pointwise bn batch norm normalization activation relu pad padding "
+                        "zero add concat concatenate pool pooling avg max global dense dropout reshape flatten "
+                        "expand project squeeze excite se".split())
 
 
 @dataclass(frozen=True)
@@ -225,14 +230,19 @@ def _label(run: Sequence[str]) -> str:
     """The most specific numbered scope most of ``run``'s layers share: a prefix
     (``conv3_block1``; ``conv2_block5–6`` when the layers split between a few
     numbered scopes under it), else a suffix, read with the first word of the
-    layers ending in it (``normal_*_0``), else the first and last layer. Layers
+    layers ending in it (``normal_*_0``) or a word most of them have that names no
+    layer kind (``reduction…_stem_1``), else the first and last layer. Layers
     named by Keras' defaults (``activation_12``, ``add_3``) say nothing about
     the block and are not counted while others are there.
 
     >>> _label(["conv2_block5_0_bn", "conv2_block5_1_conv", "conv2_block6_0_bn", "conv2_block6_1_conv"])
     'conv2_block5–6'
     >>> _label(["activation_9", "reduction_conv_1_stem_1", "separable_conv_1_reduction_left1_stem_1", "activation_10"])
+    'reduction…_stem_1'
+    >>> _label(["activation_9", "adjust_conv_1_stem_1", "separable_conv_1_left1_stem_1", "activation_10"])
     '…_stem_1'
+    >>> _label(["global_average_pooling2d", "predictions"])    # one named layer: its name
+    'predictions'
     >>> _label(["separable_conv_1_pad_reduction_left1_stem_2", "separable_conv_1_reduction_left1_stem_2",
     ...         "separable_conv_1_bn_reduction_left1_stem_2"])
     'separable_*_reduction_left1_stem_2'
@@ -244,12 +254,18 @@ def _label(run: Sequence[str]) -> str:
     if head and len(head) > len(tail):   # the longer scope says more (NASNet's start with separable_conv_1)
         return "_".join(head) + _numbered_under(tokens, len(head))
     if tail:
-        first = Counter(t[0] for t in tokens if t[-len(tail):] == tail[::-1] and len(t) > len(tail))
+        ending = [t for t in tokens if t[-len(tail):] == tail[::-1] and len(t) > len(tail)]
+        first = Counter(t[0] for t in ending)
         word, times = first.most_common(1)[0] if first else ("", 0)
-        word = [word, "*"] if times >= MAJORITY * len(tokens) else ["…"]
-        return "_".join([*word, *tail[::-1]])
+        if times >= MAJORITY * len(tokens):
+            return "_".join([word, "*", *tail[::-1]])
+        # no first word most share: a word most use somewhere that names no layer kind (NASNet's cells)
+        somewhere = Counter(w for t in ending for w in set(t[:-len(tail)])
+                            if w.isalpha() and w.lower() not in _KIND_WORDS)
+        word, times = somewhere.most_common(1)[0] if somewhere else ("", 0)
+        return (f"{word}…_" if times >= MAJORITY * len(tokens) else "…_") + "_".join(tail[::-1])
     ends = named or run
-    return f"{ends[0]} … {ends[-1]}"
+    return f"{ends[0]} … {ends[-1]}" if ends[0] != ends[-1] else ends[0]
 
 
 def _numbered_under(tokens: Sequence[Sequence[str]], k: int) -> str:
