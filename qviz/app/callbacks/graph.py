@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from html import escape
 
 from dash import ALL, Input, Output, State, ctx, dcc, html, no_update
 from dash.exceptions import PreventUpdate
@@ -54,13 +55,24 @@ def fates_of(s, recipe, builtin, text):
     return s.match_fates(source, pattern_of(builtin, text), recipe)
 
 
-def _match_button(item: services.MatchItem):
-    # No Dash id: a click is picked up by the page (assets/graph_view.js: MATCH_PICK). With a
-    # pattern-matching id each, Dash indexed ~200 new inputs at every redraw: 100 ms of a
-    # fold toggle's redraw on MobileNetV2, and a select request of its own.
-    return html.Button([f"{item.number}. {' + '.join(item.layers)} ",
-                        html.Span(item.fate, className=f"fate fate-{item.fate}")], title=item.reason,
-                       className=ids.MATCH_ITEM, **{"data-key": item.key})
+def match_list(items: list[services.MatchItem], more: int = 0) -> dcc.Markdown:
+    """The Patterns box's list of matches, as one component holding the buttons' HTML
+    (every name escaped: they are the model file's). A button per Dash component cost
+    every later update of the page (a poll, a redraw) a pass over each of them: ~0.5 s
+    of NASNetMobile's ops view after the click. A click is picked up by the page
+    (assets/graph_view.js: MATCH_PICK, the button's ``data-key``).
+
+    >>> m = match_list([services.MatchItem(1, ("<b>x", "bn"), "kept", 'why "not"', "layer:<b>x")], more=2)
+    >>> print(m.children)
+    <div class="match-items"><button class="match-item" data-key="layer:&lt;b&gt;x" title="why &quot;not&quot;">1. &lt;b&gt;x + bn <span class="fate fate-kept">kept</span></button><div>… and 2 more (all highlighted)</div></div>
+    """
+    buttons = "".join(
+        f'<button class="{ids.MATCH_ITEM}" data-key="{escape(item.key)}" title="{escape(item.reason)}">'
+        f'{item.number}. {escape(" + ".join(item.layers))} '
+        f'<span class="fate fate-{escape(item.fate)}">{escape(item.fate)}</span></button>' for item in items)
+    tail = f"<div>… and {more} more (all highlighted)</div>" if more > 0 else ""
+    # one line, no blank one: one HTML block to Markdown, passed through as it is
+    return dcc.Markdown(f'<div class="match-items">{buttons}{tail}</div>', dangerously_allow_html=True)
 
 
 def center_on(fig, point, direction: str = "LR", span: tuple[float, float] = (0.0, 0.0)):
@@ -167,9 +179,7 @@ def register(app, store) -> None:
         except PatternSyntaxError as exc:
             fates, error = [], str(exc)
         highlights, items = services.match_marks(fates, view, graph, choice.original, MAX_LISTED)
-        listed = [_match_button(item) for item in items]
-        if len(fates) > MAX_LISTED:
-            listed.append(html.Div(f"… and {len(fates) - MAX_LISTED} more (all highlighted)"))
+        listed = match_list(items, len(fates) - MAX_LISTED)
         sel = services.drawn_key(view, graph, selected.get("key") if selected else None)
         hover = services.hover_lines(s, graph, view.graph, recipe, services.hover_shapes(s.graph, graph))
         flags = services.device_flags(s, view.graph, recipe, hover) if not choice.original else {}
