@@ -112,10 +112,14 @@
 
     // What the plot looks at: its centre and units per pixel, for the figure drawn
     // (gd.data: a new figure brings its own ranges) at the size it was drawn.
+    // A graph shown whole (autorange: a short graph, or a double-click home) is left to
+    // plotly, which fits it again to the new size.
     function keepScale(gd, v) {
+        if (!v) { return false; }
         var xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis;
         var w = xa._length, h = ya._length, last = gd.__qvizLook;
-        if (!v || !(w > 0) || !(h > 0)) { return false; }
+        if (xa.autorange || ya.autorange) { gd.__qvizLook = null; return false; }
+        if (!(w > 0) || !(h > 0)) { return false; }
         if (last && last.data === gd.data && (Math.abs(last.w - w) > 1 || Math.abs(last.h - h) > 1)) {
             var hw = last.ux * w / 2, hh = last.uy * h / 2;
             gd.__qvizLook = {data: gd.data, w: w, h: h, cx: last.cx, cy: last.cy, ux: last.ux, uy: last.uy};

@@ -136,7 +136,7 @@ def browser_timings(graph, toggles=10, name="MobileNetV2", port=8765):
         driver.execute_script(
             "const g = document.querySelector('#graph .js-plotly-plot');"
             # the page's own badge preview at an edit (recipe.PREVIEW_EDIT), before the redraw
-            "window.__restyles = 0; g.on('qviz_preview', () => { window.__restyles += 1; });")
+            "window.__previews = 0; g.on('qviz_preview', () => { window.__previews += 1; });")
         rows_js = ("let api; try { api = dash_ag_grid.getApi('layer-grid'); } catch (e) { return []; } if (!api) return [];"
                    "const out = []; api.forEachNode(n => { if (n.data.foldable === 'yes') out.push(n.data.layer); });"
                    "return out;")
@@ -147,18 +147,18 @@ def browser_timings(graph, toggles=10, name="MobileNetV2", port=8765):
         for i in range(toggles):
             layer = rows[i % len(rows)]
             # the server's redraw replaces the figure's data (Plotly.react); the page's preview
-            # changes the badge trace in place (and fires plotly_afterplot too)
-            restyled = driver.execute_script(
-                "window.__data = document.querySelector('#graph .js-plotly-plot').data; return window.__restyles;")
+            # writes the badge into the plot (recipe.PREVIEW_EDIT) and emits qviz_preview
+            previewed = driver.execute_script(
+                "window.__data = document.querySelector('#graph .js-plotly-plot').data; return window.__previews;")
             redrawn = ("const g = document.querySelector('#graph .js-plotly-plot');"
-                       "return [g.data !== window.__data, window.__restyles];")
+                       "return [g.data !== window.__data, window.__previews];")
             t = time.perf_counter()
             driver.execute_script(
                 "const n = dash_ag_grid.getApi('layer-grid').getRowNode(arguments[0]);"
                 "n.setDataValue('fold', !n.data.fold);", layer)
             badge = None
             while not (now := driver.execute_script(redrawn))[0]:
-                if badge is None and now[1] != restyled:
+                if badge is None and now[1] != previewed:
                     badge = time.perf_counter() - t
                 if time.perf_counter() - t > 60:
                     raise RuntimeError(f"toggling {layer}'s fold never redrew the graph")

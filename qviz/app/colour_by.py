@@ -26,6 +26,7 @@ from ..analysis.layer_metrics import activation_range, error_share, fold_status,
 from ..analysis.node_data import SQNR_GRADIENT, NodeData, layer_sqnr
 from ..analysis.weight_stats import WEIGHT_METRICS, weight_metrics
 from ..passes import Recipe
+from ..passes.recipe import FLOAT_RECIPE
 from ..render.figure import BIT_COLORS
 
 __all__ = ["RECIPE_SQNR", "LOCAL_SQNR", "ERROR_SHARE", "FOLD_STATUS", "ACTIVATION_RANGE", "SUGGESTED_BITS",
@@ -86,8 +87,6 @@ def metric_of(session, name: str, recipe: Recipe | None = None) -> NodeData | No
     return session.node_data.get(name)
 
 
-#: The float model's recipe: nothing folded, nothing quantized.
-_FLOAT = Recipe(fold_default=False, quantize_default=None)
 #: Metrics of one recipe's run (its verification, its calibration): pane B, the float
 #: model or a pinned recipe, is not painted with pane A's.
 PER_RECIPE = (RECIPE_SQNR, LOCAL_SQNR, ERROR_SHARE, ACTIVATION_RANGE)
@@ -110,7 +109,10 @@ def other_pane_metric(session, name: str, recipe: Recipe | None) -> tuple[NodeDa
     """
     if name in PER_RECIPE:
         return None, f"colour: {name} is pane A's only"
-    return metric_of(session, name, recipe if recipe is not None else _FLOAT), ""
+    metric = metric_of(session, name, recipe if recipe is not None else FLOAT_RECIPE)
+    if metric is None and name == SUGGESTED_BITS:   # the sweep: not run yet, or running
+        return None, f"colour: {metric_waiting(session, name, FLOAT_RECIPE)}"
+    return metric, ""
 
 
 def recipe_sqnr(session, recipe: Recipe, local: bool = False) -> NodeData | None:

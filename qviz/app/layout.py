@@ -226,7 +226,7 @@ def page(default_sample: str | None, session_id: str, max_upload_bytes: int = 20
                         "minWidth": 180},
                    ], rowData=[], getRowId="params.data.layer",
                        defaultColDef={"resizable": True, "flex": 1, "wrapHeaderText": True, "autoHeaderHeight": True},
-                       # (AG Grid 32+'s form: the string "single" is deprecated and warns in the console)
+                       # (the form of AG Grid 32.2+, dash-ag-grid 32.3+: the string "single" is deprecated and warns)
                        dashGridOptions={"rowSelection": {"mode": "singleRow", "checkboxes": False,
                                                          "enableClickSelection": True},
                                         "singleClickEdit": True},

@@ -95,31 +95,37 @@ def look_at(view: DrawnView, frames: dict[str, Frame], session, key: str | None)
 def search(vg: nx.DiGraph, needle: str) -> tuple[list[str], str]:
     """``(view keys found, status line)``: an exact layer or op name first, else
     every key whose name contains ``needle`` (any case)."""
+    hits, status, note = _found(vg, needle)
+    return hits, f"{status} ({note})" if note else status
+
+
+def _found(vg: nx.DiGraph, needle: str) -> tuple[list[str], str, str]:
+    """``(hits, status line, a note for it)``: what :func:`search` says, the note apart."""
     needle = (needle or "").strip()
     if not needle:
-        return [], ""
+        return [], "", ""
     for key in (ViewKey.layer(needle), ViewKey.op(needle)):
         if key in vg:
-            return [key], ""
+            return [key], "", ""
     block = block_showing(vg, needle)
     if block is not None and block in vg:
-        return [block], f"in block {vg.nodes[block]['label']} (expand opens it)"
+        return [block], f"in block {vg.nodes[block]['label']} (expand opens it)", ""
     low = needle.lower()
     # a closed block is found by its label or by any of its layers' names
     hits = [k for k in vg if low in (ViewKey(k).name.lower() if not ViewKey(k).is_block else
                                      " ".join([vg.nodes[k].get("label", ""), *vg.nodes[k].get("layers", ())]).lower())]
     if hits:
-        note = _in_blocks(vg, hits, low)
-        return hits, f"{len(hits)} found" + (f" ({note})" if note else "")
-    return [], f"no node or layer matches {needle!r}"
+        return hits, f"{len(hits)} found", _layers_note(vg, hits, low)
+    return [], f"no node or layer matches {needle!r}", ""
 
 
-def _in_blocks(vg: nx.DiGraph, hits: list[str], low: str) -> str:
-    """How many layers the hits stand for, where closed blocks hold several (a block is
-    one hit, one place to look), else ""."""
-    layers = sum(max(1, sum(low in name.lower() for name in vg.nodes[k].get("layers", ())))
-                 if ViewKey(k).is_block else 1 for k in hits)
-    return f"{layers} layers, a closed block is one" if layers > len(hits) else ""
+def _layers_note(vg: nx.DiGraph, hits: list[str], low: str) -> str:
+    """How many names the hits stand for, where closed blocks hold several layers that
+    match (a block is one hit, one place to look), else ""."""
+    names = sum(max(1, sum(low in name.lower() for name in vg.nodes[k].get("layers", ())))
+                if ViewKey(k).is_block else 1 for k in hits)
+    return f"{names} {'ops and ' if any(ViewKey(k).kind == 'op' for k in hits) else ''}layers, " \
+           f"a closed block is one" if names > len(hits) else ""
 
 
 def search_step(vg: nx.DiGraph, needle: str, current: str | None = None) -> tuple[str | None, str]:
@@ -141,12 +147,11 @@ def search_step(vg: nx.DiGraph, needle: str, current: str | None = None) -> tupl
     >>> search_step(vg, "conv")
     ('layer:conv1', '1 of 3 found (4 layers, a closed block is one; Enter: next)')
     """
-    hits, status = search(vg, needle)
+    hits, status, note = _found(vg, needle)
     if len(hits) < 2:
-        return (hits[0] if hits else None), status
+        return (hits[0] if hits else None), f"{status} ({note})" if note else status
     at = (hits.index(current) + 1) % len(hits) if current in hits else 0
-    note = "; ".join(filter(None, [_in_blocks(vg, hits, needle.strip().lower()), "Enter: next"]))
-    return hits[at], f"{at + 1} of {len(hits)} found ({note})"
+    return hits[at], f"{at + 1} of {len(hits)} found ({'; '.join(filter(None, [note, 'Enter: next']))})"
 
 
 def layer_around(session, key: str | None) -> str | None:

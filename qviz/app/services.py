@@ -41,7 +41,7 @@ from ..analysis.node_data import MAX_NODE_DATA_BYTES, NodeData, NodeDataError, o
 from ..matcher import explain, explain_layer
 from ..passes import (LayerBits, Recipe, RecipeError, apply_rules, fold_candidates, quantizable_layers,
                       quantizable_units)
-from ..passes.recipe import MAX_RULES
+from ..passes.recipe import FLOAT_RECIPE, MAX_RULES
 from ..render.figure import Badge
 from ..render.metric import metric_fill
 from ..render.image import recipe_badges
@@ -59,7 +59,7 @@ __all__ = ["HISTORY_LIMIT", "START_RECIPE", "new_history", "current", "push", "u
 HISTORY_LIMIT = 50
 
 #: The recipe a freshly opened model starts with: nothing folded or quantized.
-START_RECIPE = Recipe(fold_default=False, quantize_default=None)
+START_RECIPE = FLOAT_RECIPE
 
 
 # -- the recipe history the page holds ----------------------------------------------------
@@ -447,7 +447,7 @@ def bit_badges(session, vg: nx.DiGraph, recipe: Recipe) -> dict[str, Badge]:
     'a8'
 
     Every layer the recipe could mark has one, empty where it marks nothing (the page
-    restyles it at an edit: :data:`qviz.app.callbacks.recipe.PREVIEW_EDIT`).
+    writes an edit's badge there itself: :data:`qviz.app.callbacks.recipe.PREVIEW_EDIT`).
     """
     return recipe_badges(session.graph, vg, recipe, slots=True)
 

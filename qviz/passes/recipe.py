@@ -54,7 +54,7 @@ from .fold_batch_norms import fold_candidates
 from .._text import one_line
 from .quantize import MAX_BITS, MIN_BITS, LayerBits, QuantizeConfig, quantizable_layers, quantizable_units
 
-__all__ = ["Recipe", "RecipeError", "MAX_NESTING", "PRESETS"]
+__all__ = ["Recipe", "RecipeError", "MAX_NESTING", "PRESETS", "FLOAT_RECIPE"]
 
 #: The one-click recipes, by name: what each does to the recipe it is applied to.
 PRESETS = {
@@ -352,7 +352,7 @@ class Recipe:
             return replace(self, fold_default=True, fold_layers={},
                            rules=surviving_rules(self.rules, bits=False, folds=True))
         if name == "float":
-            return Recipe(fold_default=False, quantize_default=None)
+            return FLOAT_RECIPE
         raise RecipeError(f"preset: {name!r} is not one of {', '.join(PRESETS)}")
 
     def with_fold(self, layer: str, on: bool) -> "Recipe":
@@ -425,3 +425,7 @@ class Recipe:
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent)
+
+
+#: The float model's recipe: nothing folded, nothing quantized (the "float" preset).
+FLOAT_RECIPE = Recipe(fold_default=False, quantize_default=None)

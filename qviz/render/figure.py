@@ -35,7 +35,7 @@ KIND_NAMES = {"conv": "conv / dense (has weights)", "batchnorm": "batch norm", "
 NO_VALUE_COLOR = "#e3e3e3"
 #: The selected node's outline (colour, width); a match's halo and a removed node's opacity.
 SELECTED_OUTLINE = ("#000", 4)
-#: An opened block's box (:class:`Frame`): the closed block's colour (COLORS), its fill barely there.
+#: An opened block's outline (:class:`Frame`): the closed block's colour (COLORS), its fill barely there.
 FRAME_FILL = "rgba(92, 107, 192, 0.06)"
 HALO_OPACITY = 0.45
 GHOST_OPACITY = 0.35
@@ -79,7 +79,7 @@ def bits_color(bits: int | None) -> str:
 
 @dataclass(frozen=True)
 class Frame:
-    """An opened block drawn as a dashed box around its nodes, its name on top: the
+    """An opened block drawn as a dashed outline around its nodes, its name on top: the
     box says which layers were one node, and selecting a node in it offers to close it.
 
     >>> f = Frame("block_1", ("layer:a", "layer:b"))
@@ -113,12 +113,7 @@ class Frame:
         (``layer:x``, at the first rank across from ``layer:a``, is outside it.)
         """
         along = 0 if direction != "TB" else 1   # the rank axis
-        spans: dict[float, list[float]] = {}
-        for k in self.keys:
-            if k in pos:
-                rank, across = pos[k][along], pos[k][1 - along]
-                lo_hi = spans.setdefault(rank, [across, across])
-                lo_hi[0], lo_hi[1] = min(lo_hi[0], across), max(lo_hi[1], across)
+        spans = self._spans(pos, along)
         if not spans:
             return None
         ranks = sorted(spans)
@@ -130,10 +125,38 @@ class Frame:
             [p for i, p in enumerate(reversed(high)) if i == 0 or p != high[len(high) - i]]
         points = [p for i, p in enumerate(points) if i == 0 or p != points[i - 1]]
         xy = [(a, b) if along == 0 else (b, a) for a, b in points]
-        return "M" + " L".join(f"{_num(x)},{_num(y)}" for x, y in xy) + " Z"
+        return "M" + " L".join(f"{_coordinate(x)},{_coordinate(y)}" for x, y in xy) + " Z"
+
+    def name_at(self, pos: Mapping, direction: str = "LR") -> tuple[float, float] | None:
+        """Where the frame's name goes: over its first rank (left to right) or its top
+        one (top to bottom), at the outline's corner, so it labels this frame, not a
+        neighbour the layout put beside it.
+
+        >>> Frame("b", ("layer:a", "layer:c")).name_at({"layer:a": (0.0, 0.0), "layer:c": (1.0, 3.0)})
+        (-0.45, 0.45)
+        """
+        along = 0 if direction != "TB" else 1
+        spans = self._spans(pos, along)
+        if not spans:
+            return None
+        if along == 0:
+            first = min(spans)
+            return first - self.PAD, spans[first][1] + self.PAD
+        top = max(spans)   # ranks go down the page: y = -rank
+        return spans[top][0] - self.PAD, top + self.PAD
+
+    def _spans(self, pos: Mapping, along: int) -> dict[float, list[float]]:
+        """Rank (rounded: one rank whatever float noise) → [lowest, highest] across it of the frame's nodes."""
+        spans: dict[float, list[float]] = {}
+        for k in self.keys:
+            if k in pos:
+                rank, across = round(pos[k][along], 6), pos[k][1 - along]
+                lo_hi = spans.setdefault(rank, [across, across])
+                lo_hi[0], lo_hi[1] = min(lo_hi[0], across), max(lo_hi[1], across)
+        return spans
 
 
-def _num(v: float) -> str:
+def _coordinate(v: float) -> str:
     return f"{v:.4f}".rstrip("0").rstrip(".")
 
 
@@ -258,7 +281,7 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
             node its name is not on, and shown and hidden with the names.
         fill: node key → fill colour (a metric's), replacing the op-kind colours;
             nodes without one are :data:`NO_VALUE_COLOR`.
-        frames: opened blocks, each a dashed box with its name (:class:`Frame`).
+        frames: opened blocks, each a dashed outline with its name (:class:`Frame`).
 
     The node trace's ``customdata`` is the node key, which click callbacks read.
     """
@@ -353,17 +376,18 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
         meta={"labels_in_view": LABELS_IN_VIEW, "label_px": LABEL_PX})
     if title:
         fig.update_layout(title=dict(text=title))
-    boxes = [(f.label, b, f.outline(pos, direction)) for f in frames if (b := f.box(pos)) is not None]
-    if boxes:   # a few shapes (one per opened block): cheap, unlike a shape per node
+    drawn = [(f.label, path, f.name_at(pos, direction)) for f in frames
+             if (path := f.outline(pos, direction)) is not None]
+    if drawn:   # a few shapes (one per opened block): cheap, unlike a shape per node
         fig.update_layout(
             shapes=[dict(type="path", path=path, layer="below", line=dict(color=COLORS[BLOCK_KIND], width=1.5,
-                         dash="dash"), fillcolor=FRAME_FILL) for _, _, path in boxes],
-            annotations=[dict(x=x0, y=y1, xanchor="left", yanchor="bottom", showarrow=False, text=f"block {label}",
-                              font=dict(size=11, color=COLORS[BLOCK_KIND])) for label, (x0, y0, x1, y1), _ in boxes])
+                         dash="dash"), fillcolor=FRAME_FILL) for _, path, _ in drawn],
+            annotations=[dict(x=x, y=y, xanchor="left", yanchor="bottom", showarrow=False, text=f"block {label}",
+                              font=dict(size=11, color=COLORS[BLOCK_KIND])) for label, _, (x, y) in drawn])
     return fig
 
 
-#: Longest label drawn on the graph; longer names are shortened in the middle (hover has them whole).
+#: Longest label drawn on the graph; longer names are shortened (short_label; hover has them whole).
 MAX_LABEL_CHARS = 26
 
 
@@ -408,7 +432,10 @@ def short_label(name: str, limit: int = MAX_LABEL_CHARS) -> str:
                 return "".join(words)
             sep, word = words[i][:1] if i else "", words[i][1:] if i else words[i]
             if word.isalpha() and word.islower() and len(word) > SHORT_WORD + 1:
-                words[i] = sep + word[:SHORT_WORD]
+                # the same cut for every word (sep, sep…), unless that leaves far less than fits
+                total = len("".join(words))
+                keep = SHORT_WORD if total - len(word) + SHORT_WORD >= limit // 2 else len(word) - (total - limit)
+                words[i] = sep + word[:keep]
         # then whole words from the middle: the first word and as many of the last as fit
         kept = 1
         while kept < len(words) and len(words[0] + "…" + "".join(words[-kept:]).lstrip("_/.:-")) <= limit:

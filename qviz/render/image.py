@@ -59,8 +59,8 @@ def recipe_badges(graph: Graph, vg: nx.DiGraph, recipe: Recipe, *, slots: bool =
     Layers the recipe leaves alone get none, nor do nodes the rewrite removed.
     ``graph`` is the float graph the recipe is for; ``vg`` a view of it or of its
     rewrite. With ``slots``, every layer node the recipe could mark gets a badge, an
-    empty one (``Badge("", None)``) where it marks nothing: the page restyles a
-    badge in place at an edit, before its redraw, and needs the point to be there.
+    empty one (``Badge("", None)``) where it marks nothing: the page writes an
+    edit's badge in place, before its redraw, and needs the point to be there.
 
     >>> import qviz
     >>> from qviz.samples import sample_path

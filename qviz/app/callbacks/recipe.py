@@ -52,9 +52,10 @@ function (changed, log, version) {
 #: Every layer that could carry a badge has one drawn (empty where it says nothing:
 #: ``recipe_badges(slots=True)``); the redraw then brings everything else (ghosts,
 #: outlines). The badge is written into the plot's SVG itself, placed as plotly places
-#: text off a marker's edge: ``Plotly.restyle`` redraws the whole plot (~70 ms on
-#: MobileNetV2), time the edit's own request waited for; a WebGL graph (no SVG text) is
-#: restyled. Either way the figure's data says the same, and the plot emits ``qviz_preview``. Its output store (a clientside
+#: text off a marker's edge (``Plotly.restyle`` redraws the whole plot, ~70 ms on
+#: MobileNetV2, time the edit's own request waited for), and into the figure's data;
+#: badges hidden at this zoom (the page shows them with the names) are in the data
+#: only. The plot then emits ``qviz_preview``. Its output store (a clientside
 #: callback needs one) says what was drawn.
 PREVIEW_EDIT = """
 function (changed) {
@@ -89,7 +90,8 @@ function (changed) {
     if (group) {
         const full = gd._fullData[at], xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis;
         const one = (v, i) => (Array.isArray(v) ? v[i] : v);
-        // plotly's text of point i is the g.textpoint bound (d3) to its point; one for an empty text may not be
+        // plotly's text of point i is the g.textpoint bound (d3) to its point; after a redraw a
+        // point with no text has none, so the page makes one (plotly's next draw rebinds or drops it)
         const points = {};
         for (const g of group.querySelectorAll('g.textpoint')) {
             const i = g.__data__ && typeof g.__data__.i === 'number' ? g.__data__.i : g.dataset.qvizPoint;
@@ -100,7 +102,7 @@ function (changed) {
             if (!point) {
                 point = document.createElementNS('http://www.w3.org/2000/svg', 'g');
                 point.setAttribute('class', 'textpoint');
-                point.dataset.qvizPoint = d.i;   // (no d3 data: plotly's next draw rebinds or drops it)
+                point.dataset.qvizPoint = d.i;
                 group.appendChild(point);
             }
             let el = point.querySelector('text');
@@ -120,11 +122,14 @@ function (changed) {
             }
             el.textContent = text[d.i];
             el.style.fill = color[d.i];
-            trace.text[d.i] = text[d.i];
-            trace.textfont.color[d.i] = color[d.i];
         }
-    } else {
-        Plotly.restyle(gd, {text: [text], 'textfont.color': [color]}, [at]);
+    }
+    // the figure's data (and plotly's own copy, which a pan redraws from) say the same
+    const calc = gd.calcdata && gd.calcdata[at];
+    for (const d of drawn) {
+        trace.text[d.i] = text[d.i];
+        trace.textfont.color[d.i] = color[d.i];
+        if (calc && calc[d.i]) { calc[d.i].tx = text[d.i]; calc[d.i].tc = color[d.i]; }
     }
     gd.emit('qviz_preview', drawn);
     return drawn;

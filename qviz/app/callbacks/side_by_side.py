@@ -5,14 +5,16 @@ selection and the view kept in step through the change record
 from __future__ import annotations
 
 import logging
+import math
 
 from dash import Input, Output, Patch, State, ctx, no_update
+from dash.exceptions import PreventUpdate
 
 from ...passes import Recipe
 from ...render import graph_figure
 from ...render.image import recipe_badges
 from .. import ids, navigation, services
-from ..colour_by import other_pane_metric
+from ..colour_by import SUGGESTED_BITS, other_pane_metric
 from ..layout import PANE_B_EMPTY
 from ..services import current
 from ..side_by_side import counterparts, folded_pairs, pane_caption, pane_views, synced_range
@@ -57,11 +59,12 @@ def register(app, store) -> None:
                     history=Input(ids.RECIPE, "data"), view_state=Input(ids.VIEW, "data"),
                     mode=Input(ids.VIEW_MODE, "value"), show=Input(ids.SHOW, "value"),
                     direction=Input(ids.DIRECTION, "value"), selected=Input(ids.SELECTED, "data"),
-                    color_by=Input(ids.COLOR_BY, "value")),
+                    color_by=Input(ids.COLOR_BY, "value"), target=Input(ids.SWEEP_TARGET, "value")),
         state=dict(session=State(ids.SESSION, "data"), window=State(ids.VIEW_WINDOW, "data")),
         prevent_initial_call=True,
     )
-    def draw_b(toggle, pinned, history, view_state, mode, show, direction, selected, color_by, session, window):
+    def draw_b(toggle, pinned, history, view_state, mode, show, direction, selected, color_by, target, session,
+               window):
         # drawn only while shown: a hidden pane costs nothing
         s = store.require(session)
         if not toggle:   # hidden: emptied once, when it is hidden, and left alone after
@@ -70,13 +73,19 @@ def register(app, store) -> None:
         if s is None or not history:
             return dict(figure=no_update, caption="", hidden=False)
         recipe, other = current(history), _pinned(pinned)
+        if ctx.triggered_id == ids.SWEEP_TARGET:
+            # the target of the sweep's suggestion (pane B's one job-backed colour) moved
+            if color_by != SUGGESTED_BITS:
+                raise PreventUpdate
+            if isinstance(target, (int, float)) and math.isfinite(target):
+                s.sweep_target = float(target)
         choice = view_choice(mode, show, direction, view_state)
         a, b = pane_views(s, recipe, other, choice)
-        key = (selected or {}).get("key")
-        chosen = counterparts(key, a, b, folded_pairs(s, recipe, other)) if key else []
+        key, pairs = (selected or {}).get("key"), folded_pairs(s, recipe, other)
+        chosen = counterparts(key, a, b, pairs) if key else []
         graph = s.graph if other is None else s.result(other).graph
         hover = services.hover_lines(s, graph, b.graph, other or recipe, services.hover_shapes(s.graph, graph))
-        # (no empty badge slots: pane B is never restyled at an edit)
+        # (no empty badge slots: the page previews an edit's badge in pane A only)
         badges = recipe_badges(s.graph, b.graph, other) if other is not None else {}
         # coloured as pane A is, for pane B's own model, and its opened blocks framed too
         metric, note = other_pane_metric(s, color_by, other)
@@ -86,9 +95,9 @@ def register(app, store) -> None:
                            frames=navigation.opened_frames(s, b, choice).values())
         # where pane A looks (the user panned or zoomed there), not the graph's start; not after a
         # new view (mode, direction, blocks), which pane A draws from its start too, nor a selection
-        ranges = synced_range({"xaxis.range": window.get("x"), "yaxis.range": window.get("y")}, a, b,
-                              folded_pairs(s, recipe, other)) \
-            if isinstance(window, dict) and ctx.triggered_id in (ids.SIDE_BY_SIDE, ids.PINNED, ids.RECIPE) else None
+        ranges = synced_range({"xaxis.range": window.get("x"), "yaxis.range": window.get("y")}, a, b, pairs) \
+            if isinstance(window, dict) and ctx.triggered_id in (ids.SIDE_BY_SIDE, ids.PINNED, ids.RECIPE,
+                                                                 ids.COLOR_BY) else None
         if ranges is not None:
             fig.update_layout(xaxis=dict(range=ranges[0]), yaxis=dict(range=ranges[1]))
         elif chosen:   # the selection's counterpart, in view

@@ -82,6 +82,15 @@ def start_app(dash_duo):
     return app
 
 
+def click_node(dash_duo, key, graph_id="graph"):
+    """Click the node ``key`` of a pane's graph, as plotly reports a click on it."""
+    dash_duo.driver.execute_script(
+        f"const g = document.querySelector('#{graph_id} .js-plotly-plot');"
+        "const t = g.data.findIndex(d => d.name === 'nodes'); const i = g.data[t].customdata.indexOf(arguments[0]);"
+        "g.emit('plotly_click', {points: [{curveNumber: t, pointNumber: i, pointIndex: i, x: g.data[t].x[i],"
+        "                                  y: g.data[t].y[i], customdata: arguments[0], data: g.data[t]}]});", key)
+
+
 def set_cell(dash_duo, layer, col, value):
     """Edit a layer-table cell through the grid's API, as typing into it would."""
     dash_duo.driver.execute_script(

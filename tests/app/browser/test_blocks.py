@@ -5,7 +5,7 @@ range of its layers' bits and lists its layers in the panel."""
 from qviz.app.session import Session
 from qviz.samples import sample_path
 
-from .helpers import badge_texts, click, needs_browser, shot, start_app, text_of, wait_for, wait_idle
+from .helpers import badge_texts, click, click_node, needs_browser, shot, start_app, text_of, wait_for, wait_idle
 
 pytestmark = needs_browser
 
@@ -57,7 +57,7 @@ def test_blocks_close_open_and_summarize_their_layers(dash_duo):
     click(dash_duo, "#view-mode input[value='layer']")
     click(dash_duo, "#collapse-all-button")
     wait_for(lambda: _keys(dash_duo) == {f"block:{b.id}" for b in blocks}, what="every block closed again")
-    # two matches in one closed block are two items, not one id twice (Dash then piled up copies)
+    # two matches in one closed block are two items (both lead to the block)
     items = dash_duo.driver.execute_script("return document.querySelectorAll('#match-list .match-item').length;")
     assert items == 3, items
     click(dash_duo, "#blocks-button")
@@ -66,14 +66,6 @@ def test_blocks_close_open_and_summarize_their_layers(dash_duo):
 
 _FRAMES = ("const g = document.querySelector('#graph .js-plotly-plot');"
            "return (g._fullLayout.annotations || []).map(a => a.text);")
-
-
-def _click_node(dash_duo, key):
-    dash_duo.driver.execute_script(
-        "const g = document.querySelector('#graph .js-plotly-plot'); const t = g.data.findIndex(d => d.name === 'nodes');"
-        "const i = g.data[t].customdata.indexOf(arguments[0]);"
-        "g.emit('plotly_click', {points: [{curveNumber: t, pointNumber: i, pointIndex: i, x: g.data[t].x[i],"
-        "                                  y: g.data[t].y[i], customdata: arguments[0], data: g.data[t]}]});", key)
 
 
 def test_search_steps_through_hits_and_a_block_opens_and_closes_from_its_panel(dash_duo):
@@ -95,7 +87,7 @@ def test_search_steps_through_hits_and_a_block_opens_and_closes_from_its_panel(d
     # grouped: the block's panel opens it; the opened block is framed and named; its button closes it
     click(dash_duo, "#blocks-button")
     wait_for(lambda: _keys(dash_duo) == {f"block:{b.id}" for b in blocks}, what="blocks")
-    _click_node(dash_duo, f"block:{first.id}")
+    click_node(dash_duo, f"block:{first.id}")
     wait_for(lambda: text_of(dash_duo, ".block-toggle") == "open this block", what="the block's panel and its button")
     click(dash_duo, ".block-toggle")
     wait_for(lambda: "layer:conv1" in _keys(dash_duo), what="the block opened from its panel")
@@ -104,7 +96,7 @@ def test_search_steps_through_hits_and_a_block_opens_and_closes_from_its_panel(d
     wait_for(lambda: text_of(dash_duo, ".block-toggle") == "close this block", what="the button says close")
     shot(dash_duo, "block_opened.png")
     # a layer inside the opened block names it, and closes it
-    _click_node(dash_duo, "layer:conv1")
+    click_node(dash_duo, "layer:conv1")
     wait_for(lambda: "layer conv1" in text_of(dash_duo, "#node-panel")
              and f"in block {first.label}" in text_of(dash_duo, "#node-panel"), what="conv1's panel names its block")
     click(dash_duo, ".block-toggle")
@@ -114,7 +106,7 @@ def test_search_steps_through_hits_and_a_block_opens_and_closes_from_its_panel(d
     click(dash_duo, "#blocks-button")
     wait_for(lambda: "layer:conv1" in _keys(dash_duo), what="ungrouped")
     wait_for(lambda: not dash_duo.find_element(".block-line").is_displayed(), what="the block line hidden")
-    _click_node(dash_duo, "layer:conv2")
+    click_node(dash_duo, "layer:conv2")
     wait_for(lambda: "layer conv2" in text_of(dash_duo, "#node-panel"), what="conv2's panel")
     wait_idle(dash_duo)
     assert not any(k.startswith("op:") for k in _keys(dash_duo)), "a layer was expanded nobody asked to"

@@ -218,10 +218,14 @@ def test_colour_by_fold_status_error_share_activation_range_and_suggested_bits(d
              what=lambda: f"the sweep asked for; legend {dash_duo.find_element('#metric-legend').text!r}")
 
 
-_LISTEN = ("const g = document.querySelector('#graph .js-plotly-plot'); window.__restyled = []; window.__at = {};"
-           "g.on('qviz_preview', () => { const t = g.data.find(d => d.name === 'bits');"
-           "  const out = {}; t.customdata.forEach((k, i) => { out[k] = [t.text[i], t.textfont.color[i]]; });"
-           "  window.__restyled.push(out); window.__at = window.__badgeBoxes(); });")
+#: Before an edit: record the page's preview of it (badges in the data, where each is on screen),
+#: and the figure's data, which the server's redraw replaces (:data:`_REDRAWN`).
+_ON_PREVIEW = ("const g = document.querySelector('#graph .js-plotly-plot'); window.__previewed = []; window.__at = {};"
+               "window.__data = g.data;"
+               "g.on('qviz_preview', () => { const t = g.data.find(d => d.name === 'bits');"
+               "  const out = {}; t.customdata.forEach((k, i) => { out[k] = [t.text[i], t.textfont.color[i]]; });"
+               "  window.__previewed.push(out); window.__at = window.__badgeBoxes(); });")
+_REDRAWN = "return document.querySelector('#graph .js-plotly-plot').data !== window.__data;"
 #: ``pts``: point index → its g.textpoint in ``svg`` (plotly's are bound to their point; the preview's say so)
 _POINTS = ("if (svg) for (const p of svg.querySelectorAll('.textpoint')) {"
            "  const i = p.__data__ && typeof p.__data__.i === 'number' ? p.__data__.i : p.dataset.qvizPoint;"
@@ -246,24 +250,26 @@ def _badge_on_screen(dash_duo, key):
 
 
 def test_a_table_edit_changes_the_badge_at_once_as_the_redraw_then_draws_it(dash_duo):
-    """Issue 16.4: the page restyles the edited layer's badge itself, before the server's
+    """Issue 16.4: the page draws the edited layer's badge itself, before the server's
     redraw; what it draws is what the redraw draws (same rule, same colours)."""
     start_app(dash_duo)
     # the first edit on the float model: conv1 has no badge yet, only its (empty) slot
     dash_duo.driver.execute_script(_BOXES)
-    dash_duo.driver.execute_script(_LISTEN)
+    dash_duo.driver.execute_script(_ON_PREVIEW)
     edit_cell(dash_duo, "conv1", "fold", True)
-    wait_for(lambda: dash_duo.driver.execute_script("return window.__restyled.length;") > 0, what="restyled")
-    assert dash_duo.driver.execute_script("return window.__restyled[0];")["layer:conv1"] == ["+bn", bits_color(None)]
+    wait_for(lambda: dash_duo.driver.execute_script("return window.__previewed.length;") > 0, what="previewed")
+    assert dash_duo.driver.execute_script("return window.__previewed[0];")["layer:conv1"] == ["+bn", bits_color(None)]
     wait_for(lambda: _badge_on_screen(dash_duo, "layer:conv1") == "+bn", what="conv1's new badge on screen")
-    wait_for(lambda: dash_duo.driver.execute_script(_BADGES)["layer:conv1"][0] == "+bn", what="the redraw")
+    wait_for(lambda: dash_duo.driver.execute_script(_REDRAWN), what="the redraw")
+    assert dash_duo.driver.execute_script(_BADGES)["layer:conv1"][0] == "+bn"
     # written into an empty slot by the page where plotly's redraw then draws it (within 2 px;
     # an edit that moves no node: a fold takes its batch norm out of the drawing)
-    dash_duo.driver.execute_script(_LISTEN)
+    dash_duo.driver.execute_script(_ON_PREVIEW)
     edit_cell(dash_duo, "fc1", "activation_bits", "8")
-    wait_for(lambda: dash_duo.driver.execute_script("return window.__restyled.length;") > 0, what="fc1 previewed")
+    wait_for(lambda: dash_duo.driver.execute_script("return window.__previewed.length;") > 0, what="fc1 previewed")
     preview = dash_duo.driver.execute_script("return window.__at;")["layer:fc1"]
-    wait_for(lambda: dash_duo.driver.execute_script(_BADGES).get("layer:fc1", [""])[0] == "a8", what="fc1 redrawn")
+    wait_for(lambda: dash_duo.driver.execute_script(_REDRAWN), what="fc1 redrawn")
+    assert dash_duo.driver.execute_script(_BADGES)["layer:fc1"][0] == "a8"
     drawn = dash_duo.driver.execute_script("return window.__badgeBoxes();")["layer:fc1"]
     assert abs(preview[0] - drawn[0]) <= 2 and abs(preview[1] - drawn[1]) <= 2, (preview, drawn)
     assert dash_duo.driver.execute_script(   # and once: the page's own text gone with the redraw
@@ -274,16 +280,16 @@ def test_a_table_edit_changes_the_badge_at_once_as_the_redraw_then_draws_it(dash
              what="the 8-bit recipe drawn")
     for col, value, want in (("weight_bits", "4", "w4a8+bn"), ("fold", False, "w4a8"),
                              ("activation_bits", "float", "w4"), ("weight_bits", "float", "")):
-        dash_duo.driver.execute_script(_LISTEN)
+        dash_duo.driver.execute_script(_ON_PREVIEW)
         edit_cell(dash_duo, "conv2", col, value)
         # the page's own preview: the badge before the redraw (in the SVG: on screen)
-        wait_for(lambda: dash_duo.driver.execute_script("return window.__restyled.length;") > 0,
-                 what=f"conv2.{col} = {value!r} restyled in the page")
-        at_once = dash_duo.driver.execute_script("return window.__restyled[0];")["layer:conv2"]
+        wait_for(lambda: dash_duo.driver.execute_script("return window.__previewed.length;") > 0,
+                 what=f"conv2.{col} = {value!r} previewed in the page")
+        at_once = dash_duo.driver.execute_script("return window.__previewed[0];")["layer:conv2"]
         assert at_once[0] == want, (col, value, at_once)
         assert _badge_on_screen(dash_duo, "layer:conv2") == want
         # then the server's redraw: the same badge, the same colour (or none: nothing to say)
-        wait_for(lambda: dash_duo.driver.execute_script(_BADGES).get("layer:conv2", [""])[0] == want,
-                 what=lambda: f"the redraw; {dash_duo.driver.execute_script(_BADGES).get('layer:conv2')}")
+        wait_for(lambda: dash_duo.driver.execute_script(_REDRAWN), what=f"conv2.{col} = {value!r} redrawn")
+        assert dash_duo.driver.execute_script(_BADGES).get("layer:conv2", [""])[0] == want
         if want:
             assert dash_duo.driver.execute_script(_BADGES)["layer:conv2"][:2] == at_once

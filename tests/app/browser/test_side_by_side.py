@@ -3,7 +3,7 @@ recipe); a selection in either pane selects its counterparts in the other throug
 the change record (a folded conv: the conv and its batch norm), and a pan in one
 brings the same node into view in the other."""
 
-from .helpers import click, edit_cell, needs_browser, shot, start_app, text_of, wait_for
+from .helpers import click, click_node, edit_cell, needs_browser, shot, start_app, text_of, wait_for
 
 pytestmark = needs_browser
 
@@ -57,11 +57,7 @@ def test_two_panes_select_and_pan_together(dash_duo):
     wait_for(lambda: _outlined(dash_duo, "graph-b") == {"layer:conv1", "layer:bn1"},
              what=lambda: f"conv1 + bn1 outlined in B; {_outlined(dash_duo, 'graph-b')}")
     # bn2 clicked in B: A selects conv2, which does bn2's work now
-    dash_duo.driver.execute_script(
-        f"const g = {_pane('graph-b')}; const t = g.data.findIndex(d => d.name === 'nodes');"
-        "const i = g.data[t].customdata.indexOf('layer:bn2');"
-        "g.emit('plotly_click', {points: [{curveNumber: t, pointNumber: i, pointIndex: i, x: g.data[t].x[i],"
-        "                                  y: g.data[t].y[i], customdata: 'layer:bn2', data: g.data[t]}]});")
+    click_node(dash_duo, "layer:bn2", "graph-b")
     wait_for(lambda: "layer:conv2" in _outlined(dash_duo, "graph") and "layer conv2" in text_of(dash_duo, "#node-panel"),
              what=lambda: f"conv2 selected in A; {_outlined(dash_duo, 'graph')}")
     wait_for(lambda: _outlined(dash_duo, "graph-b") == {"layer:conv2", "layer:bn2"}, what="conv2 + bn2 in B")
@@ -165,12 +161,20 @@ def test_pane_b_is_coloured_as_asked_and_frames_opened_blocks(dash_duo):
     wait_for(lambda: "layer:conv2" in _badges(dash_duo, "graph"), what="the folds drawn")
     click(dash_duo, "#side-by-side input")
     wait_for(lambda: "layer:bn2" in _positions(dash_duo, "graph-b"), what="pane B drawn")
-    plain = _fill(dash_duo, "graph-b")
+    # pane A looks at conv2: B follows, and stays there when the colouring changes
+    x, y = _positions(dash_duo, "graph")["layer:conv2"]
+    dash_duo.driver.execute_script(
+        f"Plotly.relayout({_pane('graph')}, {{'xaxis.range': [{x - 2}, {x + 2}], 'yaxis.range': [{y - 1}, {y + 1}]}});")
+    bx = _positions(dash_duo, "graph-b")["layer:conv2"][0]
+    wait_for(lambda: abs(_look(dash_duo, "graph-b")[0] - bx) < 0.01, what="pane B on conv2")
+    plain, plain_a = _fill(dash_duo, "graph-b"), _fill(dash_duo, "graph")
     dash_duo.select_dcc_dropdown("#color-by", value="fold status")
     # conv2 folded in A; in the float model B, foldable but not folded: another colour than A's
+    wait_for(lambda: _fill(dash_duo, "graph")["layer:conv2"] != plain_a["layer:conv2"], what="pane A coloured")
     wait_for(lambda: _fill(dash_duo, "graph-b")["layer:conv2"] != plain["layer:conv2"],
              what=lambda: f"pane B coloured by fold status; {_fill(dash_duo, 'graph-b')}")
     assert _fill(dash_duo, "graph-b")["layer:conv2"] != _fill(dash_duo, "graph")["layer:conv2"]
+    assert abs(_look(dash_duo, "graph-b")[0] - bx) < 0.01, "pane B left conv2 when it was coloured"
     dash_duo.select_dcc_dropdown("#color-by", value="per-layer SQNR (this recipe)")
     wait_for(lambda: "pane A's only" in text_of(dash_duo, "#pane-b-caption"),
              what=lambda: f"the caption says so; {text_of(dash_duo, '#pane-b-caption')!r}")
@@ -178,13 +182,9 @@ def test_pane_b_is_coloured_as_asked_and_frames_opened_blocks(dash_duo):
     click(dash_duo, "#blocks-button")
     wait_for(lambda: any(k.startswith("block:") for k in _positions(dash_duo, "graph-b")), what="B grouped")
     block = next(k for k in _positions(dash_duo, "graph") if k.startswith("block:"))
-    dash_duo.driver.execute_script(
-        f"const g = {_pane('graph')}; const t = g.data.findIndex(d => d.name === 'nodes');"
-        f"const i = g.data[t].customdata.indexOf('{block}');"
-        "g.emit('plotly_click', {points: [{curveNumber: t, pointNumber: i, pointIndex: i, x: g.data[t].x[i],"
-        f"                                  y: g.data[t].y[i], customdata: '{block}', data: g.data[t]}}]}});")
+    click_node(dash_duo, block)
     wait_for(lambda: text_of(dash_duo, ".block-toggle") == "open this block", what="the block's panel")
     click(dash_duo, ".block-toggle")
     frames = ("const g = " + _pane("graph-b") + "; return ((g.layout || {}).annotations || [])"
               ".filter(a => (a.text || '').startsWith('block ')).length;")
-    wait_for(lambda: dash_duo.driver.execute_script(frames) == 1, what="the opened block framed in pane B")
+    wait_for(lambda: dash_duo.driver.execute_script(frames) == 1, what=lambda: f"the opened block framed in pane B; {dash_duo.driver.execute_script('return [' + _pane('graph-b') + '.layout.annotations, ' + _pane('graph') + '.layout.annotations]')}")
