@@ -3,6 +3,7 @@
     python benchmarks/bench_app.py [--nets MobileNetV2 ResNet50 DenseNet121 NASNetMobile]
                                    [--synthetic 50000] [--no-dot] [--no-browser]
     python benchmarks/bench_app.py --vs-netron [--nets …] [--repeats 3] [--cold]
+    python benchmarks/bench_app.py --op-view [--nets NASNetMobile] [--repeats 3]
 
 ``--vs-netron``: from ``qviz serve FILE`` to the graph on screen, side by side
 with ``netron FILE`` (``pip install netron``), for each net as ``.keras`` and as
@@ -14,7 +15,11 @@ edge crossings; the same view laid out by Graphviz ``dot`` (Debian
 ``graphviz``) for crossings and time. In a headless Chromium (MobileNetV2):
 page load → graph drawn, and a fold toggle → re-rendered graph (median of 10).
 
-Targets: op view of NASNetMobile laid out + built <= 1 s; layer view <= 0.2 s;
+``--op-view``: in a headless Chromium on ``qviz serve FILE`` (blocks ungrouped), the
+click on *ops* (and back on *layers*) → the new graph drawn, per net.
+
+Targets: op view of NASNetMobile laid out + built <= 1 s (and on screen <= 1 s after
+the click); layer view <= 0.2 s;
 crossings <= 1.5x dot's; toggle -> re-rendered graph <= 500 ms median on
 MobileNetV2; the 50k-op synthetic graph opens in the layer view <= 5 s.
 """
@@ -23,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -35,7 +41,7 @@ from pathlib import Path
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from browser import chromium  # noqa: E402
+from browser import chromium, free_port  # noqa: E402
 from synthetic import synthetic_graph  # noqa: E402
 
 from qviz.layout import count_crossings, layered_routes, view_graph  # noqa: E402
@@ -177,6 +183,51 @@ def browser_timings(graph, toggles=10, name="MobileNetV2", port=8765):
         server.shutdown()
 
 
+def view_switch_timings(path: str, repeats: int = 3) -> None:
+    """Print, for the model file ``path`` served by ``qviz serve`` with its blocks
+    ungrouped, seconds from a click on *ops* (then *layers*) to the new graph drawn
+    (the first click also lays the view out; later ones find it cached)."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "qviz", "serve", path, "--port", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    graph = "document.querySelector('#graph .js-plotly-plot')"
+    driver = chromium(1600, 1000)
+    try:
+        deadline = time.perf_counter() + 180
+        while True:
+            try:
+                driver.get(f"http://127.0.0.1:{port}/")
+                break
+            except Exception:   # not listening yet
+                if time.perf_counter() > deadline:
+                    raise
+                time.sleep(0.2)
+        while not re.search(r": \d+ ops, \d+ layers", driver.execute_script(
+                "return (document.querySelector('#model-status') || {}).textContent || '';")):
+            if time.perf_counter() > deadline:
+                raise RuntimeError(f"{path} never opened")
+            time.sleep(0.2)
+        time.sleep(3)
+        if driver.execute_script("return document.querySelector('#blocks-button').textContent;") == "ungroup blocks":
+            driver.find_element("css selector", "#blocks-button").click()
+            time.sleep(3)
+        for _ in range(repeats):
+            for mode in ("op", "layer"):
+                driver.execute_script(f"window.__data = {graph}.data;")
+                t = time.perf_counter()
+                driver.find_element("css selector", f"#view-mode input[value='{mode}']").click()
+                while driver.execute_script(f"return {graph}.data === window.__data;"):
+                    time.sleep(0.01)
+                took = time.perf_counter() - t
+                nodes = driver.execute_script(f"return {graph}.data.find(d => d.name === 'nodes').x.length;")
+                print(f"  {Path(path).name}: click on {mode}s → graph drawn {took:.2f} s ({nodes} nodes)", flush=True)
+                time.sleep(2)
+    finally:
+        driver.quit()
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
 def model_files(nets, directory: Path) -> list[str]:
     """Each net saved as ``.keras`` and as a frozen ``.pb`` (by qviz), in ``directory``."""
     import keras
@@ -202,11 +253,19 @@ def main(argv=None):
                     help="only: from `qviz serve FILE` to the graph on screen, side by side with `netron FILE` "
                          "(.keras and frozen .pb of each net)")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--op-view", action="store_true",
+                    help="only: the click on ops (and back on layers) → the graph drawn, per net (.keras)")
     ap.add_argument("--cold", action="store_true",
                     help="with --vs-netron: every qviz run with an empty first-view and layout cache")
     args = ap.parse_args(argv)
     import keras
 
+    if args.op_view:
+        directory = Path(tempfile.mkdtemp(prefix="qviz-bench-"))
+        for net in args.nets:
+            getattr(keras.applications, net)(weights=None, input_shape=(224, 224, 3)).save(directory / f"{net}.keras")
+            view_switch_timings(str(directory / f"{net}.keras"), args.repeats)
+        return
     if args.vs_netron:
         from first_view import compare
 
