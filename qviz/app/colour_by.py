@@ -27,7 +27,7 @@ from ..analysis.node_data import SQNR_GRADIENT, NodeData, layer_sqnr
 from ..analysis.weight_stats import WEIGHT_METRICS, weight_metrics
 from ..passes import Recipe
 from ..passes.recipe import FLOAT_RECIPE
-from ..render.figure import BIT_COLORS
+from ..render.marks import BIT_COLORS
 
 __all__ = ["RECIPE_SQNR", "LOCAL_SQNR", "ERROR_SHARE", "FOLD_STATUS", "ACTIVATION_RANGE", "SUGGESTED_BITS",
            "MENU", "metric_of", "recipe_sqnr", "metric_waiting", "SQNR_GRADIENT", "PER_RECIPE", "other_pane_metric"]

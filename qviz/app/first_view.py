@@ -20,7 +20,8 @@ import threading
 import time
 from collections import OrderedDict
 from concurrent.futures import Future
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 
 import networkx as nx
@@ -32,8 +33,7 @@ from ..importers.safety import Limits
 from ..layout import default_cache, sketch_view, view_graph
 from ..layout.blocks import default_grouping, find_blocks, layer_graph
 from ..layout.view import close_blocks
-from ..render import graph_figure
-from ..render.figure import first_view_range
+from ..render.marks import first_view_range
 from ..render.svg import graph_svg
 from .front import FirstViewEntry, first_view_block
 
@@ -47,13 +47,23 @@ SKETCHED_SUFFIXES = (".keras", ".h5", ".hdf5", ".pb")
 
 @dataclass(frozen=True)
 class FirstView:
-    """A layer view to show before the model is open: the figure (a plotly dict)
-    and how many layers it draws."""
+    """A layer view to show before the model is open: how many layers it draws, as
+    SVG (for the page's HTML, :mod:`qviz.render.svg`) and as the app's first plotly
+    figure, made when first asked for: ``qviz serve`` answers with the SVG alone,
+    before plotly is even imported."""
 
-    figure: dict
     layers: int
-    svg: str = ""             # the same view as SVG, for the page's HTML (qviz.render.svg)
-    from_file: bool = True    # drawn from the file's config (else: from the opened graph)
+    svg: str
+    from_file: bool     # drawn from the file's config (else: from the opened graph)
+    drawing: tuple = field(repr=False, compare=False)   # (view graph, positions, routes, hover)
+
+    @cached_property
+    def figure(self) -> dict:
+        """The same view as a plotly figure (a dict)."""
+        from ..render import graph_figure
+
+        vg, pos, routes, hover = self.drawing
+        return graph_figure(vg, pos, routes=routes, hover=hover, show_status=False, first_view=True).to_plotly_json()
 
     def entry(self) -> FirstViewEntry:
         """What :class:`~qviz.app.front.FirstViewCache` keeps of it (the page's SVG)."""
@@ -144,9 +154,8 @@ def _first_view(vg, hover=None, from_file: bool = False) -> FirstView:
     if vg.number_of_nodes() > MAX_SKETCH_LAYERS:
         raise _TooBig(f"{vg.number_of_nodes()} nodes (the first view draws at most {MAX_SKETCH_LAYERS})")
     pos, routes = default_cache().routes(vg)
-    fig = graph_figure(vg, pos, routes=routes, hover=hover, show_status=False, first_view=True)
     svg = graph_svg(vg, pos, routes, window=first_view_range(pos), css_class="first-view-graph")
-    return FirstView(fig.to_plotly_json(), layers.number_of_nodes(), svg, from_file=from_file)
+    return FirstView(layers.number_of_nodes(), svg, from_file, (vg, pos, routes, hover))
 
 
 def graph_first_view(graph) -> FirstView | None:

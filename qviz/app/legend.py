@@ -12,7 +12,7 @@ from __future__ import annotations
 from dash import html
 
 from ..analysis.node_data import NodeData
-from ..render.figure import (BIT_COLORS, COLORS, FLOAT_BADGE_COLOR, GHOST_OPACITY, HALO_COLORS, HALO_OPACITY,
+from ..render.marks import (BIT_COLORS, COLORS, FLOAT_BADGE_COLOR, GHOST_OPACITY, HALO_COLORS, HALO_OPACITY,
                              KIND_NAMES, NO_VALUE_COLOR, SELECTED_OUTLINE, STATUS_COLORS)
 from . import ids
 from .colour_by import MENU

@@ -21,7 +21,7 @@ import networkx as nx
 from ..layout import ViewKey
 from ..layout.view import block_showing
 from ..passes import Recipe
-from ..render.figure import Frame
+from ..render.marks import Frame
 from ..render.image import recipe_badges
 from .services import DrawnView, ViewChoice, drawn_key
 
@@ -30,7 +30,7 @@ __all__ = ["opened_frames", "look_at", "search", "search_step", "layer_around",
 
 
 def opened_frames(session, view: DrawnView, choice: ViewChoice) -> dict[str, Frame]:
-    """``{block id: Frame}``: a :class:`~qviz.render.figure.Frame` around each block
+    """``{block id: Frame}``: a :class:`~qviz.render.marks.Frame` around each block
     opened in ``view`` (its layers' nodes, or their ops), so the eye finds what was one
     node; none ungrouped.
 

@@ -42,7 +42,7 @@ from ..matcher import explain, explain_layer
 from ..passes import (LayerBits, Recipe, RecipeError, apply_rules, fold_candidates, quantizable_layers,
                       quantizable_units)
 from ..passes.recipe import FLOAT_RECIPE, MAX_RULES
-from ..render.figure import Badge
+from ..render.marks import Badge
 from ..render.metric import metric_fill
 from ..render.image import recipe_badges
 from ..render.svg import graph_svg

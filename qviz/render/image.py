@@ -37,7 +37,7 @@ from ..ir import Graph
 from ..ir.ops import ADD_OPS, LAYER_OPS
 from ..layout import ViewKey, around, default_cache, diff_status, view_graph
 from ..passes import Recipe, fold_candidates, quantizable_layers, quantizable_units
-from .figure import Badge
+from .marks import Badge
 from .svg import graph_svg
 
 __all__ = ["recipe_badges", "rewrite_view", "graph_svg_of", "svg_to_png", "ImageError", "find_chromium", "MAX_PNG_PX"]
@@ -53,7 +53,7 @@ class ImageError(QvizError, RuntimeError):
 
 
 def recipe_badges(graph: Graph, vg: nx.DiGraph, recipe: Recipe, *, slots: bool = False) -> dict[str, Badge]:
-    """View key → the :class:`~qviz.render.figure.Badge` saying what ``recipe`` does
+    """View key → the :class:`~qviz.render.marks.Badge` saying what ``recipe`` does
     to the layer drawn there (``w4a8+bn``): on a layer's node in the layer view, on
     the op that carries the layer's weights (or its bypass Add) in the op view.
     Layers the recipe leaves alone get none, nor do nodes the rewrite removed.

@@ -34,7 +34,8 @@ from ..ir import Graph
 from ..passes import Recipe, fold_candidates
 from .explainer import channel_ranges_figure, fold_channels_figure, fold_orders_figure
 from .metric import metric_fill
-from .figure import STATUS_COLORS, graph_figure, layer_error_figure, sensitivity_figure
+from .figure import graph_figure, layer_error_figure, sensitivity_figure
+from .marks import STATUS_COLORS
 from .image import recipe_badges, rewrite_view
 
 __all__ = ["html_report", "make_report"]

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from html import escape
 
 from ..layout.view import BLOCK_KIND
-from .figure import COLORS, GHOST_OPACITY, STATUS_COLORS, Badge, label_position, short_label
+from .marks import COLORS, GHOST_OPACITY, STATUS_COLORS, Badge, label_position, short_label
 
 __all__ = ["graph_svg"]
 

@@ -8,7 +8,7 @@ from qviz.analysis.sensitivity import Sensitivity
 from qviz.passes import Recipe, fold_candidates
 from qviz.metrics import layer_outputs
 from qviz.passes.calibration import activation_ranges, noise_inputs
-from qviz.render.figure import BIT_COLORS, bits_color
+from qviz.render.marks import BIT_COLORS, bits_color
 
 
 def test_suggested_bits_are_the_sweeps_suggestion_in_the_badges_colours():

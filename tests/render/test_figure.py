@@ -10,7 +10,7 @@ import pytest
 import qviz
 from qviz.layout import layered_routes, view_graph
 from qviz.render import graph_figure
-from qviz.render.figure import MAX_SVG_NODES, Badge, bits_color
+from qviz.render.marks import MAX_SVG_NODES, Badge, bits_color
 
 
 def _validated(fig):

@@ -19,7 +19,7 @@ from dash.exceptions import PreventUpdate
 from ...analysis.match_fates import summary as summarize_matches
 from ...patterns import BUILTIN, PatternSyntaxError, parse
 from ...render import graph_figure
-from ...render.figure import FIRST_VIEW_RANKS
+from ...render.marks import FIRST_VIEW_RANKS
 from .. import ids, navigation, services
 from ..colour_by import SUGGESTED_BITS, metric_of, metric_waiting
 from ..legend import OP_KIND, color_options, metric_legend

@@ -13,7 +13,7 @@ import logging
 from dash import ALL, Input, Output, State, ctx, dcc, no_update
 
 from ...passes import Recipe, RecipeError
-from ...render.figure import BIT_COLORS, FLOAT_BADGE_COLOR
+from ...render.marks import BIT_COLORS, FLOAT_BADGE_COLOR
 from .. import ids, services
 from ..services import current
 
@@ -48,7 +48,7 @@ function (changed, log, version) {
 
 #: A table edit shown on the graph at once, before the server has redrawn it (~300 ms on
 #: MobileNetV2: the edit's request, the draw's, then plotly): the edited layer's badge
-#: (:class:`qviz.render.figure.Badge`, by the same rule and colours) is changed in place.
+#: (:class:`qviz.render.marks.Badge`, by the same rule and colours) is changed in place.
 #: Every layer that could carry a badge has one drawn (empty where it says nothing:
 #: ``recipe_badges(slots=True)``); the redraw then brings everything else (ghosts,
 #: outlines). The badge is written into the plot's SVG itself, placed as plotly places

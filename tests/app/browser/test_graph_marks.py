@@ -2,7 +2,7 @@
 per layer with its bits and fold, coloured by width — and a legend says what every
 mark means."""
 
-from qviz.render.figure import bits_color
+from qviz.render.marks import bits_color
 
 from .helpers import click, edit_cell, needs_browser, shot, start_app, wait_for
 
@@ -63,7 +63,7 @@ def test_nodes_coloured_by_a_weight_metric_and_by_model_explorer_node_data(dash_
 
     import qviz
     from qviz.analysis.weight_stats import weight_metrics
-    from qviz.render.figure import COLORS, NO_VALUE_COLOR
+    from qviz.render.marks import COLORS, NO_VALUE_COLOR
     from qviz.samples import sample_path
 
     start_app(dash_duo)
@@ -172,7 +172,7 @@ def test_colour_by_fold_status_error_share_activation_range_and_suggested_bits(d
     says it needs a sweep first)."""
     from qviz.analysis.layer_metrics import FOLD_STATES
     from qviz.app.colour_by import ACTIVATION_RANGE, ERROR_SHARE, FOLD_STATUS, SUGGESTED_BITS, metric_of
-    from qviz.render.figure import NO_VALUE_COLOR
+    from qviz.render.marks import NO_VALUE_COLOR
 
     app = start_app(dash_duo)
     session = app.qviz_sessions.get(next(iter(app.qviz_sessions._sessions)))
