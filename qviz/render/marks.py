@@ -108,22 +108,39 @@ class Frame:
         >>> f.outline({"layer:a": (0.0, 0.0), "layer:b": (1.0, 0.0), "layer:c": (1.0, 3.0), "layer:x": (0.0, 3.0)})
         'M-0.45,-0.45 L0.5,-0.45 L1.45,-0.45 L1.45,3.45 L0.5,3.45 L0.5,0.45 L-0.45,0.45 Z'
 
-        (``layer:x``, at the first rank across from ``layer:a``, is outside it.)
+        (``layer:x``, at the first rank across from ``layer:a``, is outside it.) Ranks
+        whose nodes do not face each other are outlined apart (one path, two shapes):
+
+        >>> f.outline({"layer:a": (0.0, 0.0), "layer:b": (1.0, 3.0), "layer:c": (1.0, 4.0)})
+        'M-0.45,-0.45 L0.45,-0.45 L0.45,0.45 L-0.45,0.45 Z M0.55,2.55 L1.45,2.55 L1.45,4.45 L0.55,4.45 Z'
         """
         along = 0 if direction != "TB" else 1   # the rank axis
         spans = self._spans(pos, along)
         if not spans:
             return None
-        ranks = sorted(spans)
-        # each rank reaches halfway to the next, so the ranks' boxes join into one outline
-        edges = [ranks[0] - self.PAD, *((a + b) / 2 for a, b in zip(ranks, ranks[1:])), ranks[-1] + self.PAD]
-        low = [(e, spans[r][0] - self.PAD) for i, r in enumerate(ranks) for e in (edges[i], edges[i + 1])]
-        high = [(e, spans[r][1] + self.PAD) for i, r in enumerate(ranks) for e in (edges[i], edges[i + 1])]
-        points = [p for i, p in enumerate(low) if i == 0 or p != low[i - 1]] + \
-            [p for i, p in enumerate(reversed(high)) if i == 0 or p != high[len(high) - i]]
-        points = [p for i, p in enumerate(points) if i == 0 or p != points[i - 1]]
-        xy = [(a, b) if along == 0 else (b, a) for a, b in points]
-        return "M" + " L".join(f"{_coordinate(x)},{_coordinate(y)}" for x, y in xy) + " Z"
+        runs: list[list[float]] = []
+        for r in sorted(spans):
+            last = runs[-1][-1] if runs else None
+            if last is not None and spans[r][0] <= spans[last][1] + 2 * self.PAD \
+                    and spans[last][0] <= spans[r][1] + 2 * self.PAD:
+                runs[-1].append(r)
+            else:
+                runs.append([r])
+        # within a run each rank reaches halfway to the next, so their boxes join into one outline
+        between = {a: (a + b) / 2 for a, b in zip(sorted(spans), sorted(spans)[1:])}
+        paths = []
+        for ranks in runs:
+            edges = [ranks[0] - self.PAD if len(runs) == 1 or ranks is runs[0] else max(ranks[0] - self.PAD,
+                                                                                           _after(between, ranks[0])),
+                     *((a + b) / 2 for a, b in zip(ranks, ranks[1:])),
+                     ranks[-1] + self.PAD if ranks is runs[-1] else min(ranks[-1] + self.PAD, between[ranks[-1]])]
+            low = [(e, spans[r][0] - self.PAD) for i, r in enumerate(ranks) for e in (edges[i], edges[i + 1])]
+            high = [(e, spans[r][1] + self.PAD) for i, r in enumerate(ranks) for e in (edges[i], edges[i + 1])]
+            points = low + high[::-1]
+            points = [p for i, p in enumerate(points) if i == 0 or p != points[i - 1]]
+            xy = [(a, b) if along == 0 else (b, a) for a, b in points]
+            paths.append("M" + " L".join(f"{_coordinate(x)},{_coordinate(y)}" for x, y in xy) + " Z")
+        return " ".join(paths)
 
     def name_at(self, pos: Mapping, direction: str = "LR") -> tuple[float, float] | None:
         """Where the frame's name goes: over its first rank (left to right) or its top
@@ -152,6 +169,11 @@ class Frame:
                 lo_hi = spans.setdefault(rank, [across, across])
                 lo_hi[0], lo_hi[1] = min(lo_hi[0], across), max(lo_hi[1], across)
         return spans
+
+
+def _after(between: Mapping[float, float], rank: float) -> float:
+    """The edge halfway between ``rank`` and the rank before it."""
+    return max((edge for r, edge in between.items() if r < rank), default=rank)
 
 
 def _coordinate(v: float) -> str:
