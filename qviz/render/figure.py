@@ -205,8 +205,10 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
         fig.update_layout(
             shapes=[dict(type="path", path=path, layer="below", line=dict(color=COLORS[BLOCK_KIND], width=1.5,
                          dash="dash"), fillcolor=FRAME_FILL) for _, path, _ in drawn],
+            # (on a white ground: at the zoom that shows a big block whole, names run over it)
             annotations=[dict(x=x, y=y, xanchor="left", yanchor="bottom", showarrow=False, text=f"block {label}",
-                              font=dict(size=11, color=COLORS[BLOCK_KIND])) for label, _, (x, y) in drawn])
+                              font=dict(size=11, color=COLORS[BLOCK_KIND]), bgcolor="rgba(255, 255, 255, 0.85)")
+                         for label, _, (x, y) in drawn])
     return fig
 
 

@@ -21,7 +21,7 @@ from ..layout.view import BLOCK_KIND
 __all__ = ["COLORS", "KIND_NAMES", "NO_VALUE_COLOR", "SELECTED_OUTLINE", "FRAME_FILL", "HALO_OPACITY",
            "GHOST_OPACITY", "STATUS_COLORS", "HALO_COLORS", "MAX_LABELS", "LABELS_IN_VIEW", "LABEL_PX",
            "FIRST_VIEW_RANKS", "MAX_ARROWS", "MAX_SVG_NODES", "BIT_COLORS", "FLOAT_BADGE_COLOR", "bits_color",
-           "Frame", "Badge", "MAX_LABEL_CHARS", "SHORT_WORD", "short_label", "label_position", "first_view_range"]
+           "Frame", "Badge", "MAX_LABEL_CHARS", "SHORT_WORD", "ABBREVIATIONS", "short_label", "label_position", "first_view_range"]
 
 COLORS = {"conv": "#1f77b4", "batchnorm": "#ff7f0e", "quant": "#9467bd", "activation": "#2ca02c",
           "add": "#8c564b", "pool": "#17becf", "io": "#7f7f7f", "other": "#bcbd22", BLOCK_KIND: "#5c6bc0"}
@@ -229,16 +229,25 @@ MAX_LABEL_CHARS = 26
 
 #: A word shortened to fit keeps this many letters (``separable`` → ``sep``).
 SHORT_WORD = 3
+#: Words of layer names shortened the way people write them (``concat`` → ``cat``: cut to
+#: ``con`` it read as a conv); any other word keeps its first :data:`SHORT_WORD` letters.
+ABBREVIATIONS = {"separable": "sep", "reduction": "red", "normal": "norm", "concat": "cat", "concatenate": "cat",
+                 "depthwise": "dw", "pointwise": "pw", "activation": "act", "expand": "exp", "project": "proj",
+                 "average": "avg", "maximum": "max", "global": "glob", "pooling": "pool", "padding": "pad",
+                 "squeeze": "sq", "excite": "ex", "dropout": "drop", "flatten": "flat", "reshape": "resh"}
 
 
 def short_label(name: str, limit: int = MAX_LABEL_CHARS) -> str:
-    """``name``, shortened if it is longer than ``limit``: its longest words lose their
-    ends first (``separable`` → ``sep``), so every word is still there and what tells a
+    """``name``, shortened if it is longer than ``limit``: its longest words are shortened
+    first (``separable`` → ``sep``, :data:`ABBREVIATIONS`), so every word is still there and what tells a
     conv from its batch norm (``_bn_``) or one branch from the next survives; only a name
     that still does not fit loses its middle. Hover shows names whole.
 
     >>> short_label("separable_conv_1_normal_left1_8"), short_label("separable_conv_1_bn_normal_left1_8")
-    ('sep_conv_1_normal_left1_8', 'sep_conv_1_bn_nor_left1_8')
+    ('sep_conv_1_normal_left1_8', 'sep_conv_1_bn_norm_left1_8')
+    >>> short_label("normal_left4_10_normal_concat_10")
+    'norm_left4_10_norm_cat_10'
+
     >>> short_label("separable_conv_1_pad_reduction_right1_stem_1")
     'sep…pad_red_right1_stem_1'
     >>> short_label("Conv1")
@@ -267,7 +276,9 @@ def short_label(name: str, limit: int = MAX_LABEL_CHARS) -> str:
             if len("".join(words)) <= limit:
                 return "".join(words)
             sep, word = words[i][:1] if i else "", words[i][1:] if i else words[i]
-            if word.isalpha() and word.islower() and len(word) > SHORT_WORD + 1:
+            if word in ABBREVIATIONS:
+                words[i] = sep + ABBREVIATIONS[word]
+            elif word.isalpha() and word.islower() and len(word) > SHORT_WORD + 1:
                 # the same cut for every word (sep, sep…), unless that leaves far less than fits
                 total = len("".join(words))
                 keep = SHORT_WORD if total - len(word) + SHORT_WORD >= limit // 2 else len(word) - (total - limit)

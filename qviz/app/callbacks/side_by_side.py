@@ -90,16 +90,22 @@ def register(app, store) -> None:
         # coloured as pane A is, for pane B's own model, and its opened blocks framed too
         metric, note = other_pane_metric(s, color_by, other)
         fill = services.metric_fill(metric, b.graph, hover) if metric is not None else None
+        frames = navigation.opened_frames(s, b, choice)
         fig = graph_figure(b.graph, b.pos, routes=b.routes, selected=chosen, show_status=other is not None,
                            hover=hover, badges=badges, first_view=True, direction=direction or "LR", fill=fill,
-                           frames=navigation.opened_frames(s, b, choice).values())
+                           frames=frames.values())
         # where pane A looks (the user panned or zoomed there), not the graph's start; not after a
         # new view (mode, direction, blocks), which pane A draws from its start too, nor a selection
         ranges = synced_range({"xaxis.range": window.get("x"), "yaxis.range": window.get("y")}, a, b, pairs) \
             if isinstance(window, dict) and ctx.triggered_id in (ids.SIDE_BY_SIDE, ids.PINNED, ids.RECIPE,
                                                                  ids.COLOR_BY) else None
+        # a block just opened (or a layer expanded): B looks at it as pane A does (A's new
+        # window is not known here: A works it out in the same moment)
+        opened = navigation.look_at(b, frames, s, key) if ctx.triggered_id == ids.VIEW and key else None
         if ranges is not None:
             fig.update_layout(xaxis=dict(range=ranges[0]), yaxis=dict(range=ranges[1]))
+        elif opened is not None:
+            center_on(fig, opened[0], direction or "LR", opened[1])
         elif chosen:   # the selection's counterpart, in view
             center_on(fig, b.pos[chosen[0]], direction or "LR")
         caption = pane_caption(other, s)
