@@ -18,6 +18,7 @@ from dash.exceptions import PreventUpdate
 
 from ...analysis.match_fates import summary as summarize_matches
 from ...patterns import BUILTIN, PatternSyntaxError, parse
+from ...layout import ViewKey
 from ...render import graph_figure
 from ...render.marks import FIRST_VIEW_RANKS
 from .. import ids, navigation, services
@@ -292,6 +293,18 @@ def register(app, store) -> None:
             if s is not None and history else None   # laid out already: cached
         expanded = navigation.with_expanded(view_state, (selected or {}).get("key"), drawn)
         return no_update if expanded is None else expanded
+
+    @app.callback(Output(ids.SELECTED, "data", allow_duplicate=True), Input(ids.VIEW, "data"),
+                  State(ids.SELECTED, "data"), State(ids.SESSION, "data"), prevent_initial_call=True)
+    def unselect_ungrouped_block(view_state, selected, session):
+        """Blocks ungrouped: a selected block becomes its first layer (its panel offered to
+        open a block no longer drawn, and its button grouped them all again)."""
+        key = ViewKey.parse((selected or {}).get("key"))
+        if (view_state or {}).get("blocks") or key is None or not key.is_block:
+            raise PreventUpdate
+        s = store.require(session)
+        block = s.block(key.name) if s is not None else None
+        return {"key": ViewKey.layer(block.layers[0]), "center": False} if block is not None else None
 
     @app.callback(Output(ids.BLOCKS_BUTTON, "children"), Input(ids.VIEW, "data"))
     def blocks_button(view_state):

@@ -62,6 +62,9 @@ def test_blocks_close_open_and_summarize_their_layers(dash_duo):
     assert items == 3, items
     click(dash_duo, "#blocks-button")
     wait_for(lambda: _keys(dash_duo) == layers_drawn, what="the layers drawn again")
+    # the block that was selected is no longer drawn: its first layer is selected instead
+    wait_for(lambda: f"layer {conv2.layers[0]}" in text_of(dash_duo, "#node-panel"),
+             what=lambda: f"{conv2.layers[0]}'s panel; {text_of(dash_duo, '#node-panel')[:80]!r}")
 
 
 _FRAMES = ("const g = document.querySelector('#graph .js-plotly-plot');"
