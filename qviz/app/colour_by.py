@@ -105,10 +105,10 @@ def other_pane_metric(session, name: str, recipe: Recipe | None) -> tuple[NodeDa
     >>> other_pane_metric(s, FOLD_STATUS, None)[0].values["conv1"]   # 2: foldable, left unfolded
     2.0
     >>> other_pane_metric(s, RECIPE_SQNR, None)
-    (None, "colour: per-layer SQNR (this recipe) is pane A's only")
+    (None, "op kinds here: per-layer SQNR (this recipe) comes from pane A's run")
     """
     if name in PER_RECIPE:
-        return None, f"colour: {name} is pane A's only"
+        return None, f"op kinds here: {name} comes from pane A's run"
     metric = metric_of(session, name, recipe if recipe is not None else FLOAT_RECIPE)
     if metric is None and name == SUGGESTED_BITS:   # the sweep: not run yet, or running
         return None, f"colour: {metric_waiting(session, name, FLOAT_RECIPE)}"

@@ -176,7 +176,7 @@ def test_pane_b_is_coloured_as_asked_and_frames_opened_blocks(dash_duo):
     assert _fill(dash_duo, "graph-b")["layer:conv2"] != _fill(dash_duo, "graph")["layer:conv2"]
     assert abs(_look(dash_duo, "graph-b")[0] - bx) < 0.01, "pane B left conv2 when it was coloured"
     dash_duo.select_dcc_dropdown("#color-by", value="per-layer SQNR (this recipe)")
-    wait_for(lambda: "pane A's only" in text_of(dash_duo, "#pane-b-caption"),
+    wait_for(lambda: "comes from pane A's run" in text_of(dash_duo, "#pane-b-caption"),
              what=lambda: f"the caption says so; {text_of(dash_duo, '#pane-b-caption')!r}")
 
     click(dash_duo, "#blocks-button")
