@@ -8,6 +8,7 @@ pure functions of (model, recipe), so they are cached by the recipe's JSON.
 
 from __future__ import annotations
 
+import math
 import logging
 import shutil
 import threading
@@ -107,6 +108,20 @@ class Session:
         """The float graph's blocks (:func:`qviz.layout.blocks.find_blocks`): its rewrites
         are drawn with the same blocks, so a block does not change as the recipe does."""
         return find_blocks(layer_graph(view_graph(self.graph, "layer")))
+
+    def aim_sweep(self, target) -> None:
+        """Take the sweep panel's target SQNR (dB), which "suggested weight bits" paints,
+        if the page sent a finite number (else the last one stays).
+
+        >>> import qviz
+        >>> from qviz.samples import sample_path
+        >>> s = Session(qviz.load(sample_path("lenet_digits")), "lenet")
+        >>> for sent in (24, float("nan"), "40", True, None): s.aim_sweep(sent)
+        >>> s.sweep_target
+        24.0
+        """
+        if isinstance(target, (int, float)) and not isinstance(target, bool) and math.isfinite(target):
+            self.sweep_target = float(target)
 
     def block(self, block_id: str):
         """The block with id ``block_id`` (None: the model has none; a page's key is not trusted)."""

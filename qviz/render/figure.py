@@ -21,7 +21,7 @@ import plotly.graph_objects as go
 from ..layout.view import BLOCK_KIND, ViewKey
 from .marks import (COLORS, FRAME_FILL, GHOST_OPACITY, HALO_COLORS, HALO_OPACITY, LABEL_PX, LABELS_IN_VIEW, MAX_ARROWS,
                     MAX_LABELS, MAX_SVG_NODES, NO_VALUE_COLOR, SELECTED_OUTLINE, STATUS_COLORS, Badge, Frame,
-                    _labels_readable, _opposite, first_view_range, label_position, short_label)
+                    FIRST_VIEW_RANKS, first_view_range, label_position, opposite_side, short_label)
 
 __all__ = ["graph_figure", "histogram_figure", "layer_error_figure", "sensitivity_figure", "pareto_figure",
            "wrap_title", "WORST_LAYERS", "MAX_DRAWN_LEVELS"]
@@ -77,6 +77,21 @@ def _edges(g, pos, routes=None):
                        name="arrows",
                        marker=dict(symbol="triangle-up", size=7, angle=angles, color="#9aa"))
     return lines, heads
+
+
+def _labels_readable(pos: Mapping, window) -> bool:
+    """Whether the first drawing shows the names (the page decides after each zoom, as
+    assets/graph_view.js does): few enough nodes in view, and a graph short enough
+    for its ranks to be far enough apart. Drawing thousands of names the page would
+    then hide costs seconds."""
+    if len(pos) > MAX_LABELS:
+        return False
+    if window is not None:
+        (x0, x1), (y0, y1) = window
+        shown = sum(1 for x, y in pos.values() if x0 <= x <= x1 and y0 <= y <= y1)
+        return shown <= LABELS_IN_VIEW
+    xs = [p[0] for p in pos.values()] or [0.0]
+    return len(pos) <= LABELS_IN_VIEW and max(xs) - min(xs) <= FIRST_VIEW_RANKS + 2
 
 
 def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None,
@@ -186,7 +201,7 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
             **_UNCHECKED, x=[pos[k][0] for k in bk], y=[pos[k][1] for k in bk], mode="markers+text",
             marker=dict(size=_node_sizes(bk), opacity=0),
             text=[badges[k].text for k in bk], customdata=bk, name="bits", showlegend=False,
-            textposition=[_opposite(label_position(pos[k], g.nodes[k], direction)) for k in bk],
+            textposition=[opposite_side(label_position(pos[k], g.nodes[k], direction)) for k in bk],
             textfont=dict(size=10, color=[badges[k].color for k in bk]), hoverinfo="skip",
             visible=nodes.mode == "markers+text"))
     fig = go.Figure(traces, **_UNCHECKED)

@@ -21,7 +21,8 @@ from ..layout.view import BLOCK_KIND
 __all__ = ["COLORS", "KIND_NAMES", "NO_VALUE_COLOR", "SELECTED_OUTLINE", "FRAME_FILL", "HALO_OPACITY",
            "GHOST_OPACITY", "STATUS_COLORS", "HALO_COLORS", "MAX_LABELS", "LABELS_IN_VIEW", "LABEL_PX",
            "FIRST_VIEW_RANKS", "MAX_ARROWS", "MAX_SVG_NODES", "BIT_COLORS", "FLOAT_BADGE_COLOR", "bits_color",
-           "Frame", "Badge", "MAX_LABEL_CHARS", "SHORT_WORD", "ABBREVIATIONS", "short_label", "label_position", "first_view_range"]
+           "Frame", "Badge", "MAX_LABEL_CHARS", "SHORT_WORD", "ABBREVIATIONS", "short_label", "label_position",
+           "opposite_side", "first_view_range"]
 
 COLORS = {"conv": "#1f77b4", "batchnorm": "#ff7f0e", "quant": "#9467bd", "activation": "#2ca02c",
           "add": "#8c564b", "pool": "#17becf", "io": "#7f7f7f", "other": "#bcbd22", BLOCK_KIND: "#5c6bc0"}
@@ -296,22 +297,7 @@ def short_label(name: str, limit: int = MAX_LABEL_CHARS) -> str:
     return name[:head] + "…" + name[-(limit - 1 - head):]
 
 
-def _labels_readable(pos: Mapping, window) -> bool:
-    """Whether the first drawing shows the names (the page decides after each zoom, as
-    assets/graph_view.js does): few enough nodes in view, and a graph short enough
-    for its ranks to be far enough apart. Drawing thousands of names the page would
-    then hide costs seconds."""
-    if len(pos) > MAX_LABELS:
-        return False
-    if window is not None:
-        (x0, x1), (y0, y1) = window
-        shown = sum(1 for x, y in pos.values() if x0 <= x <= x1 and y0 <= y <= y1)
-        return shown <= LABELS_IN_VIEW
-    xs = [p[0] for p in pos.values()] or [0.0]
-    return len(pos) <= LABELS_IN_VIEW and max(xs) - min(xs) <= FIRST_VIEW_RANKS + 2
-
-
-def _opposite(position: str) -> str:
+def opposite_side(position: str) -> str:
     """The other side of a node from ``position`` (where its badge goes)."""
     return {"bottom center": "top center", "top center": "bottom center",
             "middle right": "middle left", "middle left": "middle right"}.get(position, "top center")

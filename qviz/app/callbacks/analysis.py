@@ -79,7 +79,7 @@ def register(app, store) -> None:
             return _sweep_props(status=f"sweep failed: {job.handle.exception()}")
         result = job.handle.result()
         target = 30.0 if target is None else float(target)
-        s.sweep_target = target   # "colour by: suggested weight bits" paints this suggestion
+        s.aim_sweep(target)   # "colour by: suggested weight bits" paints this suggestion
         fig = sensitivity_figure(result.layers, result.bits, result.weight_sqnr, result.activation_sqnr,
                                  need_db=result.need_db(target), weight_accuracy=result.weight_accuracy,
                                  activation_accuracy=result.activation_accuracy)

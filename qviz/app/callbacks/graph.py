@@ -152,8 +152,7 @@ def register(app, store) -> None:
             return dict(_DRAWN_NOTHING)
         if ctx.triggered_id == ids.SWEEP_TARGET and color_by != SUGGESTED_BITS:
             raise PreventUpdate   # the target only changes the suggestion's colours
-        if isinstance(target, (int, float)) and math.isfinite(target):
-            s.sweep_target = float(target)   # what "suggested weight bits" paints
+        s.aim_sweep(target)
         recipe = current(history)
         if set(ctx.triggered_prop_ids) == {f"{ids.METRIC_POLL}.n_intervals"}:
             # A poll while the graph waits for a metric (the recipe's SQNR): redrawn once it is in.
@@ -303,8 +302,8 @@ def register(app, store) -> None:
         if (view_state or {}).get("blocks") or key is None or not key.is_block:
             raise PreventUpdate
         s = store.require(session)
-        block = s.block(key.name) if s is not None else None
-        return {"key": ViewKey.layer(block.layers[0]), "center": False} if block is not None else None
+        layer = navigation.layer_around(s, key) if s is not None else None   # (a block's first layer)
+        return {"key": ViewKey.layer(layer), "center": False} if layer is not None else None
 
     @app.callback(Output(ids.BLOCKS_BUTTON, "children"), Input(ids.VIEW, "data"))
     def blocks_button(view_state):

@@ -5,7 +5,6 @@ selection and the view kept in step through the change record
 from __future__ import annotations
 
 import logging
-import math
 
 from dash import Input, Output, Patch, State, ctx, no_update
 from dash.exceptions import PreventUpdate
@@ -77,8 +76,7 @@ def register(app, store) -> None:
             # the target of the sweep's suggestion (pane B's one job-backed colour) moved
             if color_by != SUGGESTED_BITS:
                 raise PreventUpdate
-            if isinstance(target, (int, float)) and math.isfinite(target):
-                s.sweep_target = float(target)
+            s.aim_sweep(target)
         choice = view_choice(mode, show, direction, view_state)
         a, b = pane_views(s, recipe, other, choice)
         key, pairs = (selected or {}).get("key"), folded_pairs(s, recipe, other)
