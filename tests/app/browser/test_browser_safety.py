@@ -61,3 +61,20 @@ def test_a_forged_callback_value_is_one_line_not_a_silent_500(dash_duo):
     dash_duo.find_element("#bulk-all-8").click()
     wait_for(lambda: "reload the page" in _alert(dash_duo), what="the forged-session message")
     assert not [e for e in dash_duo.get_logs() or [] if "500" in e.get("message", "")]
+
+
+def test_a_forged_match_pick_selects_nothing_and_breaks_nothing(dash_duo):
+    """The Patterns list's clicks reach the server as page data (MATCH_PICK): a forged
+    value (not a dict, a key that is no string, markup, a huge key) selects nothing,
+    and a real pick still works after them."""
+    _start(dash_duo)
+    wait_idle(dash_duo)
+    for forged in ("5", "{key: ['layer:conv1']}", "{key: '<img src=x onerror=window.__pwned=1>'}",
+                   "{key: 'layer:' + 'x'.repeat(100000)}", "{key: 'block:99'}"):
+        dash_duo.driver.execute_script(f"window.dash_clientside.set_props('match-pick', {{data: {forged}}});")
+        wait_idle(dash_duo)
+    assert not dash_duo.driver.execute_script("return window.__pwned;")
+    assert _alert(dash_duo) == ""
+    assert not [e for e in dash_duo.get_logs() or [] if "500" in e.get("message", "")]
+    dash_duo.find_element("#match-list .match-item").click()
+    wait_for(lambda: "layer bn1" in dash_duo.find_element("#node-panel").text, what="a real pick selects its root")
