@@ -138,6 +138,7 @@ SWEEP_HEATMAP = "sweep-heatmap"
 SWEEP_SUGGESTION = "sweep-suggestion"
 SWEEP_SUGGESTED = "sweep-suggested"   # the line under the heatmap saying what the suggestion reaches
 SWEEP_APPLY = "sweep-apply"
+SWEEP_DONE = "sweep-done"             # set when a sweep finishes: the panes coloured by its suggestion repaint
 # the mixed-precision search over the sweep (a job in the worker; polled): size against SQNR, a click loads
 PARETO_RUN = "pareto-run"
 PARETO_TRADE = "pareto-trade"         # what the search saves: weight size or bit-operations

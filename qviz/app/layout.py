@@ -71,6 +71,7 @@ def page(default_sample: str | None, session_id: str, max_upload_bytes: int = 20
         dcc.Store(id=ids.PINNED),
         dcc.Store(id=ids.MODEL_VERSION),
         dcc.Store(id=ids.DRAWN),
+        dcc.Store(id=ids.SWEEP_DONE),
         dcc.Interval(id=ids.METRIC_POLL, interval=500, disabled=True),
         dcc.Download(id=ids.DOWNLOAD_RECIPE),
         dcc.Download(id=ids.DOWNLOAD_MODEL),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from dash import Input, Output, State, ctx, dcc, html, no_update
@@ -53,14 +54,20 @@ def register(app, store) -> None:
                     heatmap_style=Output(ids.SWEEP_HEATMAP, "style"),
                     suggestion=Output(ids.SWEEP_SUGGESTION, "children"),
                     cannot_apply=Output(ids.SWEEP_APPLY, "disabled"),
-                    cannot_search=Output(ids.PARETO_RUN, "disabled")),
+                    cannot_search=Output(ids.PARETO_RUN, "disabled"), finished=Output(ids.SWEEP_DONE, "data")),
         inputs=dict(_run=Input(ids.SWEEP_RUN, "n_clicks"), _tick=Input(ids.SWEEP_POLL, "n_intervals"),
                     target=Input(ids.SWEEP_TARGET, "value"), _model=Input(ids.MODEL_VERSION, "data")),
         state=dict(bits=State(ids.SWEEP_BITS, "value"), session=State(ids.SESSION, "data")),
         prevent_initial_call=True,
     )
     def sweep(_run, _tick, target, _model, bits, session):
-        s = store.require(session)
+        answer = _sweep(target, bits, store.require(session))
+        # the panes coloured by the suggestion repaint when the sweep is found done (a
+        # new target repaints them by itself)
+        just_done = ctx.triggered_id in (ids.SWEEP_POLL, ids.SWEEP_RUN) and answer["cannot_apply"] is False
+        return dict(answer, finished=time.time() if just_done else no_update)
+
+    def _sweep(target, bits, s) -> dict:
         if s is None or ctx.triggered_id == ids.MODEL_VERSION:
             return _sweep_props()
         if ctx.triggered_id == ids.SWEEP_RUN:

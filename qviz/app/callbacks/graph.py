@@ -106,7 +106,9 @@ KEEP_WINDOW = """function (relayout) {
 #: Draws that keep the window the user looks at: the same view, other marks on it. Any other
 #: input (the view's mode, direction, blocks, a model opened) draws a new view from its start.
 SAME_VIEW = {ids.RECIPE, ids.SELECTED, ids.COLOR_BY, ids.PATTERN_BUILTIN, ids.PATTERN_TEXT, ids.METRIC_POLL,
-             ids.SWEEP_TARGET}
+             ids.SWEEP_TARGET, ids.SWEEP_DONE}
+#: Inputs that change only the sweep's suggestion: a redraw only if the graph is coloured by it.
+SWEEP_INPUTS = {ids.SWEEP_TARGET, ids.SWEEP_DONE}
 
 
 def kept_window(triggered: list[str], window) -> dict | None:
@@ -141,17 +143,17 @@ def register(app, store) -> None:
                     direction=Input(ids.DIRECTION, "value"), builtin=Input(ids.PATTERN_BUILTIN, "value"),
                     text=Input(ids.PATTERN_TEXT, "value"), selected=Input(ids.SELECTED, "data"),
                     color_by=Input(ids.COLOR_BY, "value"), _tick=Input(ids.METRIC_POLL, "n_intervals"),
-                    target=Input(ids.SWEEP_TARGET, "value")),
+                    target=Input(ids.SWEEP_TARGET, "value"), _sweep_done=Input(ids.SWEEP_DONE, "data")),
         state=dict(session=State(ids.SESSION, "data"), window=State(ids.VIEW_WINDOW, "data")),
         prevent_initial_call="initial_duplicate",
     )
-    def draw(history, view_state, mode, show, direction, builtin, text, selected, color_by, _tick, target, session,
-             window):
+    def draw(history, view_state, mode, show, direction, builtin, text, selected, color_by, _tick, target,
+             _sweep_done, session, window):
         s = store.require(session)
         if s is None or not history:
             return dict(_DRAWN_NOTHING)
-        if ctx.triggered_id == ids.SWEEP_TARGET and color_by != SUGGESTED_BITS:
-            raise PreventUpdate   # the target only changes the suggestion's colours
+        if ctx.triggered_id in SWEEP_INPUTS and color_by != SUGGESTED_BITS:
+            raise PreventUpdate   # the sweep only changes the suggestion's colours
         s.aim_sweep(target)
         recipe = current(history)
         if set(ctx.triggered_prop_ids) == {f"{ids.METRIC_POLL}.n_intervals"}:

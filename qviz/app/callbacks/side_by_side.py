@@ -17,7 +17,7 @@ from ..colour_by import SUGGESTED_BITS, other_pane_metric
 from ..layout import PANE_B_EMPTY
 from ..services import current
 from ..side_by_side import counterparts, folded_pairs, pane_caption, pane_views, synced_range
-from .graph import center_on, view_choice
+from .graph import SWEEP_INPUTS, center_on, view_choice
 
 log = logging.getLogger(__name__)
 
@@ -58,12 +58,13 @@ def register(app, store) -> None:
                     history=Input(ids.RECIPE, "data"), view_state=Input(ids.VIEW, "data"),
                     mode=Input(ids.VIEW_MODE, "value"), show=Input(ids.SHOW, "value"),
                     direction=Input(ids.DIRECTION, "value"), selected=Input(ids.SELECTED, "data"),
-                    color_by=Input(ids.COLOR_BY, "value"), target=Input(ids.SWEEP_TARGET, "value")),
+                    color_by=Input(ids.COLOR_BY, "value"), target=Input(ids.SWEEP_TARGET, "value"),
+                    _sweep_done=Input(ids.SWEEP_DONE, "data")),
         state=dict(session=State(ids.SESSION, "data"), window=State(ids.VIEW_WINDOW, "data")),
         prevent_initial_call=True,
     )
-    def draw_b(toggle, pinned, history, view_state, mode, show, direction, selected, color_by, target, session,
-               window):
+    def draw_b(toggle, pinned, history, view_state, mode, show, direction, selected, color_by, target, _sweep_done,
+               session, window):
         # drawn only while shown: a hidden pane costs nothing
         s = store.require(session)
         if not toggle:   # hidden: emptied once, when it is hidden, and left alone after
@@ -72,8 +73,8 @@ def register(app, store) -> None:
         if s is None or not history:
             return dict(figure=no_update, caption="", hidden=False)
         recipe, other = current(history), _pinned(pinned)
-        if ctx.triggered_id == ids.SWEEP_TARGET:
-            # the target of the sweep's suggestion (pane B's one job-backed colour) moved
+        if ctx.triggered_id in SWEEP_INPUTS:
+            # the sweep's suggestion (pane B's one job-backed colour) is in, or its target moved
             if color_by != SUGGESTED_BITS:
                 raise PreventUpdate
             s.aim_sweep(target)

@@ -195,3 +195,37 @@ def test_pane_b_is_coloured_as_asked_and_frames_opened_blocks(dash_duo):
                     "return Math.min(...xa.range) <= a.x && a.x <= Math.max(...xa.range)"
                     "    && Math.min(...ya.range) <= a.y && a.y <= Math.max(...ya.range);")
     wait_for(lambda: dash_duo.driver.execute_script(name_in_view), what="the opened block's frame in pane B's view")
+
+
+def test_both_panes_repaint_when_the_sweep_they_are_coloured_by_finishes(dash_duo):
+    """Coloured by the sweep's suggestion before it is run, both panes paint it when the
+    sweep finishes, with no other change (in a user's try they kept their op-kind
+    colours until the next edit)."""
+    from qviz.app.colour_by import SUGGESTED_BITS, metric_of
+    from qviz.passes.recipe import FLOAT_RECIPE
+
+    app = start_app(dash_duo)
+    session = app.qviz_sessions.get(next(iter(app.qviz_sessions._sessions)))
+    click(dash_duo, "#side-by-side input")
+    wait_for(lambda: "layer:bn2" in _positions(dash_duo, "graph-b"), what="pane B drawn")
+    dash_duo.select_dcc_dropdown("#color-by", value=SUGGESTED_BITS)
+    wait_for(lambda: "run the sensitivity sweep first" in text_of(dash_duo, "#metric-legend"),
+             what=lambda: f"the sweep asked for; legend {text_of(dash_duo, '#metric-legend')!r}")
+    before_a, before_b = _fill(dash_duo, "graph"), _fill(dash_duo, "graph-b")
+    for b in (6, 3, 2):           # sweep 8 and 4 bits only: 16 measurements
+        click(dash_duo, f"#sweep-bits input[value='{b}']")
+    click(dash_duo, "#sweep-run")
+    wait_for(lambda: text_of(dash_duo, "#sweep-status").startswith("done"), timeout=180,
+             what=lambda: f"the sweep; {text_of(dash_duo, '#sweep-status')!r}")
+    suggested = metric_of(session, SUGGESTED_BITS, FLOAT_RECIPE)
+    want = {f"layer:{k}": suggested.color_of(k) for k in suggested.values}
+    assert want and any(before_a[k] != c for k, c in want.items())   # the suggestion paints something new
+
+    def painted(graph_id):
+        fills = _fill(dash_duo, graph_id)
+        return all(fills[k] == c for k, c in want.items())
+
+    wait_for(lambda: painted("graph"), what=lambda: f"pane A painted; {_fill(dash_duo, 'graph')}")
+    wait_for(lambda: painted("graph-b"), what=lambda: f"pane B painted; {_fill(dash_duo, 'graph-b')}")
+    assert before_b != _fill(dash_duo, "graph-b")
+    assert "run the sensitivity sweep first" not in text_of(dash_duo, "#metric-legend")
