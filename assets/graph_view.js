@@ -68,8 +68,10 @@
                      line: {color: "#d0021b", width: 1.5}, fillcolor: "rgba(208,2,27,0.08)"};
         // redrawn when the graph or its fill changes (a metric colours it), else only the frame moves
         var fill = t.marker && Array.isArray(t.marker.color) ? t.marker.color.join("") : "";
+        // (and when the box's size changes: its CSS follows the pane's width, side by side)
+        var w = box.clientWidth, h = box.clientHeight;
         var signature = t.x.length + "|" + (t.customdata || [])[0] + "|" + [all.x0, all.x1, all.y0, all.y1].join(",")
-            + "|" + fill;
+            + "|" + fill + "|" + w + "x" + h;
         if (box.__signature === signature) {
             window.Plotly.relayout(box, {shapes: [frame]});
             return;
@@ -82,11 +84,11 @@
             {type: t.type || "scatter", x: t.x, y: t.y, mode: "markers", hoverinfo: "skip",
              marker: {size: 3, color: t.marker && t.marker.color}}
         ], {
-            margin: {l: 2, r: 2, t: 2, b: 2}, showlegend: false, plot_bgcolor: "#fff", paper_bgcolor: "#fff",
+            width: w, height: h, margin: {l: 2, r: 2, t: 2, b: 2}, showlegend: false, plot_bgcolor: "#fff", paper_bgcolor: "#fff",
             xaxis: {visible: false, range: [all.x0 - padX, all.x1 + padX], fixedrange: true},
             yaxis: {visible: false, range: [all.y0 - padY, all.y1 + padY], fixedrange: true},
             shapes: [frame]
-        }, {staticPlot: true, responsive: true});
+        }, {staticPlot: true});
     }
 
     // The first view: an SVG in the page's HTML (qviz/app/first_view.py), on screen before any
@@ -110,10 +112,21 @@
         if (first) { first.parentNode.removeChild(first); }
     }
 
-    // What the plot looks at: its centre and units per pixel, for the figure drawn
-    // (gd.data: a new figure brings its own ranges) at the size it was drawn.
+    // What the plot looks at, for the figure drawn (gd.data: a new figure brings its own
+    // ranges) at the size it was drawn: units per pixel and, on each axis, the point held in
+    // place when the plot is resized (side by side): the view's start edge if it shows the
+    // graph's start and not its end (the first node is not cut in half), its end edge the other
+    // way round, else its centre.
     // A graph shown whole (autorange: a short graph, or a double-click home) is left to
     // plotly, which fits it again to the new size.
+    function held(lo, hi, first, last) {
+        var start = lo <= first, end = hi >= last;
+        return start === end ? {at: (lo + hi) / 2, side: 0} : (start ? {at: lo, side: -1} : {at: hi, side: 1});
+    }
+    function around(h, units, px) {
+        var span = units * px;
+        return h.side < 0 ? [h.at, h.at + span] : h.side > 0 ? [h.at - span, h.at] : [h.at - span / 2, h.at + span / 2];
+    }
     function keepScale(gd, v) {
         if (!v) { return false; }
         var xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis;
@@ -121,14 +134,14 @@
         if (xa.autorange || ya.autorange) { gd.__qvizLook = null; return false; }
         if (!(w > 0) || !(h > 0)) { return false; }
         if (last && last.data === gd.data && (Math.abs(last.w - w) > 1 || Math.abs(last.h - h) > 1)) {
-            var hw = last.ux * w / 2, hh = last.uy * h / 2;
-            gd.__qvizLook = {data: gd.data, w: w, h: h, cx: last.cx, cy: last.cy, ux: last.ux, uy: last.uy};
-            window.Plotly.relayout(gd, {"xaxis.range": [last.cx - hw, last.cx + hw],
-                                        "yaxis.range": [last.cy - hh, last.cy + hh]});
+            gd.__qvizLook = {data: gd.data, w: w, h: h, hx: last.hx, hy: last.hy, ux: last.ux, uy: last.uy};
+            window.Plotly.relayout(gd, {"xaxis.range": around(last.hx, last.ux, w),
+                                        "yaxis.range": around(last.hy, last.uy, h)});
             return true;
         }
-        gd.__qvizLook = {data: gd.data, w: w, h: h, cx: (v.x0 + v.x1) / 2, cy: (v.y0 + v.y1) / 2,
-                         ux: (v.x1 - v.x0) / w, uy: (v.y1 - v.y0) / h};
+        var i = trace(gd, "nodes"), all = i < 0 ? v : bounds(gd.data[i].x, gd.data[i].y);
+        gd.__qvizLook = {data: gd.data, w: w, h: h, hx: held(v.x0, v.x1, all.x0, all.x1),
+                         hy: held(v.y0, v.y1, all.y0, all.y1), ux: (v.x1 - v.x0) / w, uy: (v.y1 - v.y0) / h};
         return false;
     }
 

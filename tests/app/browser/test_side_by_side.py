@@ -146,6 +146,26 @@ def test_side_by_side_on_and_off_keeps_pane_a_where_it_looked(dash_duo):
         wait_for(lambda: _near(_look(dash_duo, "graph"), before),
                  what=lambda: f"pane A back at {before}; it is at {_look(dash_duo, 'graph')}")
 
+    # looking at the graph's start, pane A keeps the start where it was as it narrows (kept
+    # centred, the first node was cut in half at the pane's edge)
+    pos = _positions(dash_duo, "graph")
+    first = min(x for x, _ in pos.values())
+    dash_duo.driver.execute_script(
+        f"Plotly.relayout({_pane('graph')}, {{'xaxis.range': [{first - 0.5}, {first + 3.5}], "
+        f"'yaxis.range': [{y - 1}, {y + 1}]}});")
+    wait_for(lambda: abs(_x_range(dash_duo, "graph")[0] - (first - 0.5)) < 1e-6, what="pane A on the start")
+    click(dash_duo, "#side-by-side input")
+    wait_for(lambda: _width(dash_duo, "graph") < 0.75 * wide, what="pane A narrowed for pane B")
+    wait_for(lambda: abs(_x_range(dash_duo, "graph")[0] - (first - 0.5)) < 1e-3 and _x_range(dash_duo, "graph")[1] < first + 3,
+             what=lambda: f"the start kept at {first - 0.5}; pane A shows {_x_range(dash_duo, 'graph')}")
+    # the minimap takes a quarter of the narrowed pane, drawn at its size (it was 240 px of ~460)
+    sizes = ("const box = document.getElementById('graph-minimap'), svg = box.querySelector('svg.main-svg');"
+             "return [box.getBoundingClientRect().width, svg ? svg.getBoundingClientRect().width : 0];")
+    wait_for(lambda: dash_duo.driver.execute_script(sizes)[0] <= 0.3 * _width(dash_duo, "graph")
+             and abs(dash_duo.driver.execute_script(sizes)[1] - dash_duo.driver.execute_script(sizes)[0]) < 3,
+             what=lambda: f"a small minimap; box, drawing: {dash_duo.driver.execute_script(sizes)} "
+                          f"in a pane of {_width(dash_duo, 'graph')}")
+
 
 def _fill(dash_duo, graph_id):
     return dash_duo.driver.execute_script(
