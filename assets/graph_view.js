@@ -2,7 +2,8 @@
 // * labels: node names (and the bit badges beside them) are shown only while they can
 //   be read: one layout unit (the distance between ranks, or between neighbours in a
 //   rank) at least meta.label_px pixels wide, at most meta.labels_in_view nodes in view
-//   (drawing thousands of names is slow); zoom in and they appear;
+//   (drawing thousands of names is slow); zoom in and they appear; and only near the
+//   view (the server sends the others apart): pan, and the names there are drawn;
 // * minimap: while the view shows part of the graph, a small overview of the whole
 //   graph with the visible part boxed; click it to look there;
 // * zoom kept on a resize: when the plot changes size (side by side on or off, the
@@ -38,6 +39,23 @@
                 y0: Math.min(ya.range[0], ya.range[1]), y1: Math.max(ya.range[0], ya.range[1])};
     }
 
+    // The server draws names only near the view it opens on (qviz.render.names_near_view):
+    // all of them are in meta.labels, the region drawn in meta.labelled. When the view
+    // leaves that region, the names around the new view (half a view past each side) are
+    // drawn instead; returns them, or null while the view is inside the region.
+    function namesNear(gd, t, v, meta) {
+        var labels = meta.labels;
+        if (!labels || labels.length !== t.x.length) { return null; }
+        if (gd.__qvizNamesOf !== t) { gd.__qvizNamesOf = t; gd.__qvizLabelled = meta.labelled; }   // a new figure
+        var r = gd.__qvizLabelled;
+        if (r && v.x0 >= r[0] && v.x1 <= r[1] && v.y0 >= r[2] && v.y1 <= r[3]) { return null; }
+        var w = (v.x1 - v.x0) / 2, h = (v.y1 - v.y0) / 2;
+        r = gd.__qvizLabelled = [v.x0 - w, v.x1 + w, v.y0 - h, v.y1 + h];
+        return labels.map(function (s, k) {
+            return t.x[k] >= r[0] && t.x[k] <= r[1] && t.y[k] >= r[2] && t.y[k] <= r[3] ? s : "";
+        });
+    }
+
     function updateLabels(gd, v) {
         var i = trace(gd, "nodes");
         if (i < 0 || !gd.data[i].text || !v) { return; }
@@ -49,12 +67,66 @@
             if (t.x[k] >= v.x0 && t.x[k] <= v.x1 && t.y[k] >= v.y0 && t.y[k] <= v.y1) { n++; }
         }
         var want = n <= limit && px >= minPx ? "markers+text" : "markers";
-        if (t.mode !== want) { window.Plotly.restyle(gd, {mode: want}, [i]); }
+        var text = want === "markers+text" ? namesNear(gd, t, v, meta) : null;
+        if (text) {
+            // Plotly keeps a point's text group once made, and once its text was empty it
+            // has no text element to fill: those groups go, and are made again with the names
+            var layer = gd._fullData && gd._fullData[i] && gd.querySelector(".scatterlayer .trace" + gd._fullData[i].uid);
+            if (layer) {
+                layer.querySelectorAll("g.textpoint").forEach(function (g) { if (!g.firstChild) { g.remove(); } });
+            }
+            window.Plotly.restyle(gd, {mode: want, text: [text]}, [i]);
+        } else if (t.mode !== want) {
+            window.Plotly.restyle(gd, {mode: want}, [i]);
+        }
         // the bit badges (trace "bits", qviz/render/figure.py) come and go with the names
         var b = trace(gd, "bits"), show = want === "markers+text";
         if (b >= 0 && gd.data[b].visible !== show) { window.Plotly.restyle(gd, {visible: show}, [b]); }
     }
 
+    // The minimap is a canvas drawn here, not a second plotly plot: on NASNetMobile's op view
+    // (1,127 nodes) plotly took ~120 ms to draw it, after the graph and before the page could
+    // paint it. The whole graph is drawn once per figure (and fill, and size) into an image;
+    // a pan or zoom only redraws the image and the frame of the view.
+    function minimapCanvas(box) {
+        var c = box.querySelector("canvas");
+        if (!c) { c = document.createElement("canvas"); c.style.width = c.style.height = "100%"; c.style.display = "block"; box.appendChild(c); }
+        return c;
+    }
+    function drawWhole(gd, t, all, w, h) {
+        var ratio = window.devicePixelRatio || 1, img = document.createElement("canvas");
+        img.width = Math.round(w * ratio); img.height = Math.round(h * ratio);
+        var padX = 0.5 + 0.02 * (all.x1 - all.x0), padY = 0.5 + 0.02 * (all.y1 - all.y0), m = 2;
+        // layout units → CSS pixels of the box (y up in the plot, down on a canvas)
+        var map = {x0: all.x0 - padX, x1: all.x1 + padX, y0: all.y0 - padY, y1: all.y1 + padY, m: m, w: w, h: h};
+        map.sx = (w - 2 * m) / (map.x1 - map.x0); map.sy = (h - 2 * m) / (map.y1 - map.y0);
+        var px = function (x) { return m + (x - map.x0) * map.sx; }, py = function (y) { return m + (map.y1 - y) * map.sy; };
+        var g = img.getContext("2d");
+        g.scale(ratio, ratio);
+        g.fillStyle = "#fff"; g.fillRect(0, 0, w, h);
+        var e = gd.data[trace(gd, "edges")];
+        if (e && e.x) {   // polylines, one per edge, split by nulls
+            g.strokeStyle = "#c8cfd6"; g.lineWidth = 1; g.beginPath();
+            var pen = false;
+            for (var k = 0; k < e.x.length; k++) {
+                if (e.x[k] === null || e.y[k] === null) { pen = false; continue; }
+                if (pen) { g.lineTo(px(e.x[k]), py(e.y[k])); } else { g.moveTo(px(e.x[k]), py(e.y[k])); pen = true; }
+            }
+            g.stroke();
+        }
+        // the nodes by colour: a canvas parses each new fillStyle, a few colours for a thousand nodes
+        var colours = t.marker && t.marker.color, byColour = {};
+        for (var n = 0; n < t.x.length; n++) {
+            if (t.x[n] === null || t.y[n] === null) { continue; }
+            var c = (Array.isArray(colours) ? colours[n] : colours) || "#888";
+            (byColour[c] = byColour[c] || []).push(n);
+        }
+        Object.keys(byColour).forEach(function (c) {
+            g.fillStyle = c;
+            byColour[c].forEach(function (n) { g.fillRect(px(t.x[n]) - 1.5, py(t.y[n]) - 1.5, 3, 3); });
+        });
+        return {img: img, map: map, px: px, py: py};
+    }
     function updateMinimap(gd, v) {
         var box = document.getElementById(MINIMAP);
         var i = trace(gd, "nodes");
@@ -64,31 +136,25 @@
         var whole = v.x0 <= all.x0 && v.x1 >= all.x1 && v.y0 <= all.y0 && v.y1 >= all.y1;
         box.style.display = whole ? "none" : "block";
         if (whole) { return; }
-        var frame = {type: "rect", xref: "x", yref: "y", x0: v.x0, x1: v.x1, y0: v.y0, y1: v.y1,
-                     line: {color: "#d0021b", width: 1.5}, fillcolor: "rgba(208,2,27,0.08)"};
-        // redrawn when the graph or its fill changes (a metric colours it), else only the frame moves
+        var c = minimapCanvas(box), w = c.clientWidth, h = c.clientHeight;
+        if (!(w > 0) || !(h > 0)) { return; }
+        // drawn again when the graph, its fill (a metric colours it) or the box's size (its CSS
+        // follows the pane's width, side by side) changes
         var fill = t.marker && Array.isArray(t.marker.color) ? t.marker.color.join("") : "";
-        // (and when the box's size changes: its CSS follows the pane's width, side by side)
-        var w = box.clientWidth, h = box.clientHeight;
         var signature = t.x.length + "|" + (t.customdata || [])[0] + "|" + [all.x0, all.x1, all.y0, all.y1].join(",")
-            + "|" + fill + "|" + w + "x" + h;
-        if (box.__signature === signature) {
-            window.Plotly.relayout(box, {shapes: [frame]});
-            return;
+            + "|" + fill + "|" + w + "x" + h + "|" + (window.devicePixelRatio || 1);
+        if (!box.__whole || box.__whole.signature !== signature) {
+            box.__whole = drawWhole(gd, t, all, w, h);
+            box.__whole.signature = signature;
+            c.width = box.__whole.img.width; c.height = box.__whole.img.height;
         }
-        box.__signature = signature;
-        var e = gd.data[trace(gd, "edges")] || {x: [], y: []};
-        var padX = 0.5 + 0.02 * (all.x1 - all.x0), padY = 0.5 + 0.02 * (all.y1 - all.y0);
-        window.Plotly.react(box, [
-            {type: t.type || "scatter", x: e.x, y: e.y, mode: "lines", line: {width: 1, color: "#c8cfd6"}, hoverinfo: "skip"},
-            {type: t.type || "scatter", x: t.x, y: t.y, mode: "markers", hoverinfo: "skip",
-             marker: {size: 3, color: t.marker && t.marker.color}}
-        ], {
-            width: w, height: h, margin: {l: 2, r: 2, t: 2, b: 2}, showlegend: false, plot_bgcolor: "#fff", paper_bgcolor: "#fff",
-            xaxis: {visible: false, range: [all.x0 - padX, all.x1 + padX], fixedrange: true},
-            yaxis: {visible: false, range: [all.y0 - padY, all.y1 + padY], fixedrange: true},
-            shapes: [frame]
-        }, {staticPlot: true});
+        var d = box.__whole, g = c.getContext("2d"), ratio = c.width / w;
+        g.setTransform(1, 0, 0, 1, 0, 0);
+        g.drawImage(d.img, 0, 0);
+        g.setTransform(ratio, 0, 0, ratio, 0, 0);
+        var x0 = d.px(v.x0), x1 = d.px(v.x1), y0 = d.py(v.y1), y1 = d.py(v.y0);
+        g.fillStyle = "rgba(208,2,27,0.08)"; g.fillRect(x0, y0, x1 - x0, y1 - y0);
+        g.strokeStyle = "#d0021b"; g.lineWidth = 1.5; g.strokeRect(x0, y0, x1 - x0, y1 - y0);
     }
 
     // The first view: an SVG in the page's HTML (qviz/app/first_view.py), on screen before any
@@ -150,7 +216,9 @@
         var v = view(gd);
         if (keepScale(gd, v)) { return; }   // re-laid out at the kept scale: updated then
         updateLabels(gd, v);
-        updateMinimap(gd, v);
+        // after the graph is on screen: the next frame, once the browser has painted it
+        var frame = window.requestAnimationFrame || function (f) { return setTimeout(f, 16); };
+        frame(function () { setTimeout(function () { updateMinimap(gd, view(gd)); }, 0); });
     }
 
     // A match of the Patterns list clicked: its view key to the MATCH_PICK store (the
@@ -165,9 +233,9 @@
     document.addEventListener("click", function (event) {
         var box = event.target.closest && event.target.closest("#" + MINIMAP);
         var gd = document.querySelector("#" + GRAPH + " .js-plotly-plot");
-        if (!box || !gd || !box._fullLayout) { return; }
-        var xa = box._fullLayout.xaxis, ya = box._fullLayout.yaxis, r = box.getBoundingClientRect();
-        var x = xa.p2l(event.clientX - r.left - xa._offset), y = ya.p2l(event.clientY - r.top - ya._offset);
+        if (!box || !gd || !box.__whole) { return; }
+        var m = box.__whole.map, c = box.querySelector("canvas"), r = c.getBoundingClientRect();
+        var x = m.x0 + (event.clientX - r.left - m.m) / m.sx, y = m.y1 - (event.clientY - r.top - m.m) / m.sy;
         var v = view(gd);
         if (!v) { return; }
         var hw = (v.x1 - v.x0) / 2, hh = (v.y1 - v.y0) / 2;

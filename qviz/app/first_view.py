@@ -60,10 +60,11 @@ class FirstView:
     @cached_property
     def figure(self) -> dict:
         """The same view as a plotly figure (a dict)."""
-        from ..render import graph_figure
+        from ..render import graph_figure, names_near_view
 
         vg, pos, routes, hover = self.drawing
-        return graph_figure(vg, pos, routes=routes, hover=hover, show_status=False, first_view=True).to_plotly_json()
+        return names_near_view(graph_figure(vg, pos, routes=routes, hover=hover, show_status=False,
+                                            first_view=True)).to_plotly_json()
 
     def entry(self) -> FirstViewEntry:
         """What :class:`~qviz.app.front.FirstViewCache` keeps of it (the page's SVG)."""

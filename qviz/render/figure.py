@@ -23,7 +23,7 @@ from .marks import (COLORS, FRAME_FILL, GHOST_OPACITY, HALO_COLORS, HALO_OPACITY
                     MAX_LABELS, MAX_SVG_NODES, NO_VALUE_COLOR, SELECTED_OUTLINE, STATUS_COLORS, Badge, Frame,
                     FIRST_VIEW_RANKS, first_view_range, label_position, opposite_side, short_label)
 
-__all__ = ["graph_figure", "histogram_figure", "layer_error_figure", "sensitivity_figure", "pareto_figure",
+__all__ = ["graph_figure", "names_near_view", "histogram_figure", "layer_error_figure", "sensitivity_figure", "pareto_figure",
            "wrap_title", "WORST_LAYERS", "MAX_DRAWN_LEVELS"]
 
 #: The graph figure is built without plotly's per-value validation: on a redraw it cost more
@@ -226,6 +226,43 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
                          for label, _, (x, y) in drawn])
     return fig
 
+
+
+#: How far past the view names are drawn, in views on each side: a short pan finds them there.
+NAMES_MARGIN = 0.5
+
+
+def names_near_view(fig: go.Figure) -> go.Figure:
+    """``fig`` (a :func:`graph_figure` whose axes have ranges) with node names only near
+    the window it opens on, for a page that draws the rest as the view moves
+    (``assets/graph_view.js``). Plotly lays out every name, in view or not: on NASNetMobile's
+    op view (1,919 nodes) that was ~40 % of the drawing. All the names go in
+    ``layout.meta["labels"]`` (aligned with the node trace), the region drawn in
+    ``layout.meta["labelled"]`` (``[x0, x1, y0, y1]``). A figure shown whole (no ranges)
+    is left alone.
+
+    >>> import networkx as nx
+    >>> g = nx.DiGraph([(f"layer:n{i}", f"layer:n{i + 1}") for i in range(30)])
+    >>> for n in g: g.nodes[n].update(kind="conv", op="Conv2D", label=n[6:], layer=n[6:], ops=1, status=None)
+    >>> fig = names_near_view(graph_figure(g, {k: (float(i), 0.0) for i, k in enumerate(g)}, first_view=True))
+    >>> fig.layout.xaxis.range, fig.layout.meta["labelled"][:2]
+    ((-0.6, 9.4), [-5.6, 14.4])
+    >>> nodes = fig.data[1]
+    >>> [nodes.text[i] for i in (0, 14, 15, 30)], fig.layout.meta["labels"][30]
+    (['n0', 'n14', '', ''], 'n30')
+    """
+    nodes = next((t for t in fig.data if t.name == "nodes"), None)
+    xr, yr = fig.layout.xaxis.range, fig.layout.yaxis.range
+    if nodes is None or nodes.text is None or xr is None or yr is None:
+        return fig
+    (x0, x1), (y0, y1) = sorted(xr), sorted(yr)
+    w, h = NAMES_MARGIN * (x1 - x0), NAMES_MARGIN * (y1 - y0)
+    region = [x0 - w, x1 + w, y0 - h, y1 + h]
+    labels = list(nodes.text)
+    nodes.text = [s if region[0] <= x <= region[1] and region[2] <= y <= region[3] else ""
+                  for s, x, y in zip(labels, nodes.x, nodes.y)]
+    fig.layout.meta = {**(fig.layout.meta or {}), "labels": labels, "labelled": region}
+    return fig
 
 #: Above this many levels the lines are denser than the plot's pixels: the grid
 #: is drawn as its range, with the step written on it.

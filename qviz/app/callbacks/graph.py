@@ -19,7 +19,7 @@ from dash.exceptions import PreventUpdate
 from ...analysis.match_fates import summary as summarize_matches
 from ...patterns import BUILTIN, PatternSyntaxError, parse
 from ...layout import ViewKey
-from ...render import graph_figure
+from ...render import graph_figure, names_near_view
 from ...render.marks import FIRST_VIEW_RANKS
 from .. import ids, navigation, services
 from ..colour_by import SUGGESTED_BITS, metric_of, metric_waiting
@@ -206,6 +206,7 @@ def register(app, store) -> None:
             window_now = {"x": list(fig.layout.xaxis.range), "y": list(fig.layout.yaxis.range)}
         elif window is not None:   # where the user panned to: a click or an edit does not move it
             fig.update_layout(xaxis=dict(range=window["x"]), yaxis=dict(range=window["y"]))
+        names_near_view(fig)   # (the page draws the others as the view moves)
         c = result.changes
         drawn = recipe.to_json(indent=None)
         s.latest = drawn

@@ -159,8 +159,8 @@ def test_side_by_side_on_and_off_keeps_pane_a_where_it_looked(dash_duo):
     wait_for(lambda: abs(_x_range(dash_duo, "graph")[0] - (first - 0.5)) < 1e-3 and _x_range(dash_duo, "graph")[1] < first + 3,
              what=lambda: f"the start kept at {first - 0.5}; pane A shows {_x_range(dash_duo, 'graph')}")
     # the minimap takes a quarter of the narrowed pane, drawn at its size (it was 240 px of ~460)
-    sizes = ("const box = document.getElementById('graph-minimap'), svg = box.querySelector('svg.main-svg');"
-             "return [box.getBoundingClientRect().width, svg ? svg.getBoundingClientRect().width : 0];")
+    sizes = ("const box = document.getElementById('graph-minimap'), c = box.querySelector('canvas');"
+             "return [box.getBoundingClientRect().width, c ? c.width / (window.devicePixelRatio || 1) : 0];")
     wait_for(lambda: dash_duo.driver.execute_script(sizes)[0] <= 0.3 * _width(dash_duo, "graph")
              and abs(dash_duo.driver.execute_script(sizes)[1] - dash_duo.driver.execute_script(sizes)[0]) < 3,
              what=lambda: f"a small minimap; box, drawing: {dash_duo.driver.execute_script(sizes)} "
