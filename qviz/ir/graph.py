@@ -20,6 +20,7 @@ build new graphs (:meth:`Graph.with_nodes`).
 
 from __future__ import annotations
 
+import heapq
 import weakref
 from types import MappingProxyType
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
@@ -363,16 +364,42 @@ class Graph:
         return self.memo("ir.sorted", lambda: is_sorted(self._order))
 
     def toposort(self) -> "Graph":
-        """The same graph with its nodes in a topological order (stable for ties).
+        """The same graph with its nodes in a topological order (data and control
+        inputs first), stable for ties: of the nodes ready, the earliest in the current
+        order comes first, so a sorted graph is returned as it is.
 
         Raises GraphError on a cycle.
+
+        >>> g = Graph([Node("b", "Neg", ["a"]), Node("a", "Placeholder"), Node("c", "Neg", ["a"])],
+        ...           inputs=["a"], outputs=["b", "c"])
+        >>> [n.name for n in g.toposort().nodes]
+        ['a', 'b', 'c']
         """
-        try:
-            order = list(nx.lexicographical_topological_sort(
-                self.nx, key={n.name: i for i, n in enumerate(self._order)}.__getitem__))
-        except nx.NetworkXUnfeasible:
-            raise GraphError("graph has a cycle; it cannot be sorted") from None
-        return self.with_nodes(self._nodes[name] for name in order)
+        # Kahn's algorithm with a heap of positions (networkx's lexicographical sort, without
+        # building its graph: each rewrite sorts its result, ~40 ms of a fold toggle on MobileNetV2)
+        index = {n.name: i for i, n in enumerate(self._order)}
+        producers = [{index[p] for p in (*(parse_tensor_name(t)[0] for t in n.inputs), *n.control_inputs)
+                      if p in index} for n in self._order]
+        if all(p < i for i, ps in enumerate(producers) for p in ps):
+            return self
+        waiting = [len(ps) for ps in producers]
+        consumers: list[list[int]] = [[] for _ in producers]
+        for i, ps in enumerate(producers):
+            for p in ps:
+                consumers[p].append(i)
+        ready = [i for i, w in enumerate(waiting) if w == 0]
+        heapq.heapify(ready)
+        order = []
+        while ready:
+            i = heapq.heappop(ready)
+            order.append(i)
+            for c in consumers[i]:
+                waiting[c] -= 1
+                if waiting[c] == 0:
+                    heapq.heappush(ready, c)
+        if len(order) != len(producers):
+            raise GraphError("graph has a cycle; it cannot be sorted")
+        return self.with_nodes(self._order[i] for i in order)
 
     def cleanup(self) -> "Graph":
         """The same graph without nodes that no output depends on (inputs are kept)."""
