@@ -7,8 +7,9 @@
 // * minimap: while the view shows part of the graph, a small overview of the whole
 //   graph with the visible part boxed; click it to look there;
 // * zoom kept on a resize: when the plot changes size (side by side on or off, the
-//   window resized) it keeps its centre and its scale. Plotly keeps the axes' equal
-//   scale by widening a range instead, so each narrowing zoomed out for good.
+//   window resized) it keeps its scale, and the graph's start (or end) where it was if
+//   the view shows it, else its centre. Plotly keeps the axes' equal scale by widening a
+//   range instead, so each narrowing zoomed out for good.
 // Element ids and classes are the ones in qviz/app/ids.py (GRAPH, MINIMAP, MATCH_LIST, MATCH_ITEM, MATCH_PICK).
 (function () {
     var GRAPH = "graph", MINIMAP = "graph-minimap", MATCH_LIST = "match-list", MATCH_ITEM = "match-item",
@@ -40,20 +41,22 @@
     }
 
     // The server draws names only near the view it opens on (qviz.render.names_near_view):
-    // all of them are in meta.labels, the region drawn in meta.labelled. When the view
-    // leaves that region, the names around the new view (half a view past each side) are
-    // drawn instead; returns them, or null while the view is inside the region.
+    // all of them are in meta.labels. When a node in view has no name drawn (the view
+    // moved, or plotly widened an axis to keep the scale), the names around the view
+    // (meta.names_margin views past each side) are drawn instead; returns them, or null
+    // while every node in view has its name.
     function namesNear(gd, t, v, meta) {
-        var labels = meta.labels;
-        if (!labels || labels.length !== t.x.length) { return null; }
-        if (gd.__qvizNamesOf !== t) { gd.__qvizNamesOf = t; gd.__qvizLabelled = meta.labelled; }   // a new figure
-        var r = gd.__qvizLabelled;
-        if (r && v.x0 >= r[0] && v.x1 <= r[1] && v.y0 >= r[2] && v.y1 <= r[3]) { return null; }
-        var w = (v.x1 - v.x0) / 2, h = (v.y1 - v.y0) / 2;
-        r = gd.__qvizLabelled = [v.x0 - w, v.x1 + w, v.y0 - h, v.y1 + h];
-        return labels.map(function (s, k) {
-            return t.x[k] >= r[0] && t.x[k] <= r[1] && t.y[k] >= r[2] && t.y[k] <= r[3] ? s : "";
-        });
+        var labels = meta.labels, k;
+        if (!labels || labels.length !== t.x.length || !t.text) { return null; }
+        var inView = function (k, r) { return t.x[k] >= r[0] && t.x[k] <= r[1] && t.y[k] >= r[2] && t.y[k] <= r[3]; };
+        var view = [v.x0, v.x1, v.y0, v.y1], missing = false;
+        for (k = 0; k < labels.length && !missing; k++) {
+            missing = inView(k, view) && t.text[k] !== labels[k];
+        }
+        if (!missing) { return null; }
+        var m = typeof meta.names_margin === "number" ? meta.names_margin : 0.5;
+        var w = m * (v.x1 - v.x0), h = m * (v.y1 - v.y0), r = [v.x0 - w, v.x1 + w, v.y0 - h, v.y1 + h];
+        return labels.map(function (s, k) { return inView(k, r) ? s : ""; });
     }
 
     function updateLabels(gd, v) {

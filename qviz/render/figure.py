@@ -227,19 +227,19 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
     return fig
 
 
-
 #: How far past the view names are drawn, in views on each side: a short pan finds them there.
 NAMES_MARGIN = 0.5
 
 
 def names_near_view(fig: go.Figure) -> go.Figure:
-    """``fig`` (a :func:`graph_figure` whose axes have ranges) with node names only near
-    the window it opens on, for a page that draws the rest as the view moves
-    (``assets/graph_view.js``). Plotly lays out every name, in view or not: on NASNetMobile's
-    op view (1,919 nodes) that was ~40 % of the drawing. All the names go in
-    ``layout.meta["labels"]`` (aligned with the node trace), the region drawn in
-    ``layout.meta["labelled"]`` (``[x0, x1, y0, y1]``). A figure shown whole (no ranges)
-    is left alone.
+    """``fig`` (a :func:`graph_figure` whose axes have ranges), changed in place to draw
+    node names only near the window it opens on, for a page that draws the rest as the
+    view moves (``assets/graph_view.js``). Plotly lays out every name, in view or not: on
+    NASNetMobile's op view (1,127 nodes) that was ~40 % of the drawing. All the names go
+    in ``layout.meta["labels"]`` (aligned with the node trace), the region drawn in
+    ``layout.meta["labelled"]`` (``[x0, x1, y0, y1]``), the margin past the view the page
+    keeps in ``layout.meta["names_margin"]``. A figure shown whole (no ranges) is left
+    alone; a figure trimmed already is trimmed again from all its names.
 
     >>> import networkx as nx
     >>> g = nx.DiGraph([(f"layer:n{i}", f"layer:n{i + 1}") for i in range(30)])
@@ -258,11 +258,12 @@ def names_near_view(fig: go.Figure) -> go.Figure:
     (x0, x1), (y0, y1) = sorted(xr), sorted(yr)
     w, h = NAMES_MARGIN * (x1 - x0), NAMES_MARGIN * (y1 - y0)
     region = [x0 - w, x1 + w, y0 - h, y1 + h]
-    labels = list(nodes.text)
+    labels = list((fig.layout.meta or {}).get("labels") or nodes.text)
     nodes.text = [s if region[0] <= x <= region[1] and region[2] <= y <= region[3] else ""
                   for s, x, y in zip(labels, nodes.x, nodes.y)]
-    fig.layout.meta = {**(fig.layout.meta or {}), "labels": labels, "labelled": region}
+    fig.layout.meta = {**(fig.layout.meta or {}), "labels": labels, "labelled": region, "names_margin": NAMES_MARGIN}
     return fig
+
 
 #: Above this many levels the lines are denser than the plot's pixels: the grid
 #: is drawn as its range, with the step written on it.

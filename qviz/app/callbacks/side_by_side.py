@@ -97,7 +97,7 @@ def register(app, store) -> None:
         # new view (mode, direction, blocks), which pane A draws from its start too, nor a selection
         ranges = synced_range({"xaxis.range": window.get("x"), "yaxis.range": window.get("y")}, a, b, pairs) \
             if isinstance(window, dict) and ctx.triggered_id in (ids.SIDE_BY_SIDE, ids.PINNED, ids.RECIPE,
-                                                                 ids.COLOR_BY) else None
+                                                                 ids.COLOR_BY, *SWEEP_INPUTS) else None
         # a block just opened (or a layer expanded): B looks at it as pane A does (A's new
         # window is not known here: A works it out in the same moment)
         opened = navigation.look_at(b, frames, s, key) if ctx.triggered_id == ids.VIEW and key else None
@@ -105,7 +105,7 @@ def register(app, store) -> None:
             fig.update_layout(xaxis=dict(range=ranges[0]), yaxis=dict(range=ranges[1]))
         elif opened is not None:
             center_on(fig, opened[0], direction or "LR", opened[1])
-        elif chosen:   # the selection's counterpart, in view
+        elif chosen and ctx.triggered_id not in SWEEP_INPUTS:   # the selection's counterpart, in view
             center_on(fig, b.pos[chosen[0]], direction or "LR")
         caption = pane_caption(other, s)
         return dict(figure=fig, caption=f"{caption} · {note}" if note else caption, hidden=False)

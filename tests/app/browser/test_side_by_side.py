@@ -161,7 +161,7 @@ def test_side_by_side_on_and_off_keeps_pane_a_where_it_looked(dash_duo):
     # the minimap takes a quarter of the narrowed pane, drawn at its size (it was 240 px of ~460)
     sizes = ("const box = document.getElementById('graph-minimap'), c = box.querySelector('canvas');"
              "return [box.getBoundingClientRect().width, c ? c.width / (window.devicePixelRatio || 1) : 0];")
-    wait_for(lambda: dash_duo.driver.execute_script(sizes)[0] <= 0.3 * _width(dash_duo, "graph")
+    wait_for(lambda: 50 < dash_duo.driver.execute_script(sizes)[0] <= 0.3 * _width(dash_duo, "graph")
              and abs(dash_duo.driver.execute_script(sizes)[1] - dash_duo.driver.execute_script(sizes)[0]) < 3,
              what=lambda: f"a small minimap; box, drawing: {dash_duo.driver.execute_script(sizes)} "
                           f"in a pane of {_width(dash_duo, 'graph')}")
@@ -232,6 +232,12 @@ def test_both_panes_repaint_when_the_sweep_they_are_coloured_by_finishes(dash_du
     wait_for(lambda: "run the sensitivity sweep first" in text_of(dash_duo, "#metric-legend"),
              what=lambda: f"the sweep asked for; legend {text_of(dash_duo, '#metric-legend')!r}")
     before_a, before_b = _fill(dash_duo, "graph"), _fill(dash_duo, "graph-b")
+    # pane A looks at conv2, and B with it: the repaint leaves both there
+    x, y = _positions(dash_duo, "graph")["layer:conv2"]
+    dash_duo.driver.execute_script(
+        f"Plotly.relayout({_pane('graph')}, {{'xaxis.range': [{x - 2}, {x + 2}], 'yaxis.range': [{y - 1}, {y + 1}]}});")
+    bx = _positions(dash_duo, "graph-b")["layer:conv2"][0]
+    wait_for(lambda: abs(_look(dash_duo, "graph-b")[0] - bx) < 0.01, what="pane B on conv2")
     for b in (6, 3, 2):           # sweep 8 and 4 bits only: 16 measurements
         click(dash_duo, f"#sweep-bits input[value='{b}']")
     click(dash_duo, "#sweep-run")
@@ -248,4 +254,6 @@ def test_both_panes_repaint_when_the_sweep_they_are_coloured_by_finishes(dash_du
     wait_for(lambda: painted("graph"), what=lambda: f"pane A painted; {_fill(dash_duo, 'graph')}")
     wait_for(lambda: painted("graph-b"), what=lambda: f"pane B painted; {_fill(dash_duo, 'graph-b')}")
     assert before_b != _fill(dash_duo, "graph-b")
+    assert abs(_look(dash_duo, "graph-b")[0] - bx) < 0.01, f"pane B left conv2: {_look(dash_duo, 'graph-b')}"
+    assert abs(_look(dash_duo, "graph")[0] - x) < 0.01, f"pane A left conv2: {_look(dash_duo, 'graph')}"
     assert "run the sensitivity sweep first" not in text_of(dash_duo, "#metric-legend")
