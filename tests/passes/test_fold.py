@@ -163,3 +163,23 @@ def test_zoo_tf_keras_fused_fold():
     assert err <= 1e-5
     assert "FusedBatchNormV3" not in result.graph.op_counts()
     assert sum(c.foldable for c in fold_candidates(g)) == 52 and not batch_norm_nodes(result.graph)
+
+
+def test_the_last_fold_results_are_kept_per_graph_and_are_the_same_folds(samples):
+    """A fold toggle asks for the same selections more than once: the last few results are
+    kept with the graph, by the set of layers asked for (any order), and equal a fresh fold."""
+    from qviz.passes.fold_batch_norms import RECENT_FOLDS, _fold
+
+    graph = qviz.load(samples["lenet_digits"])
+    first = fold_batch_norms(graph, ["conv1", "conv2"])
+    assert fold_batch_norms(graph, ["conv2", "conv1"]) is first
+    fresh = _fold(graph, {"conv1", "conv2"})
+    assert [n.name for n in first.graph.nodes] == [n.name for n in fresh.graph.nodes]
+    assert all(a == b for a, b in zip(first.graph.nodes, fresh.graph.nodes))
+    assert first.changes == fresh.changes and first.skipped == fresh.skipped
+    # others push it out, oldest first; a graph's results are its own
+    for layers in (["conv1"], ["conv2"], None)[:RECENT_FOLDS]:
+        assert fold_batch_norms(graph, layers) is not first
+    assert fold_batch_norms(graph, ["conv1", "conv2"]) is not first
+    other = qviz.load(samples["lenet_digits"])
+    assert fold_batch_norms(other, None).graph is not fold_batch_norms(graph, None).graph
