@@ -12,8 +12,8 @@
 //   range instead, so each narrowing zoomed out for good.
 // Element ids and classes are the ones in qviz/app/ids.py (GRAPH, MINIMAP, MATCH_LIST, MATCH_ITEM, MATCH_PICK).
 (function () {
-    var GRAPH = "graph", MINIMAP = "graph-minimap", MATCH_LIST = "match-list", MATCH_ITEM = "match-item",
-        MATCH_PICK = "match-pick";
+    var GRAPH = "graph", GRAPH_B = "graph-b", MINIMAP = "graph-minimap", MATCH_LIST = "match-list",
+        MATCH_ITEM = "match-item", MATCH_PICK = "match-pick";
 
     function trace(gd, name) {
         if (!gd.data) { return -1; }
@@ -59,6 +59,28 @@
         return labels.map(function (s, k) { return inView(k, r) ? s : ""; });
     }
 
+    // Plotly keeps a trace's text groups from one drawing to the next (a new figure too),
+    // and a group whose text was once empty has no text element left: a name its point gets
+    // later may not be drawn (nodes in view went unnamed after a switch of view). So every
+    // drawing starts without them (plotly_beforeplot, below), and new names are set without
+    // them; should a node in view still have no name on screen, the names are set again once.
+    function textGroups(gd, i) {
+        var full = gd._fullData && gd._fullData[i];
+        var layer = full && gd.querySelector(".scatterlayer .trace" + full.uid);
+        return layer ? Array.prototype.slice.call(layer.querySelectorAll("g.textpoint")) : [];
+    }
+    // Whether a node in view has a name in the data but none on screen (after a new figure).
+    function namesMissing(gd, i, t, v) {
+        var drawn = {};
+        textGroups(gd, i).forEach(function (g) { if (g.firstChild && g.__data__) { drawn[g.__data__.i] = true; } });
+        for (var k = 0; k < t.x.length; k++) {
+            if (t.text[k] && !drawn[k] && t.x[k] >= v.x0 && t.x[k] <= v.x1 && t.y[k] >= v.y0 && t.y[k] <= v.y1) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     function updateLabels(gd, v) {
         var i = trace(gd, "nodes");
         if (i < 0 || !gd.data[i].text || !v) { return; }
@@ -71,13 +93,12 @@
         }
         var want = n <= limit && px >= minPx ? "markers+text" : "markers";
         var text = want === "markers+text" ? namesNear(gd, t, v, meta) : null;
+        if (!text && want === "markers+text" && t.text && gd.__qvizRepaired !== t && namesMissing(gd, i, t, v)) {
+            gd.__qvizRepaired = t;   // (once per figure: never a loop of redraws)
+            text = t.text.slice();
+        }
         if (text) {
-            // Plotly keeps a point's text group once made, and once its text was empty it
-            // has no text element to fill: those groups go, and are made again with the names
-            var layer = gd._fullData && gd._fullData[i] && gd.querySelector(".scatterlayer .trace" + gd._fullData[i].uid);
-            if (layer) {
-                layer.querySelectorAll("g.textpoint").forEach(function (g) { if (!g.firstChild) { g.remove(); } });
-            }
+            textGroups(gd, i).forEach(function (g) { g.remove(); });
             window.Plotly.restyle(gd, {mode: want, text: [text]}, [i]);
         } else if (t.mode !== want) {
             window.Plotly.restyle(gd, {mode: want}, [i]);
@@ -245,13 +266,25 @@
         window.Plotly.relayout(gd, {"xaxis.range": [x - hw, x + hw], "yaxis.range": [y - hh, y + hh]});
     });
 
-    // The plot's div is made (and remade) by Dash: bind to each one once.
+    // Pane B (side by side): its names come and go as pane A's do (drawn all at once,
+    // zoomed out, they were a smear); its view follows pane A's, and it has no minimap.
+    function updateB(gd) {
+        updateLabels(gd, view(gd));
+    }
+
+    // The plot's divs are made (and remade) by Dash: bind to each one once.
     setInterval(function () {
-        var gd = document.querySelector("#" + GRAPH + " .js-plotly-plot");
-        if (!gd || gd.__qvizBound || !gd.on || !window.Plotly) { return; }
-        gd.__qvizBound = true;
-        gd.on("plotly_afterplot", function () { update(gd); });
-        gd.on("plotly_relayout", function () { update(gd); });
-        update(gd);
+        [[GRAPH, update], [GRAPH_B, updateB]].forEach(function (pane) {
+            var gd = document.querySelector("#" + pane[0] + " .js-plotly-plot");
+            if (!gd || gd.__qvizBound || !gd.on || !window.Plotly) { return; }
+            gd.__qvizBound = true;
+            // each drawing makes its text groups afresh (see textGroups)
+            gd.on("plotly_beforeplot", function () {
+                gd.querySelectorAll(".scatterlayer g.textpoint").forEach(function (g) { g.remove(); });
+            });
+            gd.on("plotly_afterplot", function () { pane[1](gd); });
+            gd.on("plotly_relayout", function () { pane[1](gd); });
+            pane[1](gd);
+        });
     }, 200);
 })();

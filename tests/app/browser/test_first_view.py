@@ -68,11 +68,12 @@ def test_the_page_holds_the_layer_view_before_tensorflow_has_opened_the_model(da
     assert drawn[3][1] - drawn[3][0] < 12
 
 
-def _names_in_view(dash_duo):
-    """(the names of the nodes in view, the names drawn) of the graph in the page."""
+def _names_in_view(dash_duo, graph_id="graph"):
+    """(the names of the nodes in view, the names drawn) of a graph in the page."""
     return dash_duo.driver.execute_script(
-        "const g = document.querySelector('#graph .js-plotly-plot');"
-        "const i = g.data.findIndex(d => d.name === 'nodes'), t = g.data[i], labels = g.layout.meta.labels;"
+        f"const g = document.querySelector('#{graph_id} .js-plotly-plot');"
+        "const i = g.data.findIndex(d => d.name === 'nodes'), t = g.data[i];"
+        "const labels = (g.layout.meta || {}).labels || t.text;"
         "const xr = g._fullLayout.xaxis.range, yr = g._fullLayout.yaxis.range, want = [];"
         "t.x.forEach((x, k) => { if (x >= Math.min(...xr) && x <= Math.max(...xr) && t.y[k] >= Math.min(...yr)"
         "    && t.y[k] <= Math.max(...yr)) want.push(labels[k]); });"
@@ -122,6 +123,31 @@ def test_a_long_graph_has_a_minimap_that_moves_the_view_and_labels_come_with_zoo
         " {'xaxis.autorange': true, 'yaxis.autorange': true});")
     wait_for(lambda: mode() == "markers", what="labels hidden when zoomed out")
     wait_for(lambda: not dash_duo.find_element("#graph-minimap").is_displayed(), what="no minimap for the whole")
+
+
+def test_names_are_drawn_in_a_new_view_and_pane_b_hides_them_when_zoomed_out(dash_duo, mobilenet_file):
+    """A user's try: after a switch of view some nodes in view had no name (plotly kept the
+    last figure's emptied text groups); and pane B, zoomed out, drew every name in a smear."""
+    dash_duo.start_server(create_app(qviz.load(mobilenet_file), model_name="mobilenet", worker=False))
+    wait_open(dash_duo, "mobilenet")
+
+    def all_named(graph_id="graph"):
+        want, drawn = _names_in_view(dash_duo, graph_id)
+        return want and set(want) <= set(drawn)
+
+    for mode in ("op", "layer", "op"):
+        nodes = figure_nodes(dash_duo)
+        dash_duo.driver.execute_script(f"document.querySelector(\"#view-mode input[value='{mode}']\").click();")
+        wait_for(lambda: figure_nodes(dash_duo) != nodes, what=f"the {mode} view")
+        wait_for(all_named, what=lambda: f"every node in the {mode} view named: {_names_in_view(dash_duo)}")
+    dash_duo.driver.execute_script("document.querySelector('#side-by-side input').click();")
+    b = "document.querySelector('#graph-b .js-plotly-plot')"
+    wait_for(lambda: dash_duo.driver.execute_script(f"const g = {b}; return !!(g && g.data && g.data.length);"),
+             what="pane B drawn")
+    wait_for(lambda: all_named("graph-b"), what=lambda: f"pane B named: {_names_in_view(dash_duo, 'graph-b')}")
+    dash_duo.driver.execute_script(f"Plotly.relayout({b}, {{'xaxis.autorange': true, 'yaxis.autorange': true}});")
+    wait_for(lambda: dash_duo.driver.execute_script(f"return {b}.data.find(d => d.name === 'nodes').mode;") == "markers",
+             what="pane B's names hidden when zoomed out")
 
 
 def test_a_file_that_does_not_open_does_not_stay_on_screen_as_if_it_had(dash_duo, tmp_path):
