@@ -7,8 +7,8 @@
 // * minimap: while the view shows part of the graph, a small overview of the whole
 //   graph with the visible part boxed; click it to look there;
 // * zoom kept on a resize: when the plot changes size (side by side on or off, the
-//   window resized) it keeps its scale, and the graph's start (or end) where it was if
-//   the view shows it, else its centre. Plotly keeps the axes' equal scale by widening a
+//   window resized) it keeps its scale, and the graph's start where it was if the view
+//   shows it, else its centre. Plotly keeps the axes' equal scale by widening a
 //   range instead, so each narrowing zoomed out for good.
 // Element ids and classes are the ones in qviz/app/ids.py (GRAPH, MINIMAP, MATCH_LIST, MATCH_ITEM, MATCH_PICK).
 (function () {
@@ -204,14 +204,15 @@
 
     // What the plot looks at, for the figure drawn (gd.data: a new figure brings its own
     // ranges) at the size it was drawn: units per pixel and, on each axis, the point held in
-    // place when the plot is resized (side by side): the view's start edge if it shows the
-    // graph's start and not its end (the first node is not cut in half), its end edge the other
-    // way round, else its centre.
+    // place when the plot is resized (side by side): the view's edge at the graph's start if
+    // it shows the start and not the end (the graph starts at the left, or at the top when
+    // drawn downwards: the first node is not cut in half), else the view's centre (a node
+    // looked at stays in the middle).
     // A graph shown whole (autorange: a short graph, or a double-click home) is left to
     // plotly, which fits it again to the new size.
-    function held(lo, hi, first, last) {
-        var start = lo <= first, end = hi >= last;
-        return start === end ? {at: (lo + hi) / 2, side: 0} : (start ? {at: lo, side: -1} : {at: hi, side: 1});
+    function held(lo, hi, first, last, startIsHigh) {
+        var start = startIsHigh ? hi >= last && lo > first : lo <= first && hi < last;
+        return !start ? {at: (lo + hi) / 2, side: 0} : (startIsHigh ? {at: hi, side: 1} : {at: lo, side: -1});
     }
     function around(h, units, px) {
         var span = units * px;
@@ -230,8 +231,8 @@
             return true;
         }
         var i = trace(gd, "nodes"), all = i < 0 ? v : bounds(gd.data[i].x, gd.data[i].y);
-        gd.__qvizLook = {data: gd.data, w: w, h: h, hx: held(v.x0, v.x1, all.x0, all.x1),
-                         hy: held(v.y0, v.y1, all.y0, all.y1), ux: (v.x1 - v.x0) / w, uy: (v.y1 - v.y0) / h};
+        gd.__qvizLook = {data: gd.data, w: w, h: h, hx: held(v.x0, v.x1, all.x0, all.x1, false),
+                         hy: held(v.y0, v.y1, all.y0, all.y1, true), ux: (v.x1 - v.x0) / w, uy: (v.y1 - v.y0) / h};
         return false;
     }
 

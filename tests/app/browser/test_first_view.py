@@ -14,7 +14,7 @@ from qviz.app import create_app
 from qviz.samples import sample_path
 
 from ...models import zoo_model
-from .helpers import figure_nodes, needs_browser, shot, wait_for, wait_open
+from .helpers import figure_nodes, is_open, needs_browser, shot, wait_for, wait_open
 
 pytestmark = needs_browser
 
@@ -129,16 +129,20 @@ def test_names_are_drawn_in_a_new_view_and_pane_b_hides_them_when_zoomed_out(das
     """A user's try: after a switch of view some nodes in view had no name (plotly kept the
     last figure's emptied text groups); and pane B, zoomed out, drew every name in a smear."""
     dash_duo.start_server(create_app(qviz.load(mobilenet_file), model_name="mobilenet", worker=False))
-    wait_open(dash_duo, "mobilenet")
+    # (named by its file when another test here served the file first: the page's cache)
+    wait_for(lambda: is_open(dash_duo, "mobilenet") or is_open(dash_duo, mobilenet_file.name), timeout=60,
+             what="mobilenet open")
 
     def all_named(graph_id="graph"):
         want, drawn = _names_in_view(dash_duo, graph_id)
         return want and set(want) <= set(drawn)
 
+    kinds = ("const g = document.querySelector('#graph .js-plotly-plot');"
+             "return [...new Set(g.data.find(d => d.name === 'nodes').customdata.map(k => k.split(':')[0]))];")
     for mode in ("op", "layer", "op"):
-        nodes = figure_nodes(dash_duo)
         dash_duo.driver.execute_script(f"document.querySelector(\"#view-mode input[value='{mode}']\").click();")
-        wait_for(lambda: figure_nodes(dash_duo) != nodes, what=f"the {mode} view")
+        wait_for(lambda: dash_duo.driver.execute_script(kinds) == [mode],
+                 what=lambda: f"the {mode} view; drawn: {dash_duo.driver.execute_script(kinds)}")
         wait_for(all_named, what=lambda: f"every node in the {mode} view named: {_names_in_view(dash_duo)}")
     dash_duo.driver.execute_script("document.querySelector('#side-by-side input').click();")
     b = "document.querySelector('#graph-b .js-plotly-plot')"

@@ -200,7 +200,8 @@ def test_pane_b_is_coloured_as_asked_and_frames_opened_blocks(dash_duo):
              what=lambda: f"the caption says so; {text_of(dash_duo, '#pane-b-caption')!r}")
 
     click(dash_duo, "#blocks-button")
-    wait_for(lambda: any(k.startswith("block:") for k in _positions(dash_duo, "graph-b")), what="B grouped")
+    wait_for(lambda: all(any(k.startswith("block:") for k in _positions(dash_duo, pane)) for pane in ("graph", "graph-b")),
+             what="A and B grouped")
     block = next(k for k in _positions(dash_duo, "graph") if k.startswith("block:"))
     click_node(dash_duo, block)
     wait_for(lambda: text_of(dash_duo, ".block-toggle") == "open this block", what="the block's panel")
