@@ -40,45 +40,35 @@
                 y0: Math.min(ya.range[0], ya.range[1]), y1: Math.max(ya.range[0], ya.range[1])};
     }
 
+    // Whether node k of trace t lies in r ({x0, x1, y0, y1}: a view, or one widened).
+    function within(t, k, r) {
+        return t.x[k] >= r.x0 && t.x[k] <= r.x1 && t.y[k] >= r.y0 && t.y[k] <= r.y1;
+    }
+
     // The server draws names only near the view it opens on (qviz.render.names_near_view):
     // all of them are in meta.labels. When a node in view has no name drawn (the view
     // moved, or plotly widened an axis to keep the scale), the names around the view
     // (meta.names_margin views past each side) are drawn instead; returns them, or null
     // while every node in view has its name.
     function namesNear(gd, t, v, meta) {
-        var labels = meta.labels, k;
+        var labels = meta.labels, k, missing = false;
         if (!labels || labels.length !== t.x.length || !t.text) { return null; }
-        var inView = function (k, r) { return t.x[k] >= r[0] && t.x[k] <= r[1] && t.y[k] >= r[2] && t.y[k] <= r[3]; };
-        var view = [v.x0, v.x1, v.y0, v.y1], missing = false;
         for (k = 0; k < labels.length && !missing; k++) {
-            missing = inView(k, view) && t.text[k] !== labels[k];
+            missing = within(t, k, v) && t.text[k] !== labels[k];
         }
         if (!missing) { return null; }
         var m = typeof meta.names_margin === "number" ? meta.names_margin : 0.5;
-        var w = m * (v.x1 - v.x0), h = m * (v.y1 - v.y0), r = [v.x0 - w, v.x1 + w, v.y0 - h, v.y1 + h];
-        return labels.map(function (s, k) { return inView(k, r) ? s : ""; });
+        var w = m * (v.x1 - v.x0), h = m * (v.y1 - v.y0);
+        var r = {x0: v.x0 - w, x1: v.x1 + w, y0: v.y0 - h, y1: v.y1 + h};
+        return labels.map(function (s, k) { return within(t, k, r) ? s : ""; });
     }
 
     // Plotly keeps a trace's text groups from one drawing to the next (a new figure too),
     // and a group whose text was once empty has no text element left: a name its point gets
-    // later may not be drawn (nodes in view went unnamed after a switch of view). So every
-    // drawing starts without them (plotly_beforeplot, below), and new names are set without
-    // them; should a node in view still have no name on screen, the names are set again once.
-    function textGroups(gd, i) {
-        var full = gd._fullData && gd._fullData[i];
-        var layer = full && gd.querySelector(".scatterlayer .trace" + full.uid);
-        return layer ? Array.prototype.slice.call(layer.querySelectorAll("g.textpoint")) : [];
-    }
-    // Whether a node in view has a name in the data but none on screen (after a new figure).
-    function namesMissing(gd, i, t, v) {
-        var drawn = {};
-        textGroups(gd, i).forEach(function (g) { if (g.firstChild && g.__data__) { drawn[g.__data__.i] = true; } });
-        for (var k = 0; k < t.x.length; k++) {
-            if (t.text[k] && !drawn[k] && t.x[k] >= v.x0 && t.x[k] <= v.x1 && t.y[k] >= v.y0 && t.y[k] <= v.y1) {
-                return true;
-            }
-        }
-        return false;
+    // later is not drawn (nodes in view went unnamed after a switch of view, or a pan). So
+    // every drawing starts without them (plotly_beforeplot, below), and so do new names.
+    function dropTextGroups(gd) {
+        gd.querySelectorAll(".scatterlayer g.textpoint").forEach(function (g) { g.remove(); });
     }
 
     function updateLabels(gd, v) {
@@ -89,16 +79,12 @@
         // pixels per layout unit across the screen: below minPx the names would run into each other
         var px = gd._fullLayout.xaxis._length / Math.max(v.x1 - v.x0, 1e-9);
         for (var k = 0; k < t.x.length && n <= limit; k++) {
-            if (t.x[k] >= v.x0 && t.x[k] <= v.x1 && t.y[k] >= v.y0 && t.y[k] <= v.y1) { n++; }
+            if (within(t, k, v)) { n++; }
         }
         var want = n <= limit && px >= minPx ? "markers+text" : "markers";
         var text = want === "markers+text" ? namesNear(gd, t, v, meta) : null;
-        if (!text && want === "markers+text" && t.text && gd.__qvizRepaired !== t && namesMissing(gd, i, t, v)) {
-            gd.__qvizRepaired = t;   // (once per figure: never a loop of redraws)
-            text = t.text.slice();
-        }
         if (text) {
-            textGroups(gd, i).forEach(function (g) { g.remove(); });
+            dropTextGroups(gd);
             window.Plotly.restyle(gd, {mode: want, text: [text]}, [i]);
         } else if (t.mode !== want) {
             window.Plotly.restyle(gd, {mode: want}, [i]);
@@ -279,10 +265,7 @@
             var gd = document.querySelector("#" + pane[0] + " .js-plotly-plot");
             if (!gd || gd.__qvizBound || !gd.on || !window.Plotly) { return; }
             gd.__qvizBound = true;
-            // each drawing makes its text groups afresh (see textGroups)
-            gd.on("plotly_beforeplot", function () {
-                gd.querySelectorAll(".scatterlayer g.textpoint").forEach(function (g) { g.remove(); });
-            });
+            gd.on("plotly_beforeplot", function () { dropTextGroups(gd); });   // (see dropTextGroups)
             gd.on("plotly_afterplot", function () { pane[1](gd); });
             gd.on("plotly_relayout", function () { pane[1](gd); });
             pane[1](gd);

@@ -14,7 +14,7 @@ from qviz.app import create_app
 from qviz.samples import sample_path
 
 from ...models import zoo_model
-from .helpers import figure_nodes, is_open, needs_browser, shot, wait_for, wait_open
+from .helpers import figure_nodes, is_open, needs_browser, shot, wait_for, wait_idle, wait_open
 
 pytestmark = needs_browser
 
@@ -125,9 +125,11 @@ def test_a_long_graph_has_a_minimap_that_moves_the_view_and_labels_come_with_zoo
     wait_for(lambda: not dash_duo.find_element("#graph-minimap").is_displayed(), what="no minimap for the whole")
 
 
-def test_names_are_drawn_in_a_new_view_and_pane_b_hides_them_when_zoomed_out(dash_duo, mobilenet_file):
+def test_names_are_drawn_in_a_new_view_and_pane_b_hides_them_when_zoomed_out(dash_duo, mobilenet_file, tmp_path,
+                                                                             monkeypatch):
     """A user's try: after a switch of view some nodes in view had no name (plotly kept the
     last figure's emptied text groups); and pane B, zoomed out, drew every name in a smear."""
+    monkeypatch.setenv("QVIZ_CACHE_DIR", str(tmp_path))   # not the page another test here cached
     dash_duo.start_server(create_app(qviz.load(mobilenet_file), model_name="mobilenet", worker=False))
     # (named by its file when another test here served the file first: the page's cache)
     wait_for(lambda: is_open(dash_duo, "mobilenet") or is_open(dash_duo, mobilenet_file.name), timeout=60,
@@ -140,8 +142,9 @@ def test_names_are_drawn_in_a_new_view_and_pane_b_hides_them_when_zoomed_out(das
     kinds = ("const g = document.querySelector('#graph .js-plotly-plot');"
              "return [...new Set(g.data.find(d => d.name === 'nodes').customdata.map(k => k.split(':')[0]))];")
     for mode in ("op", "layer", "op"):
+        wait_idle(dash_duo)   # (a click while the page still answers the last one can be lost)
         dash_duo.driver.execute_script(f"document.querySelector(\"#view-mode input[value='{mode}']\").click();")
-        wait_for(lambda: dash_duo.driver.execute_script(kinds) == [mode],
+        wait_for(lambda: dash_duo.driver.execute_script(kinds) == [mode], timeout=60,
                  what=lambda: f"the {mode} view; drawn: {dash_duo.driver.execute_script(kinds)}")
         wait_for(all_named, what=lambda: f"every node in the {mode} view named: {_names_in_view(dash_duo)}")
     dash_duo.driver.execute_script("document.querySelector('#side-by-side input').click();")
