@@ -25,7 +25,7 @@ import networkx as nx
 from ..ir import Graph, Node, parse_tensor_name
 from ..ir.ops import ACTIVATION_OPS, ADD_OPS, BATCH_NORM_OPS, CONV_LIKE_OPS, FAKE_QUANT_OPS
 
-__all__ = ["view_graph", "sketch_view", "kind_of_op", "kind_of_keras_class", "layer_kind", "KINDS", "ViewKey",
+__all__ = ["view_graph", "op_label", "sketch_view", "kind_of_op", "kind_of_keras_class", "layer_kind", "KINDS", "ViewKey",
            "diff_status", "key_showing", "block_showing", "close_blocks", "around", "BLOCK_KIND"]
 
 
@@ -243,6 +243,18 @@ def around(vg: nx.DiGraph, layers: Iterable[str], hops: int = 2) -> nx.DiGraph:
     return vg.subgraph(keep).copy()
 
 
+def op_label(name: str, layer: str) -> str:
+    """An op's label: its own last name after its layer's name. Op names repeat from layer to
+    layer (every Keras conv is ``convolution``, every batch norm ``mul_1`` and ``add_1``), so
+    the last name alone cannot tell one layer's op from the next one's.
+
+    >>> op_label("functional/stem_bn1/mul_1", "stem_bn1"), op_label("input_1", "input_1")
+    ('stem_bn1/mul_1', 'input_1')
+    """
+    last = name.rsplit("/", 1)[-1]
+    return last if not layer or last == layer else f"{layer}/{last}"
+
+
 def view_graph(graph: Graph, mode: str = "layer", expanded: Iterable[str] = (),
                removed: Iterable[Node] = (), status: dict | None = None, blocks: Iterable = ()) -> nx.DiGraph:
     """The drawable graph.
@@ -302,7 +314,7 @@ def view_graph(graph: Graph, mode: str = "layer", expanded: Iterable[str] = (),
         states = {status.get(n.name) for n in ns} - {None}
         if not k.is_layer:
             n = ns[0]
-            kind, op, label = kind_of_op(n.op), n.op, n.name.rsplit("/", 1)[-1]
+            kind, op, label = kind_of_op(n.op), n.op, op_label(n.name, n.layer)
         else:
             # with its constant ops: an unfused batch norm's Rsqrt reads only constants
             kind, op = layer_kind([n.op for n in ns] + constant_ops.get(ns[0].layer, []))

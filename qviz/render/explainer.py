@@ -146,6 +146,8 @@ def layer_neighbourhood_figure(graph, layer: str, title: str) -> go.Figure:
         near.update(vg.predecessors(k))
         near.update(vg.successors(k))
     sub = vg.subgraph(near).copy()
+    for k in keep:   # the title names the layer: its ops go by their own names (a narrow panel)
+        sub.nodes[k]["label"] = sub.nodes[k]["members"][0].rsplit("/", 1)[-1]
     pos, routes = layered_routes(sub, "TB")
     fig = graph_figure(sub, pos, routes=routes, title=f"{title} ({len(keep)} ops)")
     ranks = len({round(y, 3) for _, y in pos.values()})

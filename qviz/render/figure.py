@@ -147,7 +147,8 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
         elif _is_layer(k):
             what = f"layer {d['label']} ({d['ops']} ops{constants}, main op {d['op']})"
         else:
-            what = f"{d['label']} ({d['op']})<br>layer {d['layer']}"
+            name = d["members"][0] if d.get("members") else d.get("label", k)   # the op's whole name
+            what = f"{name} ({d['op']})<br>layer {d['layer']}"
         texts.append(f"{what}{state}{extra}")
     outline = []
     widths = []

@@ -235,7 +235,8 @@ SHORT_WORD = 3
 ABBREVIATIONS = {"separable": "sep", "reduction": "red", "normal": "norm", "concat": "cat", "concatenate": "cat",
                  "depthwise": "dw", "pointwise": "pw", "activation": "act", "expand": "exp", "project": "proj",
                  "average": "avg", "maximum": "max", "global": "glob", "pooling": "pool", "padding": "pad",
-                 "squeeze": "sq", "excite": "ex", "dropout": "drop", "flatten": "flat", "reshape": "resh"}
+                 "squeeze": "sq", "excite": "ex", "dropout": "drop", "flatten": "flat", "reshape": "resh",
+                 "convolution": "conv"}
 
 
 def short_label(name: str, limit: int = MAX_LABEL_CHARS) -> str:
@@ -251,6 +252,11 @@ def short_label(name: str, limit: int = MAX_LABEL_CHARS) -> str:
 
     >>> short_label("separable_conv_1_pad_reduction_right1_stem_1")
     'sep…pad_red_right1_stem_1'
+
+    An op's label (``layer/op``, :func:`qviz.layout.view.op_label`) keeps what the op is:
+
+    >>> short_label("reduction_conv_1_stem_1/convolution"), short_label("separable_conv_1_bn_normal_left1_8/mul_1")
+    ('red_conv_1_stem_1/conv', 'sep…bn_norm_left1_8/mul_1')
     >>> short_label("Conv1")
     'Conv1'
     >>> short_label("x" * 40)
@@ -264,6 +270,11 @@ def short_label(name: str, limit: int = MAX_LABEL_CHARS) -> str:
     """
     if len(name) <= limit:
         return name
+    head, slash, last = name.rpartition("/")
+    if head and "_*_" not in name:   # an op (layer/op): what it does is kept whole, its layer shortened
+        last = ABBREVIATIONS.get(last, last)
+        if len(last) <= limit // 2:
+            return short_label(head, limit - len(last) - 1) + slash + last
     if "_*_" in name or name.startswith("…_"):
         words = name.split("_*_", 1)[-1].removeprefix("…_").split("_")
         while len(words) > 1 and len("…_" + "_".join(words)) > limit:

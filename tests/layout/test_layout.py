@@ -91,3 +91,21 @@ def test_removed_nodes_are_ghosts_behind_their_replacement_without_edges(samples
     pos, _ = layered_routes(vg)
     for k, a in ghosts.items():
         assert 0 < pos[k][0] - pos[a][0] < 0.6 and 0 < pos[k][1] - pos[a][1] < 0.6
+
+
+def test_op_view_labels_tell_one_layers_op_from_the_next_ones(samples):
+    """Keras names every batch norm's ops ``mul_1``/``add_1`` and every conv ``convolution``:
+    the op view labels each op with its layer, and its hover names the op in full."""
+    from qviz.render import graph_figure
+
+    g = qviz.load(samples["resnet_block"])
+    vg = view_graph(g, "op")
+    ops = [d for _, d in vg.nodes(data=True) if d["ops"] == 1 and d["layer"] != d["members"][0]]
+    assert len({d["members"][0].rsplit("/", 1)[-1] for d in ops}) < len(ops)   # the last names repeat
+    labels = [d["label"] for d in ops]
+    assert len(set(labels)) == len(labels)
+    assert all(d["label"].startswith(d["layer"] + "/") for d in ops)
+    pos, routes = layered_routes(vg)
+    nodes = next(t for t in graph_figure(vg, pos, routes=routes).data if t.name == "nodes")
+    whole = dict(zip(nodes.customdata, nodes.hovertext))
+    assert all(whole[k].startswith(d["members"][0] + " (") for k, d in vg.nodes(data=True) if k.startswith("op:"))
