@@ -114,7 +114,6 @@ def page(default_sample: str | None, session_id: str, max_upload_bytes: int = 20
                     html.Button("group into blocks", id=ids.BLOCKS_BUTTON,
                                 title="draw runs of layers (MobileNetV2's block_N, a NASNet cell) as one node "
                                       "each; a model of more than 400 layers opens grouped"),
-                    html.Span(id=ids.NODE_COUNT, className="status"),
                     html.Button("save SVG", id=ids.SAVE_SVG_BUTTON,
                                 title="the whole graph as drawn (view, changes, bits) as an SVG file; the camera "
                                       "above the graph saves what is in view as PNG"),
@@ -132,6 +131,8 @@ def page(default_sample: str | None, session_id: str, max_upload_bytes: int = 20
                                                    "per-tensor error"),
                                    id=ids.NODE_DATA_UPLOAD, max_size=MAX_NODE_DATA_BYTES),
                     ], className="color-by-bar"),
+                    # last on the line: its length changes with the view, and nothing moves for it
+                    html.Span(id=ids.NODE_COUNT, className="status"),
                 ], className="toolbar"),
                 html.Div([
                     html.Div([

@@ -19,6 +19,7 @@ from dash.exceptions import PreventUpdate
 from ...analysis.match_fates import summary as summarize_matches
 from ...patterns import BUILTIN, PatternSyntaxError, parse
 from ...layout import ViewKey
+from ...layout.view import BLOCK_KIND
 from ...render import graph_figure, names_near_view
 from ...render.marks import FIRST_VIEW_RANKS
 from .. import ids, navigation, services
@@ -74,6 +75,17 @@ def match_list(items: list[services.MatchItem], more: int = 0) -> dcc.Markdown:
     tail = f"<div>… and {more} more (all highlighted)</div>" if more > 0 else ""
     # one line, no blank one: one HTML block to Markdown, passed through as it is
     return dcc.Markdown(f'<div class="match-items">{buttons}{tail}</div>', dangerously_allow_html=True)
+
+
+def node_count(vg, mode: str):
+    """The toolbar's node count. In the op view it says when closed blocks hide ops: the
+    click on *ops* changes nothing a user can see while every node is a closed block."""
+    closed = sum(1 for _, d in vg.nodes(data=True) if d.get("kind") == BLOCK_KIND)
+    count = f"{vg.number_of_nodes():,} nodes"
+    if mode != "op" or not closed:
+        return count
+    return html.Span(f"{count}: {closed:,} closed blocks hide their ops", className="hint",
+                     title="select a block and press expand to see its ops, or ungroup blocks to see every op")
 
 
 def center_on(fig, point, direction: str = "LR", span: tuple[float, float] = (0.0, 0.0)):
@@ -211,7 +223,7 @@ def register(app, store) -> None:
         drawn = recipe.to_json(indent=None)
         s.latest = drawn
         services.warm_up(s)
-        return dict(figure=fig, nodes=f"{view.graph.number_of_nodes()} nodes", window=window_now,
+        return dict(figure=fig, nodes=node_count(view.graph, choice.mode), window=window_now,
                     match_count="" if error else summarize_matches(fates), matches=listed,
                     pattern_error=error, drawn=drawn,
                     metric_legend=metric_legend(metric, len(fill or ()), waiting=waiting, name=color_by),
@@ -308,9 +320,12 @@ def register(app, store) -> None:
         layer = navigation.layer_around(s, key) if s is not None else None   # (a block's first layer)
         return {"key": ViewKey.layer(layer), "center": False} if layer is not None else None
 
-    @app.callback(Output(ids.BLOCKS_BUTTON, "children"), Input(ids.VIEW, "data"))
-    def blocks_button(view_state):
-        return "ungroup blocks" if (view_state or {}).get("blocks") else "group into blocks"
+    @app.callback(Output(ids.BLOCKS_BUTTON, "children"), Output(ids.BLOCKS_BUTTON, "className"),
+                  Input(ids.VIEW, "data"), Input(ids.VIEW_MODE, "value"))
+    def blocks_button(view_state, mode):
+        grouped = bool((view_state or {}).get("blocks"))
+        # the op view of a grouped model: this button is the way to every op
+        return ("ungroup blocks" if grouped else "group into blocks"), ("hint" if grouped and mode == "op" else "")
 
     @app.callback(
         output=dict(options=Output(ids.COLOR_BY, "options"), value=Output(ids.COLOR_BY, "value")),

@@ -52,9 +52,15 @@ def test_blocks_close_open_and_summarize_their_layers(dash_duo):
     click(dash_duo, "#view-mode input[value='op']")
     wait_for(lambda: any(k.startswith("op:") and "/conv2" in k for k in _keys(dash_duo)), what="conv2's ops")
     assert len([k for k in _keys(dash_duo) if k.startswith("block:")]) == len(blocks) - 1
+    # closed blocks hide ops: the toolbar says so, and points at the button that ungroups them
+    wait_for(lambda: f"{len(blocks) - 1} closed blocks hide their ops" in text_of(dash_duo, "#node-count"),
+             what=lambda: f"the hint; {text_of(dash_duo, '#node-count')!r}")
+    assert "hint" in dash_duo.find_element("#blocks-button").get_attribute("class")
 
     # collapse all closes every block; ungroup draws layers again
     click(dash_duo, "#view-mode input[value='layer']")
+    wait_for(lambda: "hint" not in dash_duo.find_element("#blocks-button").get_attribute("class"),
+             what="no hint in the layer view")
     click(dash_duo, "#collapse-all-button")
     wait_for(lambda: _keys(dash_duo) == {f"block:{b.id}" for b in blocks}, what="every block closed again")
     # two matches in one closed block are two items (both lead to the block)
