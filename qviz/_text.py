@@ -3,7 +3,7 @@
 import re
 import tempfile
 
-__all__ = ["first_line", "quote_name", "one_line", "hide_temp_paths"]
+__all__ = ["first_line", "quote_name", "one_line", "hide_temp_paths", "duration"]
 
 
 def first_line(exc: BaseException, limit: int = 300) -> str:
@@ -51,3 +51,15 @@ def hide_temp_paths(text: str) -> str:
     '(temporary file): the file is empty'
     """
     return re.sub(re.escape(tempfile.gettempdir()) + r"/[^\s'\":]*", "(temporary file)", text)
+
+
+def duration(seconds: float) -> str:
+    """A wait, said the way a person would: to the second under a minute, then minutes.
+
+    >>> duration(8.4), duration(95), duration(1850), duration(7500)
+    ('8 s', '2 min', '31 min', '2 h 5 min')
+    """
+    if seconds < 60:
+        return f"{max(round(seconds), 1)} s"
+    minutes = round(seconds / 60)
+    return f"{minutes} min" if minutes < 60 else f"{minutes // 60} h {minutes % 60} min"

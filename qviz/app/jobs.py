@@ -73,17 +73,40 @@ INTERACTIVE = frozenset({"calibrate", "samples", "explain_fold", "explain_traini
 
 
 class JobFuture(Future):
-    """A future with ``progress()``: ``(done, total)`` as last reported, or None."""
+    """A future with ``progress()``: ``(done, total)`` as last reported, or None; and
+    ``time_left()``, the seconds left at the pace since the first report.
+
+    >>> f = JobFuture()
+    >>> f.report_progress(1, 10, now=100.0); f.time_left(now=101.0) is None   # one report: no pace yet
+    True
+    >>> f.report_progress(3, 10, now=104.0); f.time_left(now=104.0)           # 2 steps in 4 s, 7 to go
+    14.0
+    """
 
     def __init__(self):
         super().__init__()
         self._progress: tuple[int, int] | None = None
+        self._first: tuple[float, int] | None = None    # (when, done) at the first report
 
     def progress(self) -> tuple[int, int] | None:
         return self._progress
 
-    def report_progress(self, done: int, total: int) -> None:
+    def report_progress(self, done: int, total: int, *, now: float | None = None) -> None:
+        now = time.monotonic() if now is None else now
+        if self._first is None:
+            # paced from here: what came before (a start-up, a calibration) is not a step
+            self._first = (now, int(done))
         self._progress = (int(done), int(total))
+
+    def time_left(self, *, now: float | None = None) -> float | None:
+        """Seconds until done at the pace since the first report; None before a second one."""
+        if self._first is None or self._progress is None:
+            return None
+        (since, first), (done, total) = self._first, self._progress
+        if done <= first:
+            return None
+        now = time.monotonic() if now is None else now
+        return (now - since) / (done - first) * max(total - done, 0)
 
 
 class JobState(enum.Enum):
@@ -117,6 +140,10 @@ class Job:
 
     def progress(self) -> tuple[int, int] | None:
         get = getattr(self.handle, "progress", None)
+        return get() if get is not None else None
+
+    def time_left(self) -> float | None:
+        get = getattr(self.handle, "time_left", None)
         return get() if get is not None else None
 
     def cancel(self) -> bool:

@@ -521,6 +521,22 @@ def painted(session) -> list[str]:
         return list(session.node_data)
 
 
+def sweep_plan(session, bits) -> str:
+    """What a sensitivity sweep of ``bits`` will measure, said before it is run: on a big model
+    it is hundreds of measurements (NASNetMobile: 788 at two widths), each a run of the model.
+
+    A sweep measures each quantizable layer at each width, its weights and its activations apart.
+    """
+    if session.graph is None:
+        return ""
+    layers = len(quantizable_layers(session.graph))
+    widths = len(bits or ())
+    if not layers or not widths:
+        return "" if layers else "no layer with weights to sweep"
+    return (f"{2 * layers * widths:,} measurements: {layers:,} layers × {widths} width{'s' * (widths > 1)}, "
+            "weights and activations apart (fewer widths: a shorter sweep)")
+
+
 def cost_line(session, rewritten) -> str:
     """The recipe's weight size at its bits and bit-operations, next to the float
     model's (:mod:`qviz.analysis.budget`); bit-operations once TensorFlow has worked

@@ -6,7 +6,9 @@ import time
 from pathlib import Path
 
 from dash import Input, Output, State, ctx, dcc, html, no_update
+from dash.exceptions import PreventUpdate
 
+from ..._text import duration
 from ...choices import is_keras_file
 from ...render import pareto_figure, sensitivity_figure
 from .. import ids, services
@@ -56,8 +58,9 @@ def register(app, store) -> None:
                     cannot_apply=Output(ids.SWEEP_APPLY, "disabled"),
                     cannot_search=Output(ids.PARETO_RUN, "disabled"), finished=Output(ids.SWEEP_DONE, "data")),
         inputs=dict(_run=Input(ids.SWEEP_RUN, "n_clicks"), _tick=Input(ids.SWEEP_POLL, "n_intervals"),
-                    target=Input(ids.SWEEP_TARGET, "value"), _model=Input(ids.MODEL_VERSION, "data")),
-        state=dict(bits=State(ids.SWEEP_BITS, "value"), session=State(ids.SESSION, "data")),
+                    target=Input(ids.SWEEP_TARGET, "value"), _model=Input(ids.MODEL_VERSION, "data"),
+                    bits=Input(ids.SWEEP_BITS, "value")),
+        state=dict(session=State(ids.SESSION, "data")),
         prevent_initial_call=True,
     )
     def sweep(_run, _tick, target, _model, bits, session):
@@ -68,20 +71,27 @@ def register(app, store) -> None:
         return dict(answer, finished=time.time() if just_done else no_update)
 
     def _sweep(target, bits, s) -> dict:
-        if s is None or ctx.triggered_id == ids.MODEL_VERSION:
+        if s is None:
             return _sweep_props()
+        if ctx.triggered_id == ids.MODEL_VERSION:
+            return _sweep_props(status=services.sweep_plan(s, bits))
         if ctx.triggered_id == ids.SWEEP_RUN:
             if not bits:
                 return _sweep_props(status="choose at least one bit width")
             s.start_sweep(sorted(bits, reverse=True))
         job = s.jobs.get("sweep")
         if job is None or job.state is JobState.CANCELLED:
-            return _sweep_props()
+            return _sweep_props(status=services.sweep_plan(s, bits))
         if job.state in (JobState.QUEUED, JobState.RUNNING):
             done, total = job.progress() or (0, 1)
-            return _sweep_props(polling=True, done=done, total=total, bar=_SHOWN,
-                                status=f"{done} of {total} measurements…", heatmap_style=no_update,
-                                suggestion=no_update)
+            left = job.time_left()
+            pace = f", about {duration(left)} left" if left is not None else ""
+            status = (f"{done:,} of {total:,} measurements{pace}…" if job.progress() is not None
+                      else "starting: the model's activation ranges first…")
+            return _sweep_props(polling=True, done=done, total=total, bar=_SHOWN, status=status,
+                                heatmap_style=no_update, suggestion=no_update)
+        if ctx.triggered_id == ids.SWEEP_BITS:   # the widths of the next sweep: this one's figures stay
+            raise PreventUpdate
         if job.state is JobState.FAILED:  # the sweep failed in TF: say why, keep the app
             return _sweep_props(status=f"sweep failed: {job.handle.exception()}")
         result = job.handle.result()

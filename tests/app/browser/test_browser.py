@@ -249,6 +249,9 @@ def test_sensitivity_sweep_heatmap_and_one_click_apply(dash_duo):
     start_app(dash_duo)
     for b in ("6", "3", "2"):   # sweep 8 and 4 bits only: 4 layers × 2 × 2 = 16 measurements
         _click_label(dash_duo, "#sweep-bits", b)
+    # what the sweep will cost is said before it runs, and follows the widths chosen
+    wait_for(lambda: dash_duo.find_element("#sweep-status").text.startswith("16 measurements: 4 layers × 2 widths"),
+             what=lambda: f"the sweep's plan; {dash_duo.find_element('#sweep-status').text!r}")
     dash_duo.find_element("#sweep-run").click()
     wait_for(lambda: dash_duo.find_element("#sweep-status").text.startswith("done: 16"), timeout=120,
           what="sweep finished")
