@@ -44,7 +44,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Protocol
 
-__all__ = ["KINDS", "INTERACTIVE", "JobFuture", "JobState", "Job", "poll", "JobRunner", "ThreadRunner",
+__all__ = ["KINDS", "INTERACTIVE", "JobFuture", "JobStopped", "JobState", "Job", "poll", "JobRunner", "ThreadRunner",
            "ProcessRunner", "shared_thread_runner"]
 
 log = logging.getLogger(__name__)
@@ -72,6 +72,10 @@ KINDS = {
 INTERACTIVE = frozenset({"calibrate", "samples", "explain_fold", "explain_training"})
 
 
+class JobStopped(Exception):
+    """A running job stopped on request (:meth:`Job.stop`), at one of its progress reports."""
+
+
 class JobFuture(Future):
     """A future with ``progress()``: ``(done, total)`` as last reported, or None; and
     ``time_left()``, the seconds left at the pace since the first report.
@@ -87,6 +91,15 @@ class JobFuture(Future):
         super().__init__()
         self._progress: tuple[int, int] | None = None
         self._first: tuple[float, int] | None = None    # (when, done) at the first report
+        self._stop = threading.Event()
+
+    def request_stop(self) -> None:
+        """Ask the running job to stop at its next progress report (its runner tells it)."""
+        self._stop.set()
+
+    @property
+    def stop_requested(self) -> bool:
+        return self._stop.is_set()
 
     def progress(self) -> tuple[int, int] | None:
         return self._progress
@@ -132,7 +145,7 @@ class Job:
     @property
     def state(self) -> JobState:
         h = self.handle
-        if h.cancelled():
+        if h.cancelled() or (h.done() and isinstance(h.exception(), JobStopped)):
             return JobState.CANCELLED
         if h.done():
             return JobState.FAILED if h.exception() is not None else JobState.DONE
@@ -148,6 +161,17 @@ class Job:
 
     def cancel(self) -> bool:
         return self.handle.cancel()
+
+    def stop(self) -> bool:
+        """Cancel the job if it has not started; if it runs and reports progress, stop it at
+        its next report (a sweep: after the measurement under way). False: nothing to stop."""
+        if self.handle.cancel():
+            return True
+        request = getattr(self.handle, "request_stop", None)
+        if request is None or self.handle.done():
+            return False
+        request()
+        return True
 
 
 def poll(job: Job | None, *, running, done: Callable, failed: Callable):
@@ -208,8 +232,13 @@ class ThreadRunner:
                     self._waiting.remove(fut)
             if not fut.set_running_or_notify_cancel():
                 return
+            def progress(done, total):
+                fut.report_progress(done, total)
+                if fut.stop_requested:   # (raised in the job's own thread: it unwinds the job)
+                    raise JobStopped(f"stopped after {done} of {total}")
+
             try:
-                fut.set_result(fn(*args, progress=fut.report_progress))
+                fut.set_result(fn(*args, progress=progress))
             except BaseException as exc:  # handed to whoever polls the future
                 fut.set_exception(exc)
 
@@ -334,10 +363,14 @@ class _Lane:
             try:
                 conn = self.ensure_process()
                 conn.send((kind, args))
+                told_to_stop = False
                 while True:
                     message = conn.recv()
                     if message[0] == "progress":
                         fut.report_progress(*message[1:])
+                        if fut.stop_requested and not told_to_stop:   # read at the job's next report
+                            conn.send(_STOP)
+                            told_to_stop = True
                         continue
                     if message[0] == "done":
                         fut.set_result(message[1])
@@ -365,6 +398,9 @@ class _Lane:
             process.join(5)
 
 
+_STOP = ("stop",)   # to a worker process: stop the job under way at its next progress report
+
+
 def _serve(conn, name: str = "") -> None:
     """The worker process (lane ``name``): run jobs as they come, answer each."""
     import signal
@@ -382,12 +418,17 @@ def _serve(conn, name: str = "") -> None:
     init_worker()
     while True:
         try:
-            kind, args = conn.recv()
+            message = conn.recv()
         except (EOFError, OSError):
             return
+        if message == _STOP:   # for a job that ended before it was read
+            continue
+        kind, args = message
 
         def progress(done, total):
             conn.send(("progress", done, total))
+            if conn.poll() and conn.recv() == _STOP:   # nothing else is sent while a job runs
+                raise JobStopped(f"stopped after {done} of {total}")
 
         try:
             answer = ("done", JOBS[kind](*args, progress=progress))

@@ -263,6 +263,8 @@ def _sweep_panel():
                       style={"width": "4em"}),
             html.Span("dB"),
             html.Button("run sweep", id=ids.SWEEP_RUN),
+            html.Button("stop", id=ids.SWEEP_STOP, disabled=True,
+                        title="stop after the measurement under way (what was measured is dropped)"),
             html.Progress(id=ids.SWEEP_PROGRESS, value="0", max="1", style={"display": "none"}),
             html.Span(id=ids.SWEEP_STATUS, className="status"),
         ], className="toolbar"),

@@ -258,6 +258,9 @@ class Session:
     def start_sweep(self, bits) -> Job:
         """The sensitivity sweep over ``bits`` (the running one, if it sweeps the same bits)."""
         bits = tuple(int(b) for b in bits)
+        old = self.jobs.get("sweep")
+        if old is not None and old.key != bits:
+            old.stop()   # a sweep of other widths is not wanted any more: it would hold the lane for minutes
         return self.start("sweep", "sweep", self.key, self.graph, bits, key=bits)
 
     def start_pareto(self, sens, trade: str = "size") -> Job:

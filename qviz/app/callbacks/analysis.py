@@ -43,27 +43,30 @@ _HIDDEN, _SHOWN = {"display": "none"}, {"display": "block"}
 def _sweep_props(*, polling=False, done=0, total=1, bar=_HIDDEN, status="", heatmap=no_update, heatmap_style=None,
                  suggestion="", can_apply=False) -> dict:
     """The sweep panel's properties (idle by default)."""
-    return dict(stop_polling=not polling, done=str(done), total=str(total), bar=bar, status=status,
+    return dict(stop_polling=not polling, cannot_stop=not polling, done=str(done), total=str(total), bar=bar,
+                status=status,
                 heatmap=heatmap, heatmap_style=_HIDDEN if heatmap_style is None else heatmap_style,
                 suggestion=suggestion, cannot_apply=not can_apply, cannot_search=not can_apply)
 
 
 def register(app, store) -> None:
     @app.callback(
-        output=dict(stop_polling=Output(ids.SWEEP_POLL, "disabled"), done=Output(ids.SWEEP_PROGRESS, "value"),
+        output=dict(stop_polling=Output(ids.SWEEP_POLL, "disabled"), cannot_stop=Output(ids.SWEEP_STOP, "disabled"),
+                    done=Output(ids.SWEEP_PROGRESS, "value"),
                     total=Output(ids.SWEEP_PROGRESS, "max"), bar=Output(ids.SWEEP_PROGRESS, "style"),
                     status=Output(ids.SWEEP_STATUS, "children"), heatmap=Output(ids.SWEEP_HEATMAP, "figure"),
                     heatmap_style=Output(ids.SWEEP_HEATMAP, "style"),
                     suggestion=Output(ids.SWEEP_SUGGESTION, "children"),
                     cannot_apply=Output(ids.SWEEP_APPLY, "disabled"),
                     cannot_search=Output(ids.PARETO_RUN, "disabled"), finished=Output(ids.SWEEP_DONE, "data")),
-        inputs=dict(_run=Input(ids.SWEEP_RUN, "n_clicks"), _tick=Input(ids.SWEEP_POLL, "n_intervals"),
+        inputs=dict(_run=Input(ids.SWEEP_RUN, "n_clicks"), _stop=Input(ids.SWEEP_STOP, "n_clicks"),
+                    _tick=Input(ids.SWEEP_POLL, "n_intervals"),
                     target=Input(ids.SWEEP_TARGET, "value"), _model=Input(ids.MODEL_VERSION, "data"),
                     bits=Input(ids.SWEEP_BITS, "value")),
         state=dict(session=State(ids.SESSION, "data")),
         prevent_initial_call=True,
     )
-    def sweep(_run, _tick, target, _model, bits, session):
+    def sweep(_run, _stop, _tick, target, _model, bits, session):
         answer = _sweep(target, bits, store.require(session))
         # the panes coloured by the suggestion repaint when the sweep is found done (a
         # new target repaints them by itself)
@@ -80,14 +83,22 @@ def register(app, store) -> None:
                 return _sweep_props(status="choose at least one bit width")
             s.start_sweep(sorted(bits, reverse=True))
         job = s.jobs.get("sweep")
-        if job is None or job.state is JobState.CANCELLED:
+        if job is not None and ctx.triggered_id == ids.SWEEP_STOP:
+            job.stop()
+        if job is None:
             return _sweep_props(status=services.sweep_plan(s, bits))
+        if job.state is JobState.CANCELLED:
+            done, total = job.progress() or (0, 0)
+            stopped = f"stopped after {done:,} of {total:,} measurements; " if total else ""
+            return _sweep_props(status=stopped + services.sweep_plan(s, bits))
         if job.state in (JobState.QUEUED, JobState.RUNNING):
             done, total = job.progress() or (0, 1)
             left = job.time_left()
             pace = f", about {duration(left)} left" if left is not None else ""
             status = (f"{done:,} of {total:,} measurements{pace}…" if job.progress() is not None
                       else "starting: the model's activation ranges first…")
+            if getattr(job.handle, "stop_requested", False):
+                status = f"stopping after the measurement under way ({done:,} of {total:,} made)…"
             return _sweep_props(polling=True, done=done, total=total, bar=_SHOWN, status=status,
                                 heatmap_style=no_update, suggestion=no_update)
         if ctx.triggered_id == ids.SWEEP_BITS:   # the widths of the next sweep: this one's figures stay

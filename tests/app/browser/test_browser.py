@@ -247,6 +247,16 @@ def test_training_fold_view_switches_modes_and_phases(dash_duo):
 
 def test_sensitivity_sweep_heatmap_and_one_click_apply(dash_duo):
     start_app(dash_duo)
+    status = lambda: dash_duo.find_element("#sweep-status").text   # noqa: E731
+    # a sweep stopped at once (it calibrates for a second before its first measurement) ends
+    # stopped, and the panel says again what a sweep costs
+    wait_for(lambda: status().startswith("40 measurements"), what=lambda: f"the sweep's plan; {status()!r}")
+    dash_duo.find_element("#sweep-run").click()
+    wait_for(lambda: dash_duo.find_element("#sweep-stop").is_enabled(), what="the stop button enabled")
+    dash_duo.find_element("#sweep-stop").click()
+    wait_for(lambda: not dash_duo.find_element("#sweep-stop").is_enabled() and "40 measurements: 4 layers" in status(),
+             timeout=60, what=lambda: f"the sweep stopped; {status()!r}")
+    assert not status().startswith("done") and not dash_duo.find_element("#sweep-heatmap").is_displayed()
     for b in ("6", "3", "2"):   # sweep 8 and 4 bits only: 4 layers × 2 × 2 = 16 measurements
         _click_label(dash_duo, "#sweep-bits", b)
     # what the sweep will cost is said before it runs, and follows the widths chosen

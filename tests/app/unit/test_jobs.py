@@ -8,7 +8,7 @@ import time
 import pytest
 
 import qviz
-from qviz.app.jobs import Job, JobState, ProcessRunner, ThreadRunner, poll
+from qviz.app.jobs import Job, JobState, JobStopped, ProcessRunner, ThreadRunner, poll
 from qviz.passes import LayerBits, Recipe
 
 
@@ -55,6 +55,47 @@ def test_a_cancelled_job_that_waited_never_runs():
     time.sleep(0.2)
     assert ran == ["first"]
     runner.close()
+
+
+def test_a_running_thread_job_stops_at_its_next_progress_report():
+    import threading
+
+    go_on, steps = threading.Event(), []
+
+    def count(n, progress):
+        for i in range(n):
+            steps.append(i)
+            progress(i + 1, n)
+            go_on.wait(10)
+        return n
+
+    runner = ThreadRunner(threads=1, functions={"count": count})
+    job = Job("count", runner.submit("count", 100))
+    _wait(lambda: job.progress() == (1, 100))
+    assert job.stop() and job.state is JobState.RUNNING   # it stops at its next report
+    go_on.set()
+    with pytest.raises(JobStopped, match="stopped after 2 of 100"):
+        job.handle.result(timeout=10)
+    assert job.state is JobState.CANCELLED and len(steps) == 2
+    assert not job.stop()   # nothing left to stop
+    runner.close()
+
+
+def test_a_sweep_in_the_worker_process_stops_and_the_worker_goes_on(samples):
+    g = qviz.load(samples["lenet_digits"])
+    runner = ProcessRunner().start()
+    try:
+        job = Job("sweep", runner.submit("sweep", "k", g, (8, 6, 4, 3, 2)))   # 40 measurements
+        _wait(lambda: job.progress() is not None)
+        assert job.stop()
+        with pytest.raises(JobStopped):
+            job.handle.result(timeout=120)
+        done, total = job.progress()
+        assert job.state is JobState.CANCELLED and done < total == 40
+        # the same worker answers the next job (a stop that came too late is dropped there)
+        assert runner.submit("sweep", "k", g, (8,)).result(timeout=120).layers == ("conv1", "conv2", "fc1", "logits")
+    finally:
+        runner.close()
 
 
 def test_the_worker_process_runs_jobs_reports_progress_and_survives_being_killed(samples):
