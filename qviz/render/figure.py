@@ -21,7 +21,7 @@ import plotly.graph_objects as go
 from ..layout.view import BLOCK_KIND, ViewKey
 from .marks import (COLORS, FRAME_FILL, GHOST_OPACITY, HALO_COLORS, HALO_OPACITY, LABEL_PX, LABELS_IN_VIEW, MAX_ARROWS,
                     MAX_LABELS, MAX_SVG_NODES, NO_VALUE_COLOR, SELECTED_OUTLINE, STATUS_COLORS, Badge, Frame,
-                    FIRST_VIEW_RANKS, first_view_range, label_position, opposite_side, short_label)
+                    FIRST_VIEW_RANKS, first_view_range, label_position, label_sides, opposite_side, short_label)
 
 __all__ = ["graph_figure", "names_near_view", "histogram_figure", "layer_error_figure", "sensitivity_figure", "pareto_figure",
            "wrap_title", "WORST_LAYERS", "MAX_DRAWN_LEVELS"]
@@ -164,6 +164,8 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
             outline.append("#fff")
             widths.append(1)
     window = first_view_range(pos, direction) if first_view else None
+    # (only with names: placing them for thousands of nodes whose names are never drawn costs time)
+    sides = label_sides(g, {k: pos[k] for k in keys}, direction) if len(keys) <= MAX_LABELS else {}
     scatter = _scatter(len(keys))
     symbols = {"symbol": ["square" if _kind(k) == BLOCK_KIND else "circle" for k in keys]} \
         if any(_kind(k) == BLOCK_KIND for k in keys) else {}
@@ -171,9 +173,7 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
         x=[pos[k][0] for k in keys], y=[pos[k][1] for k in keys], customdata=keys,
         mode="markers+text" if _labels_readable(pos, window) else "markers",
         text=[short_label(str(d["label"])) for d in data] if len(keys) <= MAX_LABELS else None,
-        # (only with names: positions for thousands of nodes whose names are never drawn cost time)
-        textposition=[label_position(pos[k], d, direction) for k, d in zip(keys, data)]
-        if len(keys) <= MAX_LABELS else None, textfont=dict(size=10),
+        textposition=[sides[k] for k in keys] if sides else None, textfont=dict(size=10),
         hovertext=texts, hoverinfo="text", name="nodes", showlegend=False,
         marker=dict(size=_node_sizes(keys), **symbols,
                     color=[COLORS[d["kind"]] for d in data] if fill is None
@@ -202,7 +202,7 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
             **_UNCHECKED, x=[pos[k][0] for k in bk], y=[pos[k][1] for k in bk], mode="markers+text",
             marker=dict(size=_node_sizes(bk), opacity=0),
             text=[badges[k].text for k in bk], customdata=bk, name="bits", showlegend=False,
-            textposition=[opposite_side(label_position(pos[k], g.nodes[k], direction)) for k in bk],
+            textposition=[opposite_side(sides.get(k) or label_position(pos[k], g.nodes[k], direction)) for k in bk],
             textfont=dict(size=10, color=[badges[k].color for k in bk]), hoverinfo="skip",
             visible=nodes.mode == "markers+text"))
     fig = go.Figure(traces, **_UNCHECKED)

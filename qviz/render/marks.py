@@ -12,6 +12,7 @@ it is drawn while ``qviz serve`` has not answered yet.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ __all__ = ["COLORS", "KIND_NAMES", "NO_VALUE_COLOR", "SELECTED_OUTLINE", "FRAME_
            "GHOST_OPACITY", "STATUS_COLORS", "HALO_COLORS", "MAX_LABELS", "LABELS_IN_VIEW", "LABEL_PX",
            "FIRST_VIEW_RANKS", "MAX_ARROWS", "MAX_SVG_NODES", "BIT_COLORS", "FLOAT_BADGE_COLOR", "bits_color",
            "Frame", "Badge", "MAX_LABEL_CHARS", "SHORT_WORD", "ABBREVIATIONS", "short_label", "label_position",
-           "opposite_side", "first_view_range"]
+           "label_sides", "opposite_side", "first_view_range"]
 
 COLORS = {"conv": "#1f77b4", "batchnorm": "#ff7f0e", "quant": "#9467bd", "activation": "#2ca02c",
           "add": "#8c564b", "pool": "#17becf", "io": "#7f7f7f", "other": "#bcbd22", BLOCK_KIND: "#5c6bc0"}
@@ -271,10 +272,20 @@ def short_label(name: str, limit: int = MAX_LABEL_CHARS) -> str:
     if len(name) <= limit:
         return name
     head, slash, last = name.rpartition("/")
-    if head and "_*_" not in name:   # an op (layer/op): what it does is kept whole, its layer shortened
+    if head and "_*_" not in name and not name.startswith("…_"):   # an op (layer/op), not a block:
+        # what the op does is kept whole, its layer shortened
         last = ABBREVIATIONS.get(last, last)
         if len(last) <= limit // 2:
-            return short_label(head, limit - len(last) - 1) + slash + last
+            label = _shortened(head, limit - len(last) - 1) + slash + last
+            if len(label) <= limit:
+                return label
+    return _shortened(name, limit)
+
+
+def _shortened(name: str, limit: int) -> str:
+    """:func:`short_label` of a name that is not an op's ``layer/op``."""
+    if len(name) <= limit:
+        return name
     if "_*_" in name or name.startswith("…_"):
         words = name.split("_*_", 1)[-1].removeprefix("…_").split("_")
         while len(words) > 1 and len("…_" + "_".join(words)) > limit:
@@ -328,6 +339,97 @@ def label_position(xy, d, direction: str = "LR") -> str:
     if direction == "TB":
         return "middle right"
     return "bottom center" if round(xy[0]) % 2 == 0 else "top center"
+
+
+#: What label placement assumes of the screen: a layout unit's pixels — the first view's zoom is
+#: ~110 (:data:`FIRST_VIEW_RANKS` ranks across a ~1,100-px plot), where alternating sides keeps
+#: every name apart on MobileNetV2 and NASNetMobile; placing them for 80 keeps them apart a
+#: little further out too (NASNetMobile's layers at 70 px: 128 pairs run together, not 221) —,
+#: a 10-px label's mean character width and line height, and how far it sits off its node.
+UNIT_PX, CHAR_PX, LINE_PX, LABEL_GAP_PX = 80.0, 6.0, 12.0, 8.0
+#: How near two labels may come and still read as two: nearer, side by side, they read as one name.
+CLEAR_PX = (6.0, 8.0)   # (across, up and down)
+
+
+def label_sides(g, pos: Mapping, direction: str = "LR") -> dict:
+    """Where each node's label goes (see :func:`label_position`); a badge goes on the other side.
+
+    Left to right, the ranks' alternation (below, above) keeps neighbours at one height apart;
+    where a label would still run into (or come within :data:`CLEAR_PX` of) another label or
+    a node — a neighbour a row higher or lower, a long name reaching two ranks on — it goes on
+    the node's other side if that overlaps less. Nodes are placed rank by rank, measured at
+    :data:`UNIT_PX`. Badges are not weighed: an edit of bits must not move names about (nor
+    the first view, drawn before there are badges, differ from the graph that replaces it).
+
+    >>> import networkx as nx
+    >>> g = nx.DiGraph()
+    >>> g.add_nodes_from([("a", {"label": "a_rather_long_layer_name"}), ("b", {"label": "b_rather_long_layer_name"}),
+    ...                   ("c", {"label": "c"})])
+    >>> pos = {"a": (0.0, 0.0), "b": (1.0, -0.3), "c": (2.0, 0.0)}
+    >>> [label_position(pos[k], g.nodes[k]) for k in "abc"]   # a's name below runs into b
+    ['bottom center', 'top center', 'bottom center']
+    >>> label_sides(g, pos)                                   # a's above, b's below: apart
+    {'a': 'top center', 'b': 'bottom center', 'c': 'bottom center'}
+    """
+    # (cached: every draw asks, and most edits move no node and rename none)
+    nodes = tuple((k, *pos[k], str(g.nodes[k].get("label", k)), bool(g.nodes[k].get("ghost_of"))) for k in pos)
+    return dict(_label_sides(nodes, direction))
+
+
+@functools.lru_cache(maxsize=8)
+def _label_sides(nodes: tuple, direction: str) -> tuple:
+    pos = {k: (x, y) for k, x, y, _, _ in nodes}
+    labels = {k: label for k, _, _, label, _ in nodes}
+    sides = {k: label_position((x, y), {"ghost_of": ghost}, direction) for k, x, y, _, ghost in nodes}
+    if direction != "LR":
+        return tuple(sides.items())
+    # boxes (left, right, bottom, top; px, y up) by (rank, band of height LINE_PX): a label is
+    # weighed against those of two ranks either side and its own and the next bands only
+    placed: dict[tuple[int, int], list[tuple[float, float, float, float]]] = {}
+
+    def bands(b):
+        return range(int((b[2] - CLEAR_PX[1]) // LINE_PX), int((b[3] + CLEAR_PX[1]) // LINE_PX) + 1)
+
+    def put(rank, b):
+        for band in bands(b):
+            placed.setdefault((rank, band), []).append(b)
+
+    def box(k, side, chars):
+        x, y = pos[k][0] * UNIT_PX, pos[k][1] * UNIT_PX
+        half = chars * CHAR_PX / 2
+        if side == "top center":
+            return x - half, x + half, y + LABEL_GAP_PX, y + LABEL_GAP_PX + LINE_PX
+        if side == "bottom center":
+            return x - half, x + half, y - LABEL_GAP_PX - LINE_PX, y - LABEL_GAP_PX
+        return x + LABEL_GAP_PX, x + LABEL_GAP_PX + 2 * half, y + 2, y + 2 + LINE_PX   # top right
+
+    def overlap(b, rank, own):
+        seen, total = {own}, 0.0   # (not the node the label names)
+        for near in range(rank - 2, rank + 3):
+            for band in bands(b):
+                for o in placed.get((near, band), ()):
+                    if o in seen:   # (a box spans two bands)
+                        continue
+                    seen.add(o)
+                    w = min(b[1], o[1]) - max(b[0], o[0]) + CLEAR_PX[0]
+                    h = min(b[3], o[3]) - max(b[2], o[2]) + CLEAR_PX[1]
+                    if w > 0 and h > 0:
+                        total += w * h
+        return total
+
+    r, dots = LINE_PX / 2, {}
+    for k, (x, y) in pos.items():   # the nodes themselves are in the way of every label
+        dots[k] = (x * UNIT_PX - r, x * UNIT_PX + r, y * UNIT_PX - r, y * UNIT_PX + r)
+        put(round(x), dots[k])
+    for k in sorted(pos, key=lambda k: (pos[k][0], -pos[k][1])):
+        rank, chars = round(pos[k][0]), len(short_label(labels[k]))
+        if sides[k] in ("top center", "bottom center"):
+            other = opposite_side(sides[k])
+            crowded = overlap(box(k, sides[k], chars), rank, dots[k])
+            if crowded and crowded > overlap(box(k, other, chars), rank, dots[k]):
+                sides[k] = other
+        put(rank, box(k, sides[k], chars))
+    return tuple(sides.items())
 
 
 def first_view_range(pos: Mapping, direction: str = "LR", ranks: int = FIRST_VIEW_RANKS):

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from html import escape
 
 from ..layout.view import BLOCK_KIND
-from .marks import COLORS, GHOST_OPACITY, STATUS_COLORS, Badge, label_position, short_label
+from .marks import COLORS, GHOST_OPACITY, STATUS_COLORS, Badge, label_sides, short_label
 
 __all__ = ["graph_svg"]
 
@@ -120,9 +120,11 @@ def graph_svg(g, pos: Mapping, routes: Mapping | None = None, *, window=None, cs
             parts.append(f'<circle cx="{_fmt(x)}" cy="{_fmt(-y)}" r="{_fmt(r)}" fill="{fill}"{extra}>{title}</circle>')
     parts.append("</g>")
     parts.append(f'<g font-family="sans-serif" font-size="{_fmt(10 * unit)}" fill="#444" text-anchor="middle">')
+    # placed as the page's graph places them, over the whole graph: nothing moves when it replaces this
+    sides = label_sides(g, {k: pos[k] for k in g.nodes if k in pos}, direction)
     for k in shown:
         x, y = pos[k]
-        where = label_position(pos[k], g.nodes[k], direction)
+        where = sides[k]
         dx, dy, anchor = {"bottom center": (0, 20, ""), "top center": (0, -12, ""),
                           "middle right": (11, 3.5, ' text-anchor="start"'),
                           "top right": (8, -8, ' text-anchor="start"')}[where]
