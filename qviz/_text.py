@@ -56,10 +56,12 @@ def hide_temp_paths(text: str) -> str:
 def duration(seconds: float) -> str:
     """A wait, said the way a person would: to the second under a minute, then minutes.
 
-    >>> duration(8.4), duration(95), duration(1850), duration(7500)
-    ('8 s', '2 min', '31 min', '2 h 5 min')
+    >>> duration(8.4), duration(59.7), duration(95), duration(1850), duration(3590), duration(7500)
+    ('8 s', '1 min', '2 min', '31 min', '1 h', '2 h 5 min')
     """
-    if seconds < 60:
+    if seconds < 59.5:
         return f"{max(round(seconds), 1)} s"
     minutes = round(seconds / 60)
-    return f"{minutes} min" if minutes < 60 else f"{minutes // 60} h {minutes % 60} min"
+    if minutes < 60:
+        return f"{minutes} min"
+    return f"{minutes // 60} h" + (f" {minutes % 60} min" if minutes % 60 else "")

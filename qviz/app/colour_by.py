@@ -28,6 +28,7 @@ from ..analysis.weight_stats import WEIGHT_METRICS, weight_metrics
 from ..passes import Recipe
 from ..passes.recipe import FLOAT_RECIPE
 from ..render.marks import BIT_COLORS
+from .jobs import JobStopped
 
 __all__ = ["RECIPE_SQNR", "LOCAL_SQNR", "ERROR_SHARE", "FOLD_STATUS", "ACTIVATION_RANGE", "SUGGESTED_BITS",
            "MENU", "metric_of", "recipe_sqnr", "metric_waiting", "SQNR_GRADIENT", "PER_RECIPE", "other_pane_metric"]
@@ -133,7 +134,9 @@ def metric_waiting(session, name: str, recipe: Recipe) -> str:
     what = _WAITS_FOR.get(name, "the sensitivity sweep")
     if not job.done():
         return f"waiting for {what}; op kinds until then"
-    if job.cancelled() or job.exception() is not None:
-        why = "cancelled" if job.cancelled() else one_line(str(job.exception()))[:200]
+    if job.cancelled() or isinstance(job.exception(), JobStopped):
+        return f"{what} was stopped; op kinds instead"
+    if job.exception() is not None:
+        why = one_line(str(job.exception()))[:200]
         return f"{what} failed ({why}); op kinds instead"
     return ""

@@ -9,14 +9,16 @@ runner:
 * :class:`ProcessRunner` — two spawned worker processes (lanes): calibration
   and activation samples, which a redraw or a selection waits for, never queue
   behind a report or a sweep. Jobs are sent one at a time; a queued job that
-  is cancelled never reaches the process. Progress comes back over the pipe.
+  is cancelled never reaches the process. Progress comes back over the pipe, and a stop
+  (:meth:`Job.stop`) goes out on it: the job reads it after its next progress report.
 * :class:`ThreadRunner` — a small thread pool in this process (``worker=False``:
   tests, and a server that must not spawn).
 * :class:`qviz.app.celery_worker.CeleryRunner` — Celery workers through Redis
-  (``REDIS_URL``), shared by several web processes.
+  (``REDIS_URL``), shared by several web processes. A stop there revokes the job's tasks:
+  those not started never run, a part already running finishes on its worker.
 
 Every runner returns a :class:`JobFuture`: a ``concurrent.futures.Future``
-with ``progress()``.
+with ``progress()``, ``time_left()`` and ``request_stop()``.
 
 >>> runner = ThreadRunner(functions={"double": lambda x, progress: 2 * x})
 >>> job = Job("double", runner.submit("double", 21))
@@ -92,10 +94,19 @@ class JobFuture(Future):
         self._progress: tuple[int, int] | None = None
         self._first: tuple[float, int] | None = None    # (when, done) at the first report
         self._stop = threading.Event()
+        self._tell: Callable[[], None] | None = None
 
     def request_stop(self) -> None:
         """Ask the running job to stop at its next progress report (its runner tells it)."""
         self._stop.set()
+        if self._tell is not None:
+            self._tell()
+
+    def on_stop(self, tell: Callable[[], None]) -> None:
+        """``tell()`` passes a stop on to where the job runs (at once if one was asked for)."""
+        self._tell = tell
+        if self._stop.is_set():
+            tell()
 
     @property
     def stop_requested(self) -> bool:
@@ -163,8 +174,9 @@ class Job:
         return self.handle.cancel()
 
     def stop(self) -> bool:
-        """Cancel the job if it has not started; if it runs and reports progress, stop it at
-        its next report (a sweep: after the measurement under way). False: nothing to stop."""
+        """Cancel the job if it has not started; if it runs, ask it to stop at its next progress
+        report (a sweep: after the measurement under way; a job that reports none runs to its
+        end). False: it had ended."""
         if self.handle.cancel():
             return True
         request = getattr(self.handle, "request_stop", None)
@@ -232,6 +244,7 @@ class ThreadRunner:
                     self._waiting.remove(fut)
             if not fut.set_running_or_notify_cancel():
                 return
+
             def progress(done, total):
                 fut.report_progress(done, total)
                 if fut.stop_requested:   # (raised in the job's own thread: it unwinds the job)
@@ -319,6 +332,8 @@ class _Lane:
         self._conn = None
         self._closed = False
         self._thread: threading.Thread | None = None
+        self._sending = threading.Lock()   # one writer on the pipe to the worker at a time
+        self._current: JobFuture | None = None   # the job under way in the worker, until told to stop
 
     def submit(self, kind: str, args: tuple) -> JobFuture:
         fut = JobFuture()
@@ -362,15 +377,14 @@ class _Lane:
                 return
             try:
                 conn = self.ensure_process()
-                conn.send((kind, args))
-                told_to_stop = False
+                with self._sending:
+                    conn.send((kind, args))
+                    self._current = fut
+                fut.on_stop(lambda: self._tell_stop(fut))
                 while True:
                     message = conn.recv()
                     if message[0] == "progress":
                         fut.report_progress(*message[1:])
-                        if fut.stop_requested and not told_to_stop:   # read at the job's next report
-                            conn.send(_STOP)
-                            told_to_stop = True
                         continue
                     if message[0] == "done":
                         fut.set_result(message[1])
@@ -384,6 +398,23 @@ class _Lane:
                 fut.set_exception(RuntimeError(f"the worker process stopped during the {kind} job"))
             except Exception as exc:   # the arguments could not be sent (not picklable): a bug
                 fut.set_exception(exc)
+            finally:
+                with self._sending:
+                    self._current = None
+
+    def _tell_stop(self, fut: JobFuture) -> None:
+        """Send the worker a stop for ``fut`` (from the thread that asked for it: the lane's own
+        thread waits for the worker's next message). Only while ``fut`` is the job under way: a
+        stop the worker reads after it ended is dropped, one sent after the next job was sent
+        would stop that one."""
+        with self._sending:
+            if self._current is not fut or self._conn is None:
+                return
+            try:
+                self._conn.send(_STOP)
+            except OSError:   # the process died: the lane says so to the job
+                pass
+            self._current = None   # (told once)
 
     def close(self):
         with self._cond:

@@ -111,12 +111,22 @@ def _found(vg: nx.DiGraph, needle: str) -> tuple[list[str], str, str]:
     if block is not None and block in vg:
         return [block], f"in block {vg.nodes[block]['label']} (expand opens it)", ""
     low = needle.lower()
-    # a closed block is found by its label or by any of its layers' names
-    hits = [k for k in vg if low in (ViewKey(k).name.lower() if not ViewKey(k).is_block else
-                                     " ".join([vg.nodes[k].get("label", ""), *vg.nodes[k].get("layers", ())]).lower())]
+    # a closed block is found by its label or by any of its layers' names; an op by its name or
+    # by the label drawn for it (layer/op: the scopes between are not in it)
+    hits = [k for k in vg if low in _searched(vg, k)]
     if hits:
         return hits, f"{len(hits)} found", _layers_note(vg, hits, low)
     return [], f"no node or layer matches {needle!r}", ""
+
+
+def _searched(vg: nx.DiGraph, k: str) -> str:
+    """The text a search looks through for view node ``k``, in lower case."""
+    key, d = ViewKey(k), vg.nodes[k]
+    if key.is_block:
+        return " ".join([d.get("label", ""), *d.get("layers", ())]).lower()
+    if key.kind == "op":
+        return f"{key.name}\n{d.get('label', '')}".lower()   # (a newline: no match across the two)
+    return key.name.lower()
 
 
 def _layers_note(vg: nx.DiGraph, hits: list[str], low: str) -> str:

@@ -28,7 +28,7 @@ from ..layout import view_graph
 from ..layout.blocks import find_blocks, layer_graph
 from ..passes import Recipe
 from ..passes.refold import ranges_across_folds
-from .jobs import Job, ThreadRunner, shared_thread_runner
+from .jobs import Job, JobState, ThreadRunner, shared_thread_runner
 
 if TYPE_CHECKING:
     from .first_view import FirstView
@@ -248,7 +248,9 @@ class Session:
         replacing (and cancelling) the one it had — unless that one is for the same
         ``key`` and not cancelled: then it is returned as it is."""
         old = self.jobs.get(name)
-        if old is not None and key is not None and old.key == key and not old.handle.cancelled():
+        # (a stopped or stopping one is not: run again, it runs again)
+        if (old is not None and key is not None and old.key == key and old.state is not JobState.CANCELLED
+                and not getattr(old.handle, "stop_requested", False)):
             return old
         if old is not None:
             old.cancel()
@@ -295,7 +297,7 @@ class Session:
     def close(self) -> None:
         """Free what the session holds: its jobs still waiting, an upload's directory."""
         for job in self.jobs.values():
-            job.cancel()
+            job.stop()   # a sweep running for minutes would hold the worker's lane for nobody
         # (not the calibrations: sessions of one model share them, SessionStore.ranges_for)
         for fut in [*self.reports.values(), *self.local_reports.values(), *self.samples.values()]:
             fut.cancel()

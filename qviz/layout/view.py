@@ -25,7 +25,8 @@ import networkx as nx
 from ..ir import Graph, Node, parse_tensor_name
 from ..ir.ops import ACTIVATION_OPS, ADD_OPS, BATCH_NORM_OPS, CONV_LIKE_OPS, FAKE_QUANT_OPS
 
-__all__ = ["view_graph", "op_label", "sketch_view", "kind_of_op", "kind_of_keras_class", "layer_kind", "KINDS", "ViewKey",
+__all__ = ["view_graph", "op_label", "sketch_view",
+           "kind_of_op", "kind_of_keras_class", "layer_kind", "KINDS", "ViewKey",
            "diff_status", "key_showing", "block_showing", "close_blocks", "around", "BLOCK_KIND"]
 
 

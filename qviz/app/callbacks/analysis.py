@@ -41,9 +41,10 @@ _HIDDEN, _SHOWN = {"display": "none"}, {"display": "block"}
 
 
 def _sweep_props(*, polling=False, done=0, total=1, bar=_HIDDEN, status="", heatmap=no_update, heatmap_style=None,
-                 suggestion="", can_apply=False) -> dict:
-    """The sweep panel's properties (idle by default)."""
-    return dict(stop_polling=not polling, cannot_stop=not polling, done=str(done), total=str(total), bar=bar,
+                 suggestion="", can_apply=False, can_stop=None) -> dict:
+    """The sweep panel's properties (idle by default; a sweep polled can be stopped)."""
+    can_stop = polling if can_stop is None else can_stop
+    return dict(stop_polling=not polling, cannot_stop=not can_stop, done=str(done), total=str(total), bar=bar,
                 status=status,
                 heatmap=heatmap, heatmap_style=_HIDDEN if heatmap_style is None else heatmap_style,
                 suggestion=suggestion, cannot_apply=not can_apply, cannot_search=not can_apply)
@@ -97,10 +98,12 @@ def register(app, store) -> None:
             pace = f", about {duration(left)} left" if left is not None else ""
             status = (f"{done:,} of {total:,} measurements{pace}…" if job.progress() is not None
                       else "starting: the model's activation ranges first…")
-            if getattr(job.handle, "stop_requested", False):
-                status = f"stopping after the measurement under way ({done:,} of {total:,} made)…"
+            stopping = getattr(job.handle, "stop_requested", False)
+            if stopping:
+                made = f" ({done:,} of {total:,} made)" if job.progress() is not None else ""
+                status = f"stopping after the measurement under way{made}…"
             return _sweep_props(polling=True, done=done, total=total, bar=_SHOWN, status=status,
-                                heatmap_style=no_update, suggestion=no_update)
+                                heatmap_style=no_update, suggestion=no_update, can_stop=not stopping)
         if ctx.triggered_id == ids.SWEEP_BITS:   # the widths of the next sweep: this one's figures stay
             raise PreventUpdate
         if job.state is JobState.FAILED:  # the sweep failed in TF: say why, keep the app

@@ -77,15 +77,16 @@ def match_list(items: list[services.MatchItem], more: int = 0) -> dcc.Markdown:
     return dcc.Markdown(f'<div class="match-items">{buttons}{tail}</div>', dangerously_allow_html=True)
 
 
-def node_count(vg, mode: str):
-    """The toolbar's node count. In the op view it says when closed blocks hide ops: the
-    click on *ops* changes nothing a user can see while every node is a closed block."""
+def node_count(vg, mode: str) -> tuple:
+    """The toolbar's node count, and the class of the *ungroup blocks* button. In the op view
+    they say when closed blocks hide ops (the click on *ops* changes nothing a user can see
+    while every node is a closed block), and the button that shows them is marked."""
     closed = sum(1 for _, d in vg.nodes(data=True) if d.get("kind") == BLOCK_KIND)
     count = f"{vg.number_of_nodes():,} nodes"
     if mode != "op" or not closed:
-        return count
+        return count, ""
     return html.Span(f"{count}: {closed:,} closed blocks hide their ops", className="hint",
-                     title="select a block and press expand to see its ops, or ungroup blocks to see every op")
+                     title="select a block and press expand to see its ops, or ungroup blocks to see every op"), "hint"
 
 
 def center_on(fig, point, direction: str = "LR", span: tuple[float, float] = (0.0, 0.0)):
@@ -99,7 +100,7 @@ def center_on(fig, point, direction: str = "LR", span: tuple[float, float] = (0.
     fig.update_layout(xaxis=dict(range=[x - dx, x + dx]), yaxis=dict(range=[y - dy, y + dy]))
 
 
-_DRAWN_NOTHING = dict(figure=no_update, nodes="", match_count="", matches="", pattern_error="", diff="",
+_DRAWN_NOTHING = dict(figure=no_update, nodes="", blocks_hint="", match_count="", matches="", pattern_error="", diff="",
                       drawn=no_update, metric_legend=[], metric_poll=True, window=no_update)
 
 #: What the user panned or zoomed to, kept from the graph's relayout events; a double-click
@@ -145,6 +146,7 @@ def kept_window(triggered: list[str], window) -> dict | None:
 def register(app, store) -> None:
     @app.callback(
         output=dict(figure=Output(ids.GRAPH, "figure"), nodes=Output(ids.NODE_COUNT, "children"),
+                    blocks_hint=Output(ids.BLOCKS_BUTTON, "className"),
                     match_count=Output(ids.MATCH_COUNT, "children"), matches=Output(ids.MATCH_LIST, "children"),
                     pattern_error=Output(ids.PATTERN_ERROR, "children"), diff=Output(ids.DIFF_SUMMARY, "children"),
                     drawn=Output(ids.DRAWN, "data"), metric_legend=Output(ids.METRIC_LEGEND, "children"),
@@ -223,7 +225,8 @@ def register(app, store) -> None:
         drawn = recipe.to_json(indent=None)
         s.latest = drawn
         services.warm_up(s)
-        return dict(figure=fig, nodes=node_count(view.graph, choice.mode), window=window_now,
+        nodes, blocks_hint = node_count(view.graph, choice.mode)
+        return dict(figure=fig, nodes=nodes, blocks_hint=blocks_hint, window=window_now,
                     match_count="" if error else summarize_matches(fates), matches=listed,
                     pattern_error=error, drawn=drawn,
                     metric_legend=metric_legend(metric, len(fill or ()), waiting=waiting, name=color_by),
@@ -320,12 +323,9 @@ def register(app, store) -> None:
         layer = navigation.layer_around(s, key) if s is not None else None   # (a block's first layer)
         return {"key": ViewKey.layer(layer), "center": False} if layer is not None else None
 
-    @app.callback(Output(ids.BLOCKS_BUTTON, "children"), Output(ids.BLOCKS_BUTTON, "className"),
-                  Input(ids.VIEW, "data"), Input(ids.VIEW_MODE, "value"))
-    def blocks_button(view_state, mode):
-        grouped = bool((view_state or {}).get("blocks"))
-        # the op view of a grouped model: this button is the way to every op
-        return ("ungroup blocks" if grouped else "group into blocks"), ("hint" if grouped and mode == "op" else "")
+    @app.callback(Output(ids.BLOCKS_BUTTON, "children"), Input(ids.VIEW, "data"))
+    def blocks_button(view_state):
+        return "ungroup blocks" if (view_state or {}).get("blocks") else "group into blocks"
 
     @app.callback(
         output=dict(options=Output(ids.COLOR_BY, "options"), value=Output(ids.COLOR_BY, "value")),

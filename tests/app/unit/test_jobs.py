@@ -81,6 +81,40 @@ def test_a_running_thread_job_stops_at_its_next_progress_report():
     runner.close()
 
 
+def test_a_stopped_sweep_runs_again_and_a_sweep_of_other_widths_stops_the_running_one(samples):
+    import threading
+
+    from qviz.app.session import Session
+
+    runs = []   # (bits, the event that lets that run go on past each measurement)
+
+    def sweep(key, graph, bits, progress):
+        go_on = threading.Event()
+        runs.append((bits, go_on))
+        for i in range(50):
+            progress(i + 1, 50)
+            go_on.wait(10)
+        return bits
+
+    runner = ThreadRunner(threads=1, functions={"sweep": sweep})
+    s = Session(qviz.load(samples["lenet_digits"]), "lenet", runner=runner)
+    first = s.start_sweep([8, 4])
+    _wait(lambda: first.progress() is not None)
+    assert s.start_sweep([8, 4]) is first   # the same widths, still running: the same sweep
+    assert first.stop() and s.start_sweep([8, 4]) is not first   # stopping: run again, it runs again
+    second = s.jobs["sweep"]
+    runs[0][1].set()
+    _wait(lambda: first.state is JobState.CANCELLED and second.progress() is not None)
+    third = s.start_sweep([8])   # other widths: the running sweep is stopped, not queued behind it
+    runs[1][1].set()
+    _wait(lambda: len(runs) == 3)
+    runs[2][1].set()
+    assert third.handle.result(timeout=10) == (8,)
+    assert second.state is JobState.CANCELLED and second.progress() == (2, 50)
+    assert [bits for bits, _ in runs] == [(8, 4), (8, 4), (8,)]
+    runner.close()
+
+
 def test_a_sweep_in_the_worker_process_stops_and_the_worker_goes_on(samples):
     g = qviz.load(samples["lenet_digits"])
     runner = ProcessRunner().start()

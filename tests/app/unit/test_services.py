@@ -115,6 +115,12 @@ def test_search_finds_exact_names_first_then_substrings(session):
     assert navigation.search(vg, "nothing-here") == ([], "no node or layer matches 'nothing-here'")
     assert navigation.search(vg, "   ") == ([], "")                      # blanks search for nothing
     assert services.layer_of_key(session.graph, "not a key") is None               # what a page sends is not trusted
+    # in the op view, an op is found by the label drawn for it (its layer, then its own name)
+    ops = services.draw_view(session, Recipe(), ViewChoice(mode="op")).graph
+    conv = next(k for k, d in ops.nodes(data=True) if d["layer"] == "conv2" and d["op"] == "Conv2D")
+    label = ops.nodes[conv]["label"]
+    assert label.startswith("conv2/") and label.lower() not in conv.lower()   # not a part of the op's name
+    assert navigation.search(ops, label)[0] == [conv]
 
 
 def test_expanding_needs_a_selected_layer():
