@@ -6,7 +6,6 @@ import time
 from pathlib import Path
 
 from dash import Input, Output, State, ctx, dcc, html, no_update
-from dash.exceptions import PreventUpdate
 
 from ..._text import duration
 from ...choices import is_keras_file
@@ -104,8 +103,6 @@ def register(app, store) -> None:
                 status = f"stopping after the measurement under way{made}…"
             return _sweep_props(polling=True, done=done, total=total, bar=_SHOWN, status=status,
                                 heatmap_style=no_update, suggestion=no_update, can_stop=not stopping)
-        if ctx.triggered_id == ids.SWEEP_BITS:   # the widths of the next sweep: this one's figures stay
-            raise PreventUpdate
         if job.state is JobState.FAILED:  # the sweep failed in TF: say why, keep the app
             return _sweep_props(status=f"sweep failed: {job.handle.exception()}")
         result = job.handle.result()
@@ -115,7 +112,10 @@ def register(app, store) -> None:
                                  need_db=result.need_db(target), weight_accuracy=result.weight_accuracy,
                                  activation_accuracy=result.activation_accuracy)
         n = 2 * len(result.layers) * len(result.bits)
-        return _sweep_props(done=n, total=n, status=f"done: {n} measurements", heatmap=fig, heatmap_style=_SHOWN,
+        status = f"done: {n:,} measurements"
+        if ctx.triggered_id == ids.SWEEP_BITS:   # the widths of a next sweep: this one's figures stay
+            status += f" · run again: {services.sweep_plan(s, bits)}"
+        return _sweep_props(done=n, total=n, status=status, heatmap=fig, heatmap_style=_SHOWN,
                             suggestion=_suggestion_view(result, target), can_apply=True)
 
     @app.callback(

@@ -288,6 +288,12 @@ def test_sensitivity_sweep_heatmap_and_one_click_apply(dash_duo):
     assert all(r["fold"] for r in dash_duo.driver.execute_script(
         "const api = dash_ag_grid.getApi('layer-grid'); const out = [];"
         "api.forEachNode(n => out.push(n.data)); return out;") if r["foldable"] == "yes")
+    # widths ticked after a sweep: its figures stay, and the line says what a new run would cost
+    _click_label(dash_duo, "#sweep-bits", "2")
+    wait_for(lambda: status() == "done: 16 measurements · run again: 24 measurements: 4 layers × 3 widths, "
+                                 "weights and activations apart (fewer widths: a shorter sweep)",
+             what=lambda: f"the next run's plan; {status()!r}")
+    assert dash_duo.find_element("#sweep-heatmap").is_displayed()
 
 
 def test_qat_export_downloads_a_model_with_the_recipes_bits(dash_duo):
