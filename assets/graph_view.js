@@ -3,7 +3,9 @@
 //   be read: one layout unit (the distance between ranks, or between neighbours in a
 //   rank) at least meta.label_px pixels wide, at most meta.labels_in_view nodes in view
 //   (drawing thousands of names is slow); zoom in and they appear; and only near the
-//   view (the server sends the others apart): pan, and the names there are drawn;
+//   view (the server sends the others apart): pan, and the names there are drawn; a
+//   name that would touch one already drawn is left out (blocks and layers before ops,
+//   ghosts last) and comes back as you zoom in;
 // * minimap: while the view shows part of the graph, a small overview of the whole
 //   graph with the visible part boxed; click it to look there;
 // * zoom kept on a resize: when the plot changes size (side by side on or off, the
@@ -45,22 +47,77 @@
         return t.x[k] >= r.x0 && t.x[k] <= r.x1 && t.y[k] >= r.y0 && t.y[k] <= r.y1;
     }
 
+    // A 10-px name's mean character width, line height, distance off its node, and how
+    // near two may come and still read as two (as qviz/render/marks.py: CHAR_PX, LINE_PX,
+    // LABEL_GAP_PX, CLEAR_PX).
+    var CHAR_PX = 6, LINE_PX = 12, GAP_PX = 8, CLEAR_PX = [6, 8], CELL_PX = 48;
+
+    // The names to draw in region r: the labels there, less each that would touch (come
+    // within CLEAR_PX of) one kept, at the view's zoom rounded to a quarter octave (so a
+    // zoom redraws names only when it changes that much). Bigger nodes keep theirs first.
+    function thinned(gd, t, labels, r, v) {
+        var xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis;
+        var sx = xa._length / Math.max(v.x1 - v.x0, 1e-9), sy = ya._length / Math.max(v.y1 - v.y0, 1e-9);
+        var q = Math.pow(2, Math.round(4 * Math.log2(sx)) / 4) / sx;
+        sx *= q; sy *= q;
+        var size = t.marker && t.marker.size, opacity = t.marker && t.marker.opacity, where = t.textposition;
+        var order = [], out = labels.map(function () { return ""; }), cells = {};
+        for (var k = 0; k < labels.length; k++) {
+            if (labels[k] && within(t, k, r)) { order.push(k); }
+        }
+        var rank = function (k) {   // ghosts (faded) last, then the smaller markers
+            var faded = Array.isArray(opacity) && opacity[k] < 1 ? 1000 : 0;
+            return faded - (Array.isArray(size) ? size[k] : 0);
+        };
+        order.sort(function (a, b) { return rank(a) - rank(b) || a - b; });
+        order.forEach(function (k) {
+            var X = t.x[k] * sx, Y = t.y[k] * sy, w = labels[k].length * CHAR_PX;
+            var p = String(Array.isArray(where) ? where[k] : where || "top center"), b;
+            if (p.indexOf("right") >= 0) {
+                b = [X + GAP_PX, X + GAP_PX + w, Y - LINE_PX / 2, Y + LINE_PX / 2];
+            } else if (p.indexOf("left") >= 0) {
+                b = [X - GAP_PX - w, X - GAP_PX, Y - LINE_PX / 2, Y + LINE_PX / 2];
+            } else if (p.indexOf("bottom") === 0) {
+                b = [X - w / 2, X + w / 2, Y - GAP_PX - LINE_PX, Y - GAP_PX];
+            } else {
+                b = [X - w / 2, X + w / 2, Y + GAP_PX, Y + GAP_PX + LINE_PX];
+            }
+            var i0 = Math.floor((b[0] - CLEAR_PX[0]) / CELL_PX), i1 = Math.floor((b[1] + CLEAR_PX[0]) / CELL_PX);
+            var j0 = Math.floor((b[2] - CLEAR_PX[1]) / CELL_PX), j1 = Math.floor((b[3] + CLEAR_PX[1]) / CELL_PX);
+            var i, j, c, n;
+            for (i = i0; i <= i1; i++) {
+                for (j = j0; j <= j1; j++) {
+                    c = cells[i + "," + j] || [];
+                    for (n = 0; n < c.length; n++) {
+                        if (Math.min(b[1], c[n][1]) - Math.max(b[0], c[n][0]) + CLEAR_PX[0] > 0 &&
+                                Math.min(b[3], c[n][3]) - Math.max(b[2], c[n][2]) + CLEAR_PX[1] > 0) { return; }
+                    }
+                }
+            }
+            for (i = i0; i <= i1; i++) {
+                for (j = j0; j <= j1; j++) { (cells[i + "," + j] = cells[i + "," + j] || []).push(b); }
+            }
+            out[k] = labels[k];
+        });
+        return out;
+    }
+
     // The server draws names only near the view it opens on (qviz.render.names_near_view):
-    // all of them are in meta.labels. When a node in view has no name drawn (the view
-    // moved, or plotly widened an axis to keep the scale), the names around the view
-    // (meta.names_margin views past each side) are drawn instead; returns them, or null
-    // while every node in view has its name.
+    // all of them are in meta.labels. When a node in view has not the name it should (the
+    // view moved, plotly widened an axis to keep the scale, or the zoom changed which names
+    // fit), the names around the view (meta.names_margin views past each side), thinned,
+    // are drawn instead; returns them, or null while every node in view has its name.
     function namesNear(gd, t, v, meta) {
         var labels = meta.labels, k, missing = false;
         if (!labels || labels.length !== t.x.length || !t.text) { return null; }
-        for (k = 0; k < labels.length && !missing; k++) {
-            missing = within(t, k, v) && t.text[k] !== labels[k];
-        }
-        if (!missing) { return null; }
         var m = typeof meta.names_margin === "number" ? meta.names_margin : 0.5;
         var w = m * (v.x1 - v.x0), h = m * (v.y1 - v.y0);
         var r = {x0: v.x0 - w, x1: v.x1 + w, y0: v.y0 - h, y1: v.y1 + h};
-        return labels.map(function (s, k) { return within(t, k, r) ? s : ""; });
+        var names = thinned(gd, t, labels, r, v);
+        for (k = 0; k < labels.length && !missing; k++) {
+            missing = within(t, k, v) && (t.text[k] || "") !== names[k];
+        }
+        return missing ? names : null;
     }
 
     // Plotly keeps a trace's text groups from one drawing to the next (a new figure too),
