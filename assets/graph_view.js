@@ -47,15 +47,17 @@
         return t.x[k] >= r.x0 && t.x[k] <= r.x1 && t.y[k] >= r.y0 && t.y[k] <= r.y1;
     }
 
-    // A 10-px name's mean character width, line height, distance off its node, and how
-    // near two may come and still read as two (as qviz/render/marks.py: CHAR_PX, LINE_PX,
-    // LABEL_GAP_PX, CLEAR_PX).
-    var CHAR_PX = 6, LINE_PX = 12, GAP_PX = 8, CLEAR_PX = [6, 8], CELL_PX = 48;
+    var CELL_PX = 48;   // the grid names are looked up in
 
     // The names to draw in region r: the labels there, less each that would touch (come
     // within CLEAR_PX of) one kept, at the view's zoom rounded to a quarter octave (so a
     // zoom redraws names only when it changes that much). Bigger nodes keep theirs first.
     function thinned(gd, t, labels, r, v) {
+        // a name's measure, as the server placed names (qviz/render/marks.py label_sides): a
+        // character's width, a line's height, its distance off the node, how near two may come
+        var box = (gd.layout.meta || {}).label_box;
+        if (!box) { return labels.map(function (s, k) { return within(t, k, r) ? s : ""; }); }
+        var CHAR_PX = box.char, LINE_PX = box.line, GAP_PX = box.gap, CLEAR_PX = box.clear;
         var xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis;
         var sx = xa._length / Math.max(v.x1 - v.x0, 1e-9), sy = ya._length / Math.max(v.y1 - v.y0, 1e-9);
         var q = Math.pow(2, Math.round(4 * Math.log2(sx)) / 4) / sx;

@@ -19,7 +19,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ..layout.view import BLOCK_KIND, ViewKey
-from .marks import (COLORS, FRAME_FILL, GHOST_OPACITY, HALO_COLORS, HALO_OPACITY, LABEL_PX, LABELS_IN_VIEW, MAX_ARROWS,
+from .marks import (CHAR_PX, CLEAR_PX, LABEL_GAP_PX, LINE_PX, COLORS, FRAME_FILL, GHOST_OPACITY, HALO_COLORS, HALO_OPACITY, LABEL_PX, LABELS_IN_VIEW, MAX_ARROWS,
                     MAX_LABELS, MAX_SVG_NODES, NO_VALUE_COLOR, SELECTED_OUTLINE, STATUS_COLORS, Badge, Frame,
                     FIRST_VIEW_RANKS, first_view_range, label_position, label_sides, opposite_side, short_label)
 
@@ -212,7 +212,9 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
     fig.update_layout(
         margin=dict(l=10, r=10, t=30 if title else 10, b=10), plot_bgcolor="#fff",
         xaxis=xaxis, yaxis=yaxis, dragmode="pan", uirevision="graph", hovermode="closest",
-        meta={"labels_in_view": LABELS_IN_VIEW, "label_px": LABEL_PX})
+        # (the page thins names with the same measure of a name as label_sides: assets/graph_view.js)
+        meta={"labels_in_view": LABELS_IN_VIEW, "label_px": LABEL_PX,
+              "label_box": {"char": CHAR_PX, "line": LINE_PX, "gap": LABEL_GAP_PX, "clear": list(CLEAR_PX)}})
     if title:
         fig.update_layout(title=dict(text=title))
     drawn = [(f.label, path, f.name_at(pos, direction)) for f in frames
