@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 import networkx as nx
 
 from ..choices import bits_label, parse_bits_label
-from ..layout import ViewKey, around, default_cache, diff_status, key_showing, view_graph
+from ..layout import ViewKey, around, default_cache, diff_status, key_showing, routes_in_place, view_graph
 from ..layout.blocks import closed_blocks
 from ..layout.view import block_showing
 from ..analysis.budget import budget
@@ -313,7 +313,11 @@ def draw_view(session, recipe: Recipe, choice: ViewChoice) -> DrawnView:
         status, removed = diff_status(result.changes, session.graph) if not choice.original else ({}, [])
         closed = closed_blocks(session.blocks, choice.opened) if choice.blocks else ()
         vg = view_graph(graph, choice.mode, choice.expanded, removed=removed, status=status, blocks=closed)
-        cached = DrawnView(vg, *default_cache().routes(vg, choice.direction))
+        if choice.original:
+            cached = DrawnView(vg, *default_cache().routes(vg, choice.direction))
+        else:   # where the float graph's view has it: an edit moves nothing (and is laid out once)
+            before = draw_view(session, recipe, replace(choice, show="original")).graph
+            cached = DrawnView(vg, *routes_in_place(vg, before, choice.direction, default_cache().routes))
         if len(session.layouts) > 16:
             session.layouts.clear()
         session.layouts[key] = cached
@@ -476,7 +480,11 @@ def graph_svg_file(session, recipe: Recipe, choice: ViewChoice, around_layer: st
     title = f"{session.name}: {choice.mode} view, {'float' if choice.original else 'rewritten by the recipe'}"
     if around_layer is not None:
         vg = around(vg, [around_layer], hops)
-        pos, routes = default_cache().routes(vg, choice.direction)
+        if choice.original:
+            pos, routes = default_cache().routes(vg, choice.direction)
+        else:   # removed layers in their places, as the page draws them
+            before = draw_view(session, recipe, replace(choice, show="original")).graph
+            pos, routes = routes_in_place(vg, before, choice.direction, default_cache().routes)
         stem += f"_around_{around_layer}"
         title += f", around {around_layer} ({hops} step{'s' if hops != 1 else ''})"
     badges = None if choice.original else recipe_badges(session.graph, vg, recipe)   # no empty slots in a file

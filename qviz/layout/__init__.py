@@ -2,7 +2,8 @@
 
 from .layered import count_crossings, layered_layout, layered_routes
 from .cache import LayoutCache, default_cache
+from .in_place import routes_in_place
 from .view import ViewKey, around, diff_status, key_showing, sketch_view, view_graph
 
 __all__ = ["layered_layout", "layered_routes", "count_crossings", "view_graph", "sketch_view", "ViewKey", "diff_status",
-           "key_showing", "around", "LayoutCache", "default_cache"]
+           "key_showing", "around", "LayoutCache", "default_cache", "routes_in_place"]

@@ -9,7 +9,10 @@ The directory is :func:`qviz.cache_dir.cache_directory`. It never holds more
 than :data:`MAX_FILES` entries or :data:`MAX_BYTES` (the oldest go first); an entry that cannot be
 read is recomputed, and a directory that cannot be written only costs the
 saving (logged). Nothing read from it is executed: entries are JSON numbers.
-Graphs under :data:`MIN_NODES` nodes are laid out every time (faster than a file).
+Graphs under :data:`MIN_NODES` nodes are not written (laying them out is faster than
+a file). The app's cache (:func:`default_cache`) also keeps the last :data:`RECENT` layouts
+of any size in memory: every edit of a layer view is laid out as the same graph
+(:func:`qviz.layout.routes_in_place`).
 
 >>> import networkx as nx, tempfile
 >>> g = nx.DiGraph([("a", "b"), ("a", "c"), ("b", "d"), ("c", "d")])
@@ -24,7 +27,9 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from collections import OrderedDict
 from pathlib import Path
+from threading import Lock
 
 import networkx as nx
 
@@ -43,6 +48,11 @@ MAX_BYTES = 256 * 2**20
 MIN_NODES = 300
 #: Entries are named ``layout-<hash>.json``: nothing else in the directory is touched.
 PREFIX = "layout-"
+#: Layouts kept in memory (by the key of their graph), whichever cache laid them out.
+RECENT = 8
+
+_recent: OrderedDict[str, tuple[dict, dict]] = OrderedDict()
+_recent_lock = Lock()
 
 
 def _key(g: nx.DiGraph, direction: str) -> str:
@@ -57,18 +67,36 @@ def _key(g: nx.DiGraph, direction: str) -> str:
 
 class LayoutCache:
     """:func:`~qviz.layout.layered_routes`, remembered on disk under ``directory``
-    (``hits``: how many answers this instance read from disk)."""
+    (``hits``: how many answers this instance read from disk), and with ``in_memory``
+    the last :data:`RECENT` layouts in memory too (shared by every such cache)."""
 
-    def __init__(self, directory, min_nodes: int = 0):
+    def __init__(self, directory, min_nodes: int = 0, in_memory: bool = False):
         self.directory = Path(directory)
         self.min_nodes = min_nodes
+        self.in_memory = in_memory
         self.hits = 0
 
     def routes(self, g: nx.DiGraph, direction: str = "LR") -> tuple[dict, dict]:
         """``(positions, routes)`` of ``g`` as :func:`layered_routes` gives them."""
+        key = _key(g, direction)
+        if not self.in_memory:
+            return self._laid_out(g, direction, key)
+        with _recent_lock:
+            found = _recent.get(key)
+            if found is not None:
+                _recent.move_to_end(key)
+        if found is None:
+            found = self._laid_out(g, direction, key)
+            with _recent_lock:
+                _recent[key] = found
+                while len(_recent) > RECENT:
+                    _recent.popitem(last=False)
+        pos, routes = found
+        return dict(pos), dict(routes)   # (the caller's to change)
+
+    def _laid_out(self, g: nx.DiGraph, direction: str, key: str) -> tuple[dict, dict]:
         if g.number_of_nodes() < self.min_nodes:
             return layered_routes(g, direction)
-        key = _key(g, direction)
         path = self.directory / f"{PREFIX}{key}.json"
         found = self._read(path, g)
         if found is not None:
@@ -104,4 +132,4 @@ class LayoutCache:
 
 def default_cache() -> LayoutCache:
     """The cache the app uses (graphs under :data:`MIN_NODES` nodes are laid out every time)."""
-    return LayoutCache(cache_directory(), min_nodes=MIN_NODES)
+    return LayoutCache(cache_directory(), min_nodes=MIN_NODES, in_memory=True)

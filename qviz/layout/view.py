@@ -4,8 +4,10 @@ Constants (``Const`` and constant subgraphs such as weight reads) are not drawn:
 they show in the side panel of the op that reads them. In the **layer view**
 each layer is one node unless it is in ``expanded``, in which case its ops are
 drawn instead. Nodes removed by a rewrite can be drawn as ghosts: without
-edges, just behind the node upstream of them that took over their output
-(a folded batch norm behind its conv), so the topology drawn is the new one.
+edges, so the topology drawn is the new one; ``ghost_of`` names the node upstream
+of them that took over their output (a folded batch norm's conv). Laid out with the
+float graph (:func:`qviz.layout.routes_in_place`) a ghost keeps its own place,
+the new edge drawn through it; laid out alone it sits just behind that node.
 
 >>> from qviz.ir import Graph, Node
 >>> g = Graph([Node("x", "Placeholder"), Node("c/w", "Const"), Node("c/conv", "Conv2D", ["x", "c/w"]),
@@ -214,9 +216,9 @@ def sketch_view(sketch) -> nx.DiGraph:
 
 def around(vg: nx.DiGraph, layers: Iterable[str], hops: int = 2) -> nx.DiGraph:
     """The part of a view graph within ``hops`` edges (either way) of the nodes
-    showing ``layers``: a sub-graph to put on a slide. A removed node drawn behind
-    a kept one (``ghost_of``) comes along with it; a layer the rewrite removed (a
-    folded batch norm) is centred on the node it is drawn behind.
+    showing ``layers``: a sub-graph to put on a slide. A removed node (``ghost_of``)
+    comes along with the kept one that took over its work; a layer the rewrite removed
+    (a folded batch norm) is centred on that node.
 
     >>> vg = nx.DiGraph([("layer:a", "layer:b"), ("layer:b", "layer:c"), ("layer:c", "layer:d")])
     >>> for k in vg:
@@ -265,8 +267,8 @@ def view_graph(graph: Graph, mode: str = "layer", expanded: Iterable[str] = (),
         expanded: layers drawn as their ops in the layer view.
         removed: non-constant nodes of the original graph that a rewrite
             removed. Each view node made only of them is a ghost: no edges, and
-            ``ghost_of`` names the view node it is drawn behind (the nearest one
-            upstream still in ``graph``; none found: drawn with its old edges).
+            ``ghost_of`` names the view node that took over its work (the nearest
+            one upstream still in ``graph``; none found: drawn with its old edges).
         status: node name → ``"added"`` / ``"modified"`` (from a change record).
         blocks: :class:`qviz.layout.blocks.Block` s drawn closed, each as one node
             (:func:`close_blocks`), in either mode.

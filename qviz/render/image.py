@@ -35,7 +35,7 @@ import networkx as nx
 from ..errors import QvizError
 from ..ir import Graph
 from ..ir.ops import ADD_OPS, LAYER_OPS
-from ..layout import ViewKey, around, default_cache, diff_status, view_graph
+from ..layout import ViewKey, around, default_cache, diff_status, routes_in_place, view_graph
 from ..passes import Recipe, fold_candidates, quantizable_layers, quantizable_units
 from .marks import Badge
 from .svg import graph_svg
@@ -117,7 +117,10 @@ def rewrite_view(original: Graph, result=None, view: str = "layer", direction: s
     vg = view_graph(result.graph if result is not None else original, view, removed=removed, status=status)
     if around_layers:
         vg = around(vg, around_layers, hops)
-    return (vg, *default_cache().routes(vg, direction))
+    if result is None:
+        return (vg, *default_cache().routes(vg, direction))
+    # where the float graph has it, as the page draws it (qviz.layout.routes_in_place)
+    return (vg, *routes_in_place(vg, view_graph(original, view), direction, default_cache().routes))
 
 
 def graph_svg_of(original: Graph, result=None, recipe: Recipe | None = None, *, view: str = "layer",

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import qviz
-from qviz.layout import count_crossings, layered_layout, layered_routes, view_graph
+from qviz.layout import count_crossings, layered_layout, layered_routes, routes_in_place, view_graph
 
 
 def _random_dag(n=160, p=0.03, seed=0):
@@ -91,6 +91,31 @@ def test_removed_nodes_are_ghosts_behind_their_replacement_without_edges(samples
     pos, _ = layered_routes(vg)
     for k, a in ghosts.items():
         assert 0 < pos[k][0] - pos[a][0] < 0.6 and 0 < pos[k][1] - pos[a][1] < 0.6
+
+
+@pytest.mark.parametrize("mode", ["layer", "op"])
+def test_a_rewritten_view_laid_out_in_place_keeps_the_float_graphs_places(samples, mode):
+    """Issue 16.4: laid out with the float graph, each ghost keeps its own place (not
+    behind its anchor) and each node the float graph has stays where it has it in the
+    layer view; the edges drawn are the rewritten graph's, those that replaced a path
+    through ghosts bent through the ghosts' places."""
+    g = qviz.load(samples["resnet_block"])
+    result = qviz.apply(g, qviz.Recipe(), report=False)
+    removed = [g.node(n) for n in result.changes.removed if not g.is_constant(n)]
+    vg = view_graph(result.graph, mode, removed=removed, status={})
+    before = view_graph(g, mode)
+    pos, routes = routes_in_place(vg, before)
+    alone, _ = layered_routes(before)
+    ghosts = {k for k, d in vg.nodes(data=True) if d.get("ghost_of")}
+    assert ghosts and set(pos) == set(vg)
+    if mode == "layer":
+        assert pos == alone
+    places = [pos[k] for k in vg]
+    assert len(set(places)) == len(places), "no two nodes on one place"
+    assert not any(vg.degree(k) for k in ghosts)
+    through = [e for e in vg.edges if e not in before.edges]
+    assert through and all(routes[e] and set(routes[e]) & {pos[k] for k in ghosts} for e in through
+                           if any(k in ghosts for k in before.successors(e[0])))
 
 
 def test_op_view_labels_tell_one_layers_op_from_the_next_ones(samples):

@@ -101,21 +101,22 @@ def _drawn(dash_duo):
         "return [pos, edges];")
 
 
-def test_a_folded_batch_norm_is_drawn_behind_its_conv_not_as_a_branch(dash_duo):
-    """Issue 18.6: the removed bn1 was drawn as a faded branch off conv1."""
+def test_a_folded_batch_norm_is_drawn_in_its_place_not_as_a_branch(dash_duo):
+    """Issue 18.6: the removed bn1 was drawn as a faded branch off conv1. Issue 16.4: it
+    stays where it was (laid out alone, behind conv1, it moved every layer after it)."""
     start_app(dash_duo)
     set_cell(dash_duo, "conv1", "fold", True)
     wait_for(lambda: "removed" in dash_duo.find_element("#diff-summary").text, what="conv1 folded")
     wait_for(lambda: "layer:bn1" in (_drawn(dash_duo) or [{}])[0], what="the folded graph drawn")
     pos, edges = _drawn(dash_duo)
-    ghost, conv = pos["layer:bn1"], pos["layer:conv1"]
-    assert all(0 < g - c < 0.5 for g, c in zip(ghost, conv)), "bn1 sits just behind conv1"
+    ghost, conv, relu = pos["layer:bn1"], pos["layer:conv1"], pos["layer:relu1"]
+    assert conv[0] < ghost[0] < relu[0], "bn1 keeps its place between conv1 and relu1"
     assert not any(ghost in (a, b) for a, b in edges), "no edge to or from the removed bn1"
     assert [b for a, b in edges if a == conv] == [pos["layer:relu1"]], "conv1 feeds relu1 only"
     hover = dash_duo.driver.execute_script(
         "const g = document.querySelector('#graph .js-plotly-plot');"
         "const t = g.data.find(d => d.name === 'nodes'); return t.hovertext[t.customdata.indexOf('layer:bn1')];")
-    assert "change: removed (drawn behind conv1" in hover
+    assert "change: removed (drawn where it was: conv1 now does its work)" in hover
 
 
 def test_fold_and_four_bits_change_graph_and_verification(dash_duo):

@@ -96,6 +96,20 @@ def test_the_view_is_laid_out_once_per_recipe_and_choice(session):
     assert "ghost_of" not in original.graph.nodes[ViewKey.layer("bn1")]
 
 
+def test_a_fold_toggle_moves_no_node_of_the_layer_view(session):
+    """Issue 16.4: the rewritten layer view is laid out where the float graph has each
+    layer, so folding a batch norm or not (its rank kept or lost, alone) moves nothing."""
+    recipe = Recipe.default(session.graph)
+    folded = services.draw_view(session, recipe, ViewChoice())
+    kept = services.draw_view(session, recipe.with_fold("conv1", False), ViewChoice())
+    original = services.draw_view(session, recipe, ViewChoice(show="original"))
+    bn, conv, relu = ViewKey.layer("bn1"), ViewKey.layer("conv1"), ViewKey.layer("relu1")
+    assert folded.graph.nodes[bn].get("ghost_of") and not kept.graph.nodes[bn].get("ghost_of")
+    assert folded.pos == kept.pos == original.pos
+    # the folded conv's new edge is drawn through the batch norm's place
+    assert folded.routes[(conv, relu)] == [folded.pos[bn]] and (conv, relu) not in kept.graph.edges
+
+
 def test_match_marks_follow_the_rewrite(session):
     recipe = Recipe.default(session.graph)
     fates = session.match_fates("builtin:conv_bn", BUILTIN["conv_bn"], recipe)
