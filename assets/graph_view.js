@@ -49,77 +49,132 @@
 
     var CELL_PX = 48;   // the grid names are looked up in
 
+    // The box (pixels: [x0, x1, y0, y1]) of a text of w pixels and h high at plotly's
+    // textposition p off a point at (X, Y) (y up).
+    function textBox(X, Y, w, h, p, gap) {
+        var x = p.indexOf("left") >= 0 ? [X - gap - w, X - gap] : p.indexOf("right") >= 0 ? [X + gap, X + gap + w]
+            : [X - w / 2, X + w / 2];
+        var y = p.indexOf("top") === 0 ? [Y + gap, Y + gap + h] : p.indexOf("bottom") === 0 ? [Y - gap - h, Y - gap]
+            : [Y - h / 2, Y + h / 2];
+        return [x[0], x[1], y[0], y[1]];
+    }
+
     // The names to draw in region r: the labels there, less each that would touch (come
     // within CLEAR_PX of) one kept, at the view's zoom rounded to a quarter octave (so a
     // zoom redraws names only when it changes that much). Bigger nodes keep theirs first.
-    function thinned(gd, t, labels, r, v) {
+    // A node's marks (its bit badge, its TFLite ⚠: traces "bits" and "device flags", whose
+    // meta.texts are all their texts) are drawn with its name or not at all, and are
+    // weighed with it: {names, marks: one text array per trace of marks}.
+    function thinned(meta, size, t, labels, r, v, marks) {
         // a name's measure, as the server placed names (qviz/render/marks.py label_sides): a
         // character's width, a line's height, its distance off the node, how near two may come
-        var box = (gd.layout.meta || {}).label_box;
-        if (!box) { return labels.map(function (s, k) { return within(t, k, r) ? s : ""; }); }
-        var CHAR_PX = box.char, LINE_PX = box.line, GAP_PX = box.gap, CLEAR_PX = box.clear;
-        var xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis;
-        var sx = xa._length / Math.max(v.x1 - v.x0, 1e-9), sy = ya._length / Math.max(v.y1 - v.y0, 1e-9);
+        var box = meta.label_box, out = labels.map(function () { return ""; });
+        var marksOut = marks.map(function (m) { return m.texts.map(function () { return ""; }); });
+        var CHAR_PX = box ? box.char : 6, LINE_PX = box ? box.line : 12, GAP_PX = box ? box.gap : 6;
+        var CLEAR_PX = box ? box.clear : [0, 0];
+        var sx = size.w / Math.max(v.x1 - v.x0, 1e-9), sy = size.h / Math.max(v.y1 - v.y0, 1e-9);
         var q = Math.pow(2, Math.round(4 * Math.log2(sx)) / 4) / sx;
         sx *= q; sy *= q;
-        var size = t.marker && t.marker.size, opacity = t.marker && t.marker.opacity, where = t.textposition;
-        var order = [], out = labels.map(function () { return ""; }), cells = {};
+        var sizes = t.marker && t.marker.size, opacity = t.marker && t.marker.opacity, where = t.textposition;
+        var order = [], cells = {};
         for (var k = 0; k < labels.length; k++) {
             if (labels[k] && within(t, k, r)) { order.push(k); }
         }
         var rank = function (k) {   // ghosts (faded) last, then the smaller markers
             var faded = Array.isArray(opacity) && opacity[k] < 1 ? 1000 : 0;
-            return faded - (Array.isArray(size) ? size[k] : 0);
+            return faded - (Array.isArray(sizes) ? sizes[k] : 0);
         };
         order.sort(function (a, b) { return rank(a) - rank(b) || a - b; });
-        order.forEach(function (k) {
-            var X = t.x[k] * sx, Y = t.y[k] * sy, w = labels[k].length * CHAR_PX;
-            var p = String(Array.isArray(where) ? where[k] : where || "top center"), b;
-            if (p.indexOf("right") >= 0) {
-                b = [X + GAP_PX, X + GAP_PX + w, Y - LINE_PX / 2, Y + LINE_PX / 2];
-            } else if (p.indexOf("left") >= 0) {
-                b = [X - GAP_PX - w, X - GAP_PX, Y - LINE_PX / 2, Y + LINE_PX / 2];
-            } else if (p.indexOf("bottom") === 0) {
-                b = [X - w / 2, X + w / 2, Y - GAP_PX - LINE_PX, Y - GAP_PX];
-            } else {
-                b = [X - w / 2, X + w / 2, Y + GAP_PX, Y + GAP_PX + LINE_PX];
-            }
-            var i0 = Math.floor((b[0] - CLEAR_PX[0]) / CELL_PX), i1 = Math.floor((b[1] + CLEAR_PX[0]) / CELL_PX);
-            var j0 = Math.floor((b[2] - CLEAR_PX[1]) / CELL_PX), j1 = Math.floor((b[3] + CLEAR_PX[1]) / CELL_PX);
-            var i, j, c, n;
-            for (i = i0; i <= i1; i++) {
-                for (j = j0; j <= j1; j++) {
+        var cellsOf = function (b) {
+            return [Math.floor((b[0] - CLEAR_PX[0]) / CELL_PX), Math.floor((b[1] + CLEAR_PX[0]) / CELL_PX),
+                    Math.floor((b[2] - CLEAR_PX[1]) / CELL_PX), Math.floor((b[3] + CLEAR_PX[1]) / CELL_PX)];
+        };
+        var touches = function (b) {
+            var g = cellsOf(b), i, j, c, n;
+            for (i = g[0]; i <= g[1]; i++) {
+                for (j = g[2]; j <= g[3]; j++) {
                     c = cells[i + "," + j] || [];
                     for (n = 0; n < c.length; n++) {
                         if (Math.min(b[1], c[n][1]) - Math.max(b[0], c[n][0]) + CLEAR_PX[0] > 0 &&
-                                Math.min(b[3], c[n][3]) - Math.max(b[2], c[n][2]) + CLEAR_PX[1] > 0) { return; }
+                                Math.min(b[3], c[n][3]) - Math.max(b[2], c[n][2]) + CLEAR_PX[1] > 0) { return true; }
                     }
                 }
             }
-            for (i = i0; i <= i1; i++) {
-                for (j = j0; j <= j1; j++) { (cells[i + "," + j] = cells[i + "," + j] || []).push(b); }
+            return false;
+        };
+        var keep = function (b) {
+            var g = cellsOf(b), i, j;
+            for (i = g[0]; i <= g[1]; i++) {
+                for (j = g[2]; j <= g[3]; j++) { (cells[i + "," + j] = cells[i + "," + j] || []).push(b); }
             }
+        };
+        var at = function (p, k) { return String(Array.isArray(p) ? p[k] : p || "top center"); };
+        order.forEach(function (k) {
+            var X = t.x[k] * sx, Y = t.y[k] * sy, key = t.customdata ? t.customdata[k] : null;
+            if (!box) { out[k] = labels[k]; return; }
+            var boxes = [textBox(X, Y, labels[k].length * CHAR_PX, LINE_PX, at(where, k), GAP_PX)], own = [];
+            marks.forEach(function (m, mi) {
+                var i = key === null ? undefined : m.index[key];
+                if (i === undefined || !m.texts[i]) { return; }
+                var scale = m.font / 10;
+                boxes.push(textBox(X, Y, String(m.texts[i]).length * CHAR_PX * scale, LINE_PX * scale,
+                                   at(m.where, i), GAP_PX));
+                own.push([mi, i]);
+            });
+            if (boxes.some(touches)) { return; }
+            boxes.forEach(keep);
             out[k] = labels[k];
+            own.forEach(function (o) { marksOut[o[0]][o[1]] = marks[o[0]].texts[o[1]]; });
+        });
+        return {names: out, marks: marksOut};
+    }
+
+    // The traces of a node's marks (see thinned) in a figure's data, each with all its
+    // texts (trace.meta.texts), its positions, its font size and its point by node key.
+    var MARKS = ["bits", "device flags"];
+    function marksOf(figure) {
+        var out = [];
+        MARKS.forEach(function (name) {
+            var j = trace(figure, name), m = j >= 0 ? figure.data[j] : null;
+            var texts = m && m.meta && m.meta.texts;
+            if (!Array.isArray(texts) || !Array.isArray(m.customdata)) { return; }
+            var index = {};
+            m.customdata.forEach(function (key, i) { index[key] = i; });
+            out.push({at: j, texts: texts, where: m.textposition, index: index,
+                      font: (m.textfont && typeof m.textfont.size === "number") ? m.textfont.size : 10});
         });
         return out;
     }
 
-    // The server draws names only near the view it opens on (qviz.render.names_near_view):
-    // all of them are in meta.labels. When a node in view has not the name it should (the
-    // view moved, plotly widened an axis to keep the scale, or the zoom changed which names
-    // fit), the names around the view (meta.names_margin views past each side), thinned,
-    // are drawn instead; returns them, or null while every node in view has its name.
-    function namesNear(gd, t, v, meta) {
-        var labels = meta.labels, k, missing = false;
-        if (!labels || labels.length !== t.x.length || !t.text) { return null; }
+    // The names a figure should show in view v of a plot of this size ({w, h} pixels):
+    // {mode, names, marks}. Names only while they can be read: a layout unit at least
+    // meta.label_px pixels wide and at most meta.labels_in_view nodes in view. The server
+    // draws names only near the view it opens on (qviz.render.names_near_view), all of them
+    // in meta.labels; the names are those around the view (meta.names_margin views past each
+    // side), thinned; names null when the figure has not all its names in meta.labels.
+    // marks: [trace index, its texts] for each trace of marks (see thinned).
+    function wanted(figure, size, t, v) {
+        var meta = figure.layout.meta || {}, marks = marksOf(figure);
+        var limit = meta.labels_in_view || 250, minPx = meta.label_px || 45, n = 0;
+        // pixels per layout unit across the screen: below minPx the names would run into each other
+        var px = size.w / Math.max(v.x1 - v.x0, 1e-9);
+        for (var k = 0; k < t.x.length && n <= limit; k++) {
+            if (within(t, k, v)) { n++; }
+        }
+        var mode = n <= limit && px >= minPx ? "markers+text" : "markers", labels = meta.labels;
+        if (mode !== "markers+text" || !labels || labels.length !== t.x.length || !t.text) {
+            return {mode: mode, names: null, marks: []};
+        }
         var m = typeof meta.names_margin === "number" ? meta.names_margin : 0.5;
         var w = m * (v.x1 - v.x0), h = m * (v.y1 - v.y0);
         var r = {x0: v.x0 - w, x1: v.x1 + w, y0: v.y0 - h, y1: v.y1 + h};
-        var names = thinned(gd, t, labels, r, v);
-        for (k = 0; k < labels.length && !missing; k++) {
-            missing = within(t, k, v) && (t.text[k] || "") !== names[k];
-        }
-        return missing ? names : null;
+        var drawn = thinned(meta, size, t, labels, r, v, marks);
+        return {mode: mode, names: drawn.names,
+                marks: marks.map(function (mk, i) { return [mk.at, drawn.marks[i]]; })};
+    }
+    function plotSize(gd) {
+        var xa = gd._fullLayout && gd._fullLayout.xaxis, ya = gd._fullLayout && gd._fullLayout.yaxis;
+        return xa && ya && xa._length > 0 && ya._length > 0 ? {w: xa._length, h: ya._length} : null;
     }
 
     // Plotly keeps a trace's text groups from one drawing to the next (a new figure too),
@@ -130,27 +185,72 @@
         gd.querySelectorAll(".scatterlayer g.textpoint").forEach(function (g) { g.remove(); });
     }
 
+    // Names drawn for the view: restyled when a node in view has not the name it should
+    // (the view moved, plotly widened an axis to keep the scale, or the zoom changed which
+    // names fit), or when names should come or go.
     function updateLabels(gd, v) {
-        var i = trace(gd, "nodes");
-        if (i < 0 || !gd.data[i].text || !v) { return; }
-        var t = gd.data[i], n = 0;
-        var meta = gd.layout.meta || {}, limit = meta.labels_in_view || 250, minPx = meta.label_px || 45;
-        // pixels per layout unit across the screen: below minPx the names would run into each other
-        var px = gd._fullLayout.xaxis._length / Math.max(v.x1 - v.x0, 1e-9);
-        for (var k = 0; k < t.x.length && n <= limit; k++) {
-            if (within(t, k, v)) { n++; }
+        var i = trace(gd, "nodes"), size = plotSize(gd);
+        if (i < 0 || !gd.data[i].text || !v || !size) { return; }
+        var t = gd.data[i], want = wanted(gd, size, t, v), missing = false, k;
+        for (k = 0; want.names && k < t.x.length && !missing; k++) {
+            missing = within(t, k, v) && (t.text[k] || "") !== want.names[k];
         }
-        var want = n <= limit && px >= minPx ? "markers+text" : "markers";
-        var text = want === "markers+text" ? namesNear(gd, t, v, meta) : null;
-        if (text) {
+        want.marks.forEach(function (m) {
+            var drawn = gd.data[m[0]].text || [];
+            for (k = 0; k < m[1].length && !missing; k++) { missing = (drawn[k] || "") !== m[1][k]; }
+        });
+        if (missing) {   // (one restyle: each is a drawing)
             dropTextGroups(gd);
-            window.Plotly.restyle(gd, {mode: want, text: [text]}, [i]);
-        } else if (t.mode !== want) {
-            window.Plotly.restyle(gd, {mode: want}, [i]);
+            var at = [i], modes = [want.mode], texts = [want.names];
+            want.marks.forEach(function (m) { at.push(m[0]); modes.push(gd.data[m[0]].mode); texts.push(m[1]); });
+            window.Plotly.restyle(gd, {mode: modes, text: texts}, at);
+        } else if (t.mode !== want.mode) {
+            window.Plotly.restyle(gd, {mode: want.mode}, [i]);
         }
         // the bit badges (trace "bits", qviz/render/figure.py) come and go with the names
-        var b = trace(gd, "bits"), show = want === "markers+text";
+        var b = trace(gd, "bits"), show = want.mode === "markers+text";
         if (b >= 0 && gd.data[b].visible !== show) { window.Plotly.restyle(gd, {visible: show}, [b]); }
+    }
+
+    // A new figure for a plot already drawn (an edit, a selection: the server's redraw) gets
+    // the names the page would draw before plotly draws it, rather than after: else every
+    // redraw was drawn twice, the server's names near the view and then the page's thinned
+    // ones (~60 ms of MobileNetV2's fold toggle). The view is the one plotly will show: the
+    // figure's ranges, the narrower one widened to keep the axes' equal scale (scaleanchor)
+    // about its centre. dcc.Graph draws with window.Plotly.react(gd, figure).
+    function viewOf(layout, size) {
+        var xr = layout.xaxis && layout.xaxis.range, yr = layout.yaxis && layout.yaxis.range;
+        if (!Array.isArray(xr) || !Array.isArray(yr) || [xr[0], xr[1], yr[0], yr[1]].some(function (x) {
+            return typeof x !== "number" || !isFinite(x); })) { return null; }
+        var x0 = Math.min(xr[0], xr[1]), x1 = Math.max(xr[0], xr[1]), y0 = Math.min(yr[0], yr[1]), y1 = Math.max(yr[0], yr[1]);
+        var u = Math.max((x1 - x0) / size.w, (y1 - y0) / size.h), cx = (x0 + x1) / 2, cy = (y0 + y1) / 2;
+        return {x0: cx - u * size.w / 2, x1: cx + u * size.w / 2, y0: cy - u * size.h / 2, y1: cy + u * size.h / 2};
+    }
+    function namedBeforeDrawn(gd, figure) {
+        var data = figure.data, layout = figure.layout, size = plotSize(gd);
+        var j = Array.isArray(data) && layout ? trace(figure, "nodes") : -1;
+        var v = j >= 0 && size ? viewOf(layout, size) : null;
+        if (!v || !Array.isArray(data[j].x) || !Array.isArray(data[j].y)) { return figure; }
+        var want = wanted(figure, size, data[j], v);
+        data = data.slice();
+        data[j] = Object.assign({}, data[j], want.names ? {mode: want.mode, text: want.names} : {mode: want.mode});
+        want.marks.forEach(function (m) { data[m[0]] = Object.assign({}, data[m[0]], {text: m[1]}); });
+        var b = trace(figure, "bits");
+        if (b >= 0) { data[b] = Object.assign({}, data[b], {visible: want.mode === "markers+text"}); }
+        return Object.assign({}, figure, {data: data});
+    }
+    function wrapReact() {
+        var react = window.Plotly && window.Plotly.react;
+        if (!react || react.__qviz) { return; }
+        var wrapped = function (gd, figure) {
+            var args = Array.prototype.slice.call(arguments);
+            if (gd && gd.__qvizBound && figure && typeof figure === "object" && !Array.isArray(figure)) {
+                try { args[1] = namedBeforeDrawn(gd, figure); } catch (e) { args[1] = figure; }
+            }
+            return react.apply(this, args);
+        };
+        wrapped.__qviz = true;
+        window.Plotly.react = wrapped;
     }
 
     // The minimap is a canvas drawn here, not a second plotly plot: on NASNetMobile's op view
@@ -323,6 +423,7 @@
         [[GRAPH, update], [GRAPH_B, updateB]].forEach(function (pane) {
             var gd = document.querySelector("#" + pane[0] + " .js-plotly-plot");
             if (!gd || gd.__qvizBound || !gd.on || !window.Plotly) { return; }
+            wrapReact();
             gd.__qvizBound = true;
             gd.on("plotly_beforeplot", function () { dropTextGroups(gd); });   // (see dropTextGroups)
             gd.on("plotly_afterplot", function () { pane[1](gd); });

@@ -7,7 +7,8 @@ Against a running ``qviz serve`` on PORT: opens the page (1600×1000), runs the 
 (a CSS selector, or ``op``/``layer`` for the view), then zooms the graph to each N pixels a
 rank from its start and prints how many nodes are in view, how many names are drawn inside
 the plot, and how many pairs of drawn names' boxes overlap (``assets/graph_view.js`` leaves
-out a name that would touch one drawn). Screenshots go to ``names_<N>.png`` here.
+out a name that would touch one drawn); then the same for every text of the points (names,
+bit badges, TFLite ⚠ marks: a node's marks are drawn with its name or not at all). Screenshots go to ``names_<N>.png`` here.
 """
 
 import os
@@ -31,9 +32,17 @@ for (let a = 0; a < inside.length; a++) for (let b = a + 1; b < inside.length; b
   const p = inside[a], q = inside[b];
   if (Math.min(p.right, q.right) - Math.max(p.left, q.left) > 0 && Math.min(p.bottom, q.bottom) - Math.max(p.top, q.top) > 0) n++;
 }
+// every text of the plot's points: names, bit badges, TFLite marks
+const all = [...g.querySelectorAll('.scatterlayer .textpoint text')].filter(e => e.textContent).map(e => e.getBoundingClientRect())
+  .filter(r => r.right > plot.left && r.left < plot.right && r.bottom > plot.top && r.top < plot.bottom);
+let m = 0;
+for (let a = 0; a < all.length; a++) for (let b = a + 1; b < all.length; b++) {
+  const p = all[a], q = all[b];
+  if (Math.min(p.right, q.right) - Math.max(p.left, q.left) > 0 && Math.min(p.bottom, q.bottom) - Math.max(p.top, q.top) > 0) m++;
+}
 const xr = g._fullLayout.xaxis.range; let inview = 0;
 g.data[i].x.forEach((x, k) => { if (x >= xr[0] && x <= xr[1]) inview++; });
-return [inside.length, n, inview, g.data[i].mode, g._fullLayout.xaxis._length / (xr[1] - xr[0])];
+return [inside.length, n, inview, g.data[i].mode, g._fullLayout.xaxis._length / (xr[1] - xr[0]), all.length, m];
 """
 try:
     d.get(f"http://127.0.0.1:{port}/")
@@ -51,8 +60,9 @@ try:
         d.execute_script("Plotly.relayout(document.querySelector('#graph .js-plotly-plot'), {'xaxis.range': arguments[0]});",
                          [start[0] + 5, start[0] + 5 + ranks])
         time.sleep(2.5)
-        drawn, over, inview, mode, actual = d.execute_script(JS_OVER)
-        print(f"{px:.0f} px a rank (actual {actual:.0f}): {inview} nodes in view, {drawn} names drawn, {over} overlapping pairs, mode {mode}")
+        drawn, over, inview, mode, actual, texts, texts_over = d.execute_script(JS_OVER)
+        print(f"{px:.0f} px a rank (actual {actual:.0f}): {inview} nodes in view, {drawn} names drawn, {over} overlapping pairs; "
+              f"with badges and ⚠ marks {texts} texts, {texts_over} overlapping pairs; mode {mode}")
         d.save_screenshot(f"names_{int(px)}.png")
 finally:
     d.quit()

@@ -5,11 +5,11 @@ first view (:mod:`qviz.render.svg`, drawing with :mod:`qviz.render.marks`) is dr
 before ``qviz serve`` answers, and importing plotly for it was a tenth of a second.
 """
 
-__all__ = ["graph_figure", "names_near_view", "histogram_figure", "layer_error_figure", "sensitivity_figure", "pareto_figure", "COLORS",
+__all__ = ["graph_figure", "names_near_view", "sent_once", "histogram_figure", "layer_error_figure", "sensitivity_figure", "pareto_figure", "COLORS",
            "fold_channels_figure", "channel_ranges_figure", "fold_orders_figure",
            "layer_neighbourhood_figure"]
 
-_LAZY = {"graph_figure": "figure", "names_near_view": "figure", "histogram_figure": "figure", "layer_error_figure": "figure",
+_LAZY = {"graph_figure": "figure", "names_near_view": "figure", "sent_once": "figure", "histogram_figure": "figure", "layer_error_figure": "figure",
          "sensitivity_figure": "figure", "pareto_figure": "figure", "COLORS": "marks",
          "fold_channels_figure": "explainer", "channel_ranges_figure": "explainer",
          "fold_orders_figure": "explainer", "layer_neighbourhood_figure": "explainer"}

@@ -20,7 +20,7 @@ from ...analysis.match_fates import summary as summarize_matches
 from ...patterns import BUILTIN, PatternSyntaxError, parse
 from ...layout import ViewKey
 from ...layout.view import BLOCK_KIND
-from ...render import graph_figure, names_near_view
+from ...render import graph_figure, names_near_view, sent_once
 from ...render.marks import FIRST_VIEW_RANKS
 from .. import ids, navigation, services
 from ..colour_by import SUGGESTED_BITS, metric_of, metric_waiting
@@ -226,7 +226,7 @@ def register(app, store) -> None:
         s.latest = drawn
         services.warm_up(s)
         nodes, blocks_hint = node_count(view.graph, choice.mode)
-        return dict(figure=fig, nodes=nodes, blocks_hint=blocks_hint, window=window_now,
+        return dict(figure=sent_once(fig), nodes=nodes, blocks_hint=blocks_hint, window=window_now,
                     match_count="" if error else summarize_matches(fates), matches=listed,
                     pattern_error=error, drawn=drawn,
                     metric_legend=metric_legend(metric, len(fill or ()), waiting=waiting, name=color_by),

@@ -128,6 +128,8 @@ function (changed) {
     const calc = gd.calcdata && gd.calcdata[at];
     for (const d of drawn) {
         trace.text[d.i] = text[d.i];
+        // (all the badges, which the page thins as the view moves: assets/graph_view.js marksOf)
+        if (trace.meta && Array.isArray(trace.meta.texts)) trace.meta.texts[d.i] = text[d.i];
         trace.textfont.color[d.i] = color[d.i];
         if (calc && calc[d.i]) { calc[d.i].tx = text[d.i]; calc[d.i].tc = color[d.i]; }
     }
