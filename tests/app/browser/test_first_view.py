@@ -97,6 +97,46 @@ def _drawn_names(dash_duo):
         "return [rs.length, n];")
 
 
+def _drawn_texts(dash_duo):
+    """(texts of the graph's points drawn inside the plot: names, bit badges, TFLite marks;
+    pairs of them whose boxes overlap; badges or marks drawn for a node whose name is not)."""
+    return dash_duo.driver.execute_script(
+        "const g = document.querySelector('#graph .js-plotly-plot');"
+        "const plot = g.querySelector('.nsewdrag').getBoundingClientRect();"
+        "const rs = [...g.querySelectorAll('.scatterlayer .textpoint text')].filter(e => e.textContent)"
+        "  .map(e => e.getBoundingClientRect())"
+        "  .filter(r => r.right > plot.left && r.left < plot.right && r.bottom > plot.top && r.top < plot.bottom);"
+        "let n = 0; for (let a = 0; a < rs.length; a++) for (let b = a + 1; b < rs.length; b++)"
+        "  if (Math.min(rs[a].right, rs[b].right) > Math.max(rs[a].left, rs[b].left)"
+        "      && Math.min(rs[a].bottom, rs[b].bottom) > Math.max(rs[a].top, rs[b].top)) n++;"
+        "const nodes = g.data.find(d => d.name === 'nodes'), named = {};"
+        "nodes.customdata.forEach((k, i) => { if (nodes.text[i]) named[k] = true; });"
+        "let orphans = 0, marks = 0;"
+        "for (const t of g.data.filter(d => d.name === 'bits' || d.name === 'device flags'))"
+        "  t.customdata.forEach((k, i) => { if (t.text[i]) { marks++; if (!named[k]) orphans++; } });"
+        "return [rs.length, n, marks, orphans];")
+
+
+def test_bit_badges_and_tflite_marks_are_thinned_with_the_names(dash_duo, mobilenet_file):
+    """A node's bit badge and ⚠ are weighed with its name and drawn with it or not at all:
+    zoomed out, no text of the graph runs into another (the badges were never left out, and
+    ran into the next layer's name)."""
+    g = qviz.load(mobilenet_file)
+    dash_duo.start_server(create_app(g, model_name="mobilenet", worker=False, recipe=qviz.Recipe.default(g)))
+    wait_open(dash_duo, "mobilenet")
+    wait_for(lambda: _drawn_texts(dash_duo)[2] > 2, what=lambda: f"badges drawn: {_drawn_texts(dash_duo)}")
+    start, width_px = dash_duo.driver.execute_script(
+        "const g = document.querySelector('#graph .js-plotly-plot');"
+        "return [g._fullLayout.xaxis.range, g._fullLayout.xaxis._length];")
+    for px in (80, 50):
+        dash_duo.driver.execute_script(
+            "Plotly.relayout(document.querySelector('#graph .js-plotly-plot'), {'xaxis.range': arguments[0]});",
+            [start[0], start[0] + width_px / px])
+        wait_for(lambda: (lambda t: t[0] > 10 and t[1] == 0 and t[2] > 0 and t[3] == 0)(_drawn_texts(dash_duo)),
+                 what=lambda: f"at {px} px a rank (texts, overlapping pairs, marks, marks without their name) "
+                              f"{_drawn_texts(dash_duo)}")
+
+
 def test_a_long_graph_has_a_minimap_that_moves_the_view_and_labels_come_with_zoom(dash_duo, mobilenet_file):
     dash_duo.start_server(create_app(qviz.load(mobilenet_file), model_name="mobilenet", worker=False))
     wait_open(dash_duo, "mobilenet")
