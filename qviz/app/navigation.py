@@ -21,7 +21,7 @@ import networkx as nx
 from ..layout import ViewKey
 from ..layout.view import block_showing
 from ..passes import Recipe
-from ..render.marks import Frame
+from ..render.marks import Frame, short_label
 from ..render.image import recipe_badges
 from .services import DrawnView, ViewChoice, drawn_key
 
@@ -120,13 +120,15 @@ def _found(vg: nx.DiGraph, needle: str) -> tuple[list[str], str, str]:
 
 
 def _searched(vg: nx.DiGraph, k: str) -> str:
-    """The text a search looks through for view node ``k``, in lower case."""
+    """The text a search looks through for view node ``k``, in lower case: its names, and
+    the label drawn for it (shortened: what a user reads off the graph finds it too)."""
     key, d = ViewKey(k), vg.nodes[k]
+    drawn = short_label(str(d.get("label", key.name)))
     if key.is_block:
-        return " ".join([d.get("label", ""), *d.get("layers", ())]).lower()
+        return "\n".join([d.get("label", ""), drawn, *d.get("layers", ())]).lower()
     if key.kind == "op":
-        return f"{key.name}\n{d.get('label', '')}".lower()   # (a newline: no match across the two)
-    return key.name.lower()
+        return f"{key.name}\n{d.get('label', '')}\n{drawn}".lower()   # (newlines: no match across two)
+    return f"{key.name}\n{drawn}".lower()
 
 
 def _layers_note(vg: nx.DiGraph, hits: list[str], low: str) -> str:

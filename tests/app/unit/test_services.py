@@ -3,6 +3,7 @@ the recipe history, what the graph view shows, and how bad uploads are refused."
 
 import base64
 
+import networkx as nx
 import pytest
 
 import qviz
@@ -12,6 +13,7 @@ from qviz.app.services import ViewChoice, current
 from qviz.layout import ViewKey
 from qviz.passes import LayerBits, Recipe, RecipeError
 from qviz.patterns import BUILTIN
+from qviz.render.marks import short_label
 
 
 @pytest.fixture(scope="module")
@@ -135,6 +137,12 @@ def test_search_finds_exact_names_first_then_substrings(session):
     label = ops.nodes[conv]["label"]
     assert label.startswith("conv2/") and label.lower() not in conv.lower()   # not a part of the op's name
     assert navigation.search(ops, label)[0] == [conv]
+    # a long name is drawn shortened: what the graph shows finds it
+    long = nx.DiGraph()
+    long.add_node("layer:separable_conv_1_pad_reduction_right1_stem_1", label="separable_conv_1_pad_reduction_right1_stem_1")
+    drawn = short_label("separable_conv_1_pad_reduction_right1_stem_1")
+    assert drawn == "sep…pad_red_right1_stem_1"
+    assert navigation.search(long, drawn)[0] == navigation.search(long, "sep…pad_red")[0] == list(long)
 
 
 def test_expanding_needs_a_selected_layer():
