@@ -89,7 +89,7 @@ def register(app, store) -> None:
             return _sweep_props(status=services.sweep_plan(s, bits))
         if job.state is JobState.CANCELLED:
             done, total = job.progress() or (0, 0)
-            stopped = f"stopped after {done:,} of {total:,} measurements; " if total else ""
+            stopped = f"stopped after {done:,} of {total:,} measurements · run again: " if total else ""
             return _sweep_props(status=stopped + services.sweep_plan(s, bits))
         if job.state in (JobState.QUEUED, JobState.RUNNING):
             done, total = job.progress() or (0, 1)
