@@ -111,7 +111,11 @@
         var at = function (p, k) { return String(Array.isArray(p) ? p[k] : p || "top center"); };
         order.forEach(function (k) {
             var X = t.x[k] * sx, Y = t.y[k] * sy, key = t.customdata ? t.customdata[k] : null;
-            if (!box) { out[k] = labels[k]; return; }
+            if (!box) {   // (no measure: every name there, with its marks)
+                out[k] = labels[k];
+                marks.forEach(function (m, mi) { var i = m.index[key]; if (i !== undefined) { marksOut[mi][i] = m.texts[i]; } });
+                return;
+            }
             var boxes = [textBox(X, Y, labels[k].length * CHAR_PX, LINE_PX, at(where, k), GAP_PX)], own = [];
             marks.forEach(function (m, mi) {
                 var i = key === null ? undefined : m.index[key];
@@ -195,9 +199,9 @@
         for (k = 0; want.names && k < t.x.length && !missing; k++) {
             missing = within(t, k, v) && (t.text[k] || "") !== want.names[k];
         }
-        want.marks.forEach(function (m) {
-            var drawn = gd.data[m[0]].text || [];
-            for (k = 0; k < m[1].length && !missing; k++) { missing = (drawn[k] || "") !== m[1][k]; }
+        want.marks.forEach(function (m) {   // (only those in view: the region thinned moves with it)
+            var mt = gd.data[m[0]], drawn = mt.text || [];
+            for (k = 0; k < m[1].length && !missing; k++) { missing = within(mt, k, v) && (drawn[k] || "") !== m[1][k]; }
         });
         if (missing) {   // (one restyle: each is a drawing)
             dropTextGroups(gd);
@@ -207,9 +211,12 @@
         } else if (t.mode !== want.mode) {
             window.Plotly.restyle(gd, {mode: want.mode}, [i]);
         }
-        // the bit badges (trace "bits", qviz/render/figure.py) come and go with the names
-        var b = trace(gd, "bits"), show = want.mode === "markers+text";
-        if (b >= 0 && gd.data[b].visible !== show) { window.Plotly.restyle(gd, {visible: show}, [b]); }
+        // the bit badges and TFLite marks (qviz/render/figure.py) come and go with the names
+        var show = want.mode === "markers+text";
+        MARKS.forEach(function (name) {
+            var b = trace(gd, name);
+            if (b >= 0 && gd.data[b].visible !== show) { window.Plotly.restyle(gd, {visible: show}, [b]); }
+        });
     }
 
     // A new figure for a plot already drawn (an edit, a selection: the server's redraw) gets
@@ -230,13 +237,16 @@
         var data = figure.data, layout = figure.layout, size = plotSize(gd);
         var j = Array.isArray(data) && layout ? trace(figure, "nodes") : -1;
         var v = j >= 0 && size ? viewOf(layout, size) : null;
-        if (!v || !Array.isArray(data[j].x) || !Array.isArray(data[j].y)) { return figure; }
+        // (a figure sent without names, over MAX_LABELS nodes, is drawn without them)
+        if (!v || !data[j].text || !Array.isArray(data[j].x) || !Array.isArray(data[j].y)) { return figure; }
         var want = wanted(figure, size, data[j], v);
         data = data.slice();
         data[j] = Object.assign({}, data[j], want.names ? {mode: want.mode, text: want.names} : {mode: want.mode});
         want.marks.forEach(function (m) { data[m[0]] = Object.assign({}, data[m[0]], {text: m[1]}); });
-        var b = trace(figure, "bits");
-        if (b >= 0) { data[b] = Object.assign({}, data[b], {visible: want.mode === "markers+text"}); }
+        MARKS.forEach(function (name) {
+            var b = trace(figure, name);
+            if (b >= 0) { data[b] = Object.assign({}, data[b], {visible: want.mode === "markers+text"}); }
+        });
         return Object.assign({}, figure, {data: data});
     }
     function wrapReact() {

@@ -131,5 +131,5 @@ class LayoutCache:
 
 
 def default_cache() -> LayoutCache:
-    """The cache the app uses (graphs under :data:`MIN_NODES` nodes are laid out every time)."""
+    """The cache the app uses: on disk from :data:`MIN_NODES` nodes, the last :data:`RECENT` in memory."""
     return LayoutCache(cache_directory(), min_nodes=MIN_NODES, in_memory=True)

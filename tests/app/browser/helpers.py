@@ -111,11 +111,13 @@ def click(dash_duo, selector, timeout=10):
 
 _BADGE_TEXTS = ("const g = document.querySelector('#graph .js-plotly-plot');"
                 "const t = g && g.data ? g.data.find(d => d.name === 'bits') : null; const out = {};"
-                "if (t) t.customdata.forEach((k, i) => { if (t.text[i]) out[k] = t.text[i]; }); return out;")
+                # (all the badges: the page draws those whose node's name is drawn, graph_view.js thinned)
+                "const texts = t && t.meta && t.meta.texts ? t.meta.texts : (t ? t.text : []);"
+                "if (t) t.customdata.forEach((k, i) => { if (texts[i]) out[k] = texts[i]; }); return out;")
 
 
 def badge_texts(dash_duo) -> dict:
-    """View key → the bits badge drawn on the graph (``{"layer:conv2": "w4a8"}``)."""
+    """View key → the bits badge the graph has for it (``{"layer:conv2": "w4a8"}``; drawn while its name is)."""
     return dash_duo.driver.execute_script(_BADGE_TEXTS)
 
 

@@ -11,7 +11,8 @@ pytestmark = needs_browser
 _BADGES = ("const g = document.querySelector('#graph .js-plotly-plot');"
            "const t = g && g.data ? g.data.find(d => d.name === 'bits') : null;"
            "if (!t) return {};"
-           "const out = {}; t.customdata.forEach((k, i) => { if (t.text[i]) out[k] = [t.text[i], t.textfont.color[i], t.visible]; });"
+           "const texts = t.meta && t.meta.texts ? t.meta.texts : t.text;"   # (all, drawn or thinned out)
+           "const out = {}; t.customdata.forEach((k, i) => { if (texts[i]) out[k] = [texts[i], t.textfont.color[i], t.visible]; });"
            "return out;")
 
 
