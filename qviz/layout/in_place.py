@@ -69,6 +69,9 @@ def routes_in_place(vg: nx.DiGraph, before: nx.DiGraph, direction: str = "LR",
             skeleton.add_edge(u, v)
         else:
             crossing[(u, v)] = path
+    for k in ghosts:   # no edge to a node drawn (cut off by qviz.layout.around): behind the one it names
+        if not skeleton.degree(k) and vg.nodes[k]["ghost_of"] in vg:
+            skeleton.nodes[k]["ghost_of"] = vg.nodes[k]["ghost_of"]
     try:
         pos, bends = lay_out(skeleton, direction)
     except nx.NetworkXUnfeasible:

@@ -123,7 +123,7 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
 
     The node trace's ``customdata`` is the node key, which click callbacks read.
     """
-    # ghosts (removed by the rewrite) first, so the node that replaced one is drawn over it
+    # ghosts (removed by the rewrite) first, so the node that replaced one is drawn over one behind it
     keys = sorted(g.nodes, key=lambda k: g.nodes[k].get("ghost_of") is None)
     data = [g.nodes[k] for k in keys]
     lines, heads = _edges(g, pos, routes)
@@ -136,7 +136,7 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
         state = f"<br>change: {d['status']}" if d.get("status") else ""
         if d.get("ghost_of"):
             behind = g.nodes[d["ghost_of"]].get("label") if d["ghost_of"] in g else d["ghost_of"].split(":", 1)[1]
-            state += f" (drawn where it was: {behind} now does its work)"
+            state += f" ({behind} now does its work)"
         constants = f" + {d['constants']} constants" if d.get("constants") else ""
         if _kind(k) == BLOCK_KIND:
             layers = d.get("layers") or [""]

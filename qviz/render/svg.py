@@ -101,7 +101,7 @@ def graph_svg(g, pos: Mapping, routes: Mapping | None = None, *, window=None, cs
     parts.append("</g>")
     shown = [k for k in g.nodes if k in pos and inside(pos[k])]
     parts.append(f'<g stroke="#fff" stroke-width="{_fmt(unit)}">')
-    # ghosts (removed by the rewrite) first, so the node that replaced one is drawn over it
+    # ghosts (removed by the rewrite) first, so the node that replaced one is drawn over one behind it
     for k in sorted(shown, key=lambda k: g.nodes[k].get("ghost_of") is None):
         d = g.nodes[k]
         block = d.get("kind") == BLOCK_KIND

@@ -118,6 +118,16 @@ def test_a_rewritten_view_laid_out_in_place_keeps_the_float_graphs_places(sample
     assert through and all(routes[e] and set(routes[e]) & {pos[k] for k in ghosts} for e in through)
 
 
+def test_a_ghost_cut_off_from_its_neighbours_is_drawn_behind_the_node_that_took_its_work():
+    """A sub-view (qviz.layout.around) may hold a ghost but neither node it sat between: it
+    goes behind its anchor, not alone at the graph's start."""
+    lone = nx.DiGraph([("x", "conv")])
+    lone.add_node("bn", ghost_of="conv")
+    pos, _ = routes_in_place(lone, nx.DiGraph([("x", "conv")]))   # (bn's edges were cut off)
+    assert pos["bn"] != (0.0, 0.0)
+    assert 0 < pos["bn"][0] - pos["conv"][0] < 0.6 and 0 < pos["bn"][1] - pos["conv"][1] < 0.6
+
+
 def test_op_view_labels_tell_one_layers_op_from_the_next_ones(samples):
     """Keras names every batch norm's ops ``mul_1``/``add_1`` and every conv ``convolution``:
     the op view labels each op with its layer, and its hover names the op in full."""

@@ -67,6 +67,13 @@ function (changed) {
     const trace = gd.data[at];
     const text = trace.text.slice(), color = trace.textfont.color.slice();
     const width = v => (/^[0-9]+$/.test(String(v)) ? parseInt(v, 10) : null);
+    // a badge is drawn with its node's name (assets/graph_view.js thins them together): one
+    // whose name is left out at this zoom is only noted, for when it is drawn
+    const nodes = gd.data.find(d => d.name === 'nodes');
+    const named = key => {
+        const j = nodes && nodes.text ? nodes.customdata.indexOf(key) : -1;
+        return j < 0 || !!nodes.text[j];
+    };
     const drawn = [];
     for (const c of (Array.isArray(changed) ? changed : [changed])) {
         if (!c || !c.data || fields.indexOf(c.colId) < 0) continue;
@@ -79,6 +86,10 @@ function (changed) {
         const badge = (w ? 'w' + w : '') + (a ? 'a' + a : '') + (folded ? '+bn' : '');
         const narrowest = [w, a].filter(x => x).reduce((m, x) => Math.min(m, x), Infinity);
         const pick = colors.find(([least, _]) => narrowest >= least);
+        if (!named('layer:' + c.data.layer)) {
+            if (trace.meta && Array.isArray(trace.meta.texts)) trace.meta.texts[i] = badge;
+            continue;
+        }
         text[i] = badge;
         color[i] = narrowest === Infinity ? floatColor : (pick ? pick[1] : colors[colors.length - 1][1]);
         drawn.push({layer: c.data.layer, badge: badge, i: i});
