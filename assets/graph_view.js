@@ -68,10 +68,9 @@
     function thinned(meta, size, t, labels, r, v, marks) {
         // a name's measure, as the server placed names (qviz/render/marks.py label_sides): a
         // character's width, a line's height, its distance off the node, how near two may come
-        var box = meta.label_box, out = labels.map(function () { return ""; });
+        var box = meta.label_box || null, out = labels.map(function () { return ""; });
         var marksOut = marks.map(function (m) { return m.texts.map(function () { return ""; }); });
-        var CHAR_PX = box ? box.char : 6, LINE_PX = box ? box.line : 12, GAP_PX = box ? box.gap : 6;
-        var CLEAR_PX = box ? box.clear : [0, 0];
+        var CHAR_PX = box && box.char, LINE_PX = box && box.line, GAP_PX = box && box.gap, CLEAR_PX = box && box.clear;
         var sx = size.w / Math.max(v.x1 - v.x0, 1e-9), sy = size.h / Math.max(v.y1 - v.y0, 1e-9);
         var q = Math.pow(2, Math.round(4 * Math.log2(sx)) / 4) / sx;
         sx *= q; sy *= q;

@@ -23,26 +23,20 @@ d = chromium(1600, 1000)
 JS_OVER = """
 const g = document.querySelector('#graph .js-plotly-plot');
 const i = g.data.findIndex(d => d.name === 'nodes');
-const layer = g.querySelector('.scatterlayer .trace' + g._fullData[i].uid);
-const rects = [...layer.querySelectorAll('.textpoint text')].filter(e => e.textContent).map(e => e.getBoundingClientRect());
 const plot = g.querySelector('.nsewdrag').getBoundingClientRect();
-const inside = rects.filter(r => r.right > plot.left && r.left < plot.right && r.bottom > plot.top && r.top < plot.bottom);
-let n = 0;
-for (let a = 0; a < inside.length; a++) for (let b = a + 1; b < inside.length; b++) {
-  const p = inside[a], q = inside[b];
-  if (Math.min(p.right, q.right) - Math.max(p.left, q.left) > 0 && Math.min(p.bottom, q.bottom) - Math.max(p.top, q.top) > 0) n++;
-}
-// every text of the plot's points: names, bit badges, TFLite marks
-const all = [...g.querySelectorAll('.scatterlayer .textpoint text')].filter(e => e.textContent).map(e => e.getBoundingClientRect())
+// the boxes of the texts drawn inside the plot, and how many pairs of them overlap
+const boxes = texts => [...texts].filter(e => e.textContent).map(e => e.getBoundingClientRect())
   .filter(r => r.right > plot.left && r.left < plot.right && r.bottom > plot.top && r.top < plot.bottom);
-let m = 0;
-for (let a = 0; a < all.length; a++) for (let b = a + 1; b < all.length; b++) {
-  const p = all[a], q = all[b];
-  if (Math.min(p.right, q.right) - Math.max(p.left, q.left) > 0 && Math.min(p.bottom, q.bottom) - Math.max(p.top, q.top) > 0) m++;
-}
+const pairs = rs => { let n = 0; for (let a = 0; a < rs.length; a++) for (let b = a + 1; b < rs.length; b++) {
+  const p = rs[a], q = rs[b];
+  if (Math.min(p.right, q.right) - Math.max(p.left, q.left) > 0 && Math.min(p.bottom, q.bottom) - Math.max(p.top, q.top) > 0) n++;
+} return n; };
+const names = boxes(g.querySelectorAll('.scatterlayer .trace' + g._fullData[i].uid + ' .textpoint text'));
+// every text of the plot's points: names, bit badges, TFLite marks
+const all = boxes(g.querySelectorAll('.scatterlayer .textpoint text'));
 const xr = g._fullLayout.xaxis.range; let inview = 0;
 g.data[i].x.forEach((x, k) => { if (x >= xr[0] && x <= xr[1]) inview++; });
-return [inside.length, n, inview, g.data[i].mode, g._fullLayout.xaxis._length / (xr[1] - xr[0]), all.length, m];
+return [names.length, pairs(names), inview, g.data[i].mode, g._fullLayout.xaxis._length / (xr[1] - xr[0]), all.length, pairs(all)];
 """
 try:
     d.get(f"http://127.0.0.1:{port}/")

@@ -313,15 +313,20 @@ def draw_view(session, recipe: Recipe, choice: ViewChoice) -> DrawnView:
         status, removed = diff_status(result.changes, session.graph) if not choice.original else ({}, [])
         closed = closed_blocks(session.blocks, choice.opened) if choice.blocks else ()
         vg = view_graph(graph, choice.mode, choice.expanded, removed=removed, status=status, blocks=closed)
-        if choice.original:
-            cached = DrawnView(vg, *default_cache().routes(vg, choice.direction))
-        else:   # where the float graph's view has it: an edit moves nothing (and is laid out once)
-            before = draw_view(session, recipe, replace(choice, show="original")).graph
-            cached = DrawnView(vg, *routes_in_place(vg, before, choice.direction, default_cache().routes))
+        cached = DrawnView(vg, *_laid_out(session, recipe, choice, vg))
         if len(session.layouts) > 16:
             session.layouts.clear()
         session.layouts[key] = cached
     return cached
+
+
+def _laid_out(session, recipe: Recipe, choice: ViewChoice, vg: nx.DiGraph) -> tuple[dict, dict]:
+    """``(positions, routes)`` of ``vg``, drawn as ``choice`` asks: a rewritten view where the
+    float graph's view has each node, so an edit moves nothing (:func:`qviz.layout.routes_in_place`)."""
+    if choice.original:
+        return default_cache().routes(vg, choice.direction)
+    before = draw_view(session, recipe, replace(choice, show="original")).graph
+    return routes_in_place(vg, before, choice.direction, default_cache().routes)
 
 
 @dataclass(frozen=True)
@@ -480,11 +485,7 @@ def graph_svg_file(session, recipe: Recipe, choice: ViewChoice, around_layer: st
     title = f"{session.name}: {choice.mode} view, {'float' if choice.original else 'rewritten by the recipe'}"
     if around_layer is not None:
         vg = around(vg, [around_layer], hops)
-        if choice.original:
-            pos, routes = default_cache().routes(vg, choice.direction)
-        else:   # removed layers in their places, as the page draws them
-            before = draw_view(session, recipe, replace(choice, show="original")).graph
-            pos, routes = routes_in_place(vg, before, choice.direction, default_cache().routes)
+        pos, routes = _laid_out(session, recipe, choice, vg)
         stem += f"_around_{around_layer}"
         title += f", around {around_layer} ({hops} step{'s' if hops != 1 else ''})"
     badges = None if choice.original else recipe_badges(session.graph, vg, recipe)   # no empty slots in a file

@@ -78,9 +78,9 @@ class LayoutCache:
 
     def routes(self, g: nx.DiGraph, direction: str = "LR") -> tuple[dict, dict]:
         """``(positions, routes)`` of ``g`` as :func:`layered_routes` gives them."""
-        key = _key(g, direction)
         if not self.in_memory:
-            return self._laid_out(g, direction, key)
+            return self._laid_out(g, direction)
+        key = _key(g, direction)
         with _recent_lock:
             found = _recent.get(key)
             if found is not None:
@@ -94,10 +94,10 @@ class LayoutCache:
         pos, routes = found
         return dict(pos), dict(routes)   # (the caller's to change)
 
-    def _laid_out(self, g: nx.DiGraph, direction: str, key: str) -> tuple[dict, dict]:
+    def _laid_out(self, g: nx.DiGraph, direction: str, key: str | None = None) -> tuple[dict, dict]:
         if g.number_of_nodes() < self.min_nodes:
             return layered_routes(g, direction)
-        path = self.directory / f"{PREFIX}{key}.json"
+        path = self.directory / f"{PREFIX}{key or _key(g, direction)}.json"
         found = self._read(path, g)
         if found is not None:
             self.hits += 1

@@ -86,10 +86,9 @@ function (changed) {
         const badge = (w ? 'w' + w : '') + (a ? 'a' + a : '') + (folded ? '+bn' : '');
         const narrowest = [w, a].filter(x => x).reduce((m, x) => Math.min(m, x), Infinity);
         const pick = colors.find(([least, _]) => narrowest >= least);
-        if (!named('layer:' + c.data.layer)) {
-            if (trace.meta && Array.isArray(trace.meta.texts)) trace.meta.texts[i] = badge;
-            continue;
-        }
+        // (all the badges, which the page thins as the view moves: assets/graph_view.js marksOf)
+        if (trace.meta && Array.isArray(trace.meta.texts)) trace.meta.texts[i] = badge;
+        if (!named('layer:' + c.data.layer)) continue;
         text[i] = badge;
         color[i] = narrowest === Infinity ? floatColor : (pick ? pick[1] : colors[colors.length - 1][1]);
         drawn.push({layer: c.data.layer, badge: badge, i: i});
@@ -139,8 +138,6 @@ function (changed) {
     const calc = gd.calcdata && gd.calcdata[at];
     for (const d of drawn) {
         trace.text[d.i] = text[d.i];
-        // (all the badges, which the page thins as the view moves: assets/graph_view.js marksOf)
-        if (trace.meta && Array.isArray(trace.meta.texts)) trace.meta.texts[d.i] = text[d.i];
         trace.textfont.color[d.i] = color[d.i];
         if (calc && calc[d.i]) { calc[d.i].tx = text[d.i]; calc[d.i].tc = color[d.i]; }
     }
