@@ -141,7 +141,8 @@ def browser_timings(graph, toggles=10, name="MobileNetV2", port=8765):
               f"{'—' if svg is None else f'{svg:.2f} s'}; → interactive graph {load:.2f} s")
         driver.execute_script(
             "const g = document.querySelector('#graph .js-plotly-plot');"
-            # the page's own badge preview at an edit (recipe.PREVIEW_EDIT), before the redraw
+            # the page's own preview of an edit (recipe.PREVIEW_EDIT: the batch norm faded, the
+            # badge), before the redraw
             "window.__previews = 0; g.on('qviz_preview', () => { window.__previews += 1; });")
         rows_js = ("let api; try { api = dash_ag_grid.getApi('layer-grid'); } catch (e) { return []; } if (!api) return [];"
                    "const out = []; api.forEachNode(n => { if (n.data.foldable === 'yes') out.push(n.data.layer); });"
@@ -153,7 +154,7 @@ def browser_timings(graph, toggles=10, name="MobileNetV2", port=8765):
         for i in range(toggles):
             layer = rows[i % len(rows)]
             # the server's redraw replaces the figure's data (Plotly.react); the page's preview
-            # writes the badge into the plot (recipe.PREVIEW_EDIT) and emits qviz_preview
+            # fades the batch norm and writes the badge into the plot, then emits qviz_preview
             previewed = driver.execute_script(
                 "window.__data = document.querySelector('#graph .js-plotly-plot').data; return window.__previews;")
             redrawn = ("const g = document.querySelector('#graph .js-plotly-plot');"
@@ -174,7 +175,7 @@ def browser_timings(graph, toggles=10, name="MobileNetV2", port=8765):
             time.sleep(0.3)
         seen = [b for b in badges if b is not None]
         if toggles:
-            print(f"  {name}: fold toggle → its badge previewed in the page: "
+            print(f"  {name}: fold toggle → shown in the page (its batch norm faded, its badge): "
                   + (f"median {statistics.median(seen) * 1e3:.0f} ms (max {max(seen) * 1e3:.0f}, "
                      f"{len(seen)} of {toggles} toggles)" if seen else "never before the redraw"))
         return load, times

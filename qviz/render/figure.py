@@ -20,7 +20,8 @@ import plotly.graph_objects as go
 
 from ..layout.view import BLOCK_KIND, ViewKey
 from .marks import (CHAR_PX, CLEAR_PX, LABEL_GAP_PX, LINE_PX, COLORS, FRAME_FILL, GHOST_OPACITY, HALO_COLORS, HALO_OPACITY, LABEL_PX, LABELS_IN_VIEW, MAX_ARROWS,
-                    MAX_LABELS, MAX_SVG_NODES, NO_VALUE_COLOR, SELECTED_OUTLINE, STATUS_COLORS, Badge, Frame,
+                    MAX_LABELS, MAX_SVG_NODES, NO_VALUE_COLOR, PLAIN_OUTLINE, SELECTED_OUTLINE, STATUS_COLORS,
+                    STATUS_OUTLINE_WIDTH, Badge, Frame,
                     FIRST_VIEW_RANKS, first_view_range, label_position, label_sides, opposite_side, short_label)
 
 __all__ = ["graph_figure", "names_near_view", "sent_once", "histogram_figure", "layer_error_figure", "sensitivity_figure", "pareto_figure",
@@ -159,10 +160,10 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
             widths.append(SELECTED_OUTLINE[1])
         elif show_status and d.get("status"):
             outline.append(STATUS_COLORS[d["status"]])
-            widths.append(3)
+            widths.append(STATUS_OUTLINE_WIDTH)
         else:
-            outline.append("#fff")
-            widths.append(1)
+            outline.append(PLAIN_OUTLINE[0])
+            widths.append(PLAIN_OUTLINE[1])
     window = first_view_range(pos, direction) if first_view else None
     # (only with names: placing them for thousands of nodes whose names are never drawn costs time)
     sides = label_sides(g, {k: pos[k] for k in keys}, direction) if len(keys) <= MAX_LABELS else {}

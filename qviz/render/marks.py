@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from ..layout.view import BLOCK_KIND
 
 __all__ = ["COLORS", "KIND_NAMES", "NO_VALUE_COLOR", "SELECTED_OUTLINE", "FRAME_FILL", "HALO_OPACITY",
-           "GHOST_OPACITY", "STATUS_COLORS", "HALO_COLORS", "MAX_LABELS", "LABELS_IN_VIEW", "LABEL_PX",
+           "GHOST_OPACITY", "STATUS_COLORS", "STATUS_OUTLINE_WIDTH", "PLAIN_OUTLINE", "HALO_COLORS", "MAX_LABELS", "LABELS_IN_VIEW", "LABEL_PX",
            "FIRST_VIEW_RANKS", "MAX_ARROWS", "MAX_SVG_NODES", "BIT_COLORS", "FLOAT_BADGE_COLOR", "bits_color",
            "Frame", "Badge", "MAX_LABEL_CHARS", "SHORT_WORD", "ABBREVIATIONS", "short_label", "label_position",
            "label_sides", "opposite_side", "first_view_range"]
@@ -39,7 +39,10 @@ SELECTED_OUTLINE = ("#000", 4)
 FRAME_FILL = "rgba(92, 107, 192, 0.06)"
 HALO_OPACITY = 0.45
 GHOST_OPACITY = 0.35
+#: A node's outline: its diff status's colour (:data:`STATUS_OUTLINE_WIDTH` wide), else plain.
 STATUS_COLORS = {"added": "#00a651", "modified": "#f5a623", "removed": "#d0021b"}
+STATUS_OUTLINE_WIDTH = 3
+PLAIN_OUTLINE = ("#fff", 1)
 HALO_COLORS = ["#e6194b", "#3cb44b", "#4363d8", "#f58231", "#911eb4", "#46f0f0", "#f032e6",
                "#bcf60c", "#fabebe", "#008080", "#e6beff", "#9a6324"]
 #: Above this many nodes, labels are left to hover (text on that many nodes is slow to draw).

@@ -13,7 +13,8 @@ import logging
 from dash import ALL, Input, Output, State, ctx, dcc, no_update
 
 from ...passes import Recipe, RecipeError
-from ...render.marks import BIT_COLORS, FLOAT_BADGE_COLOR
+from ...render.marks import (BIT_COLORS, FLOAT_BADGE_COLOR, GHOST_OPACITY, PLAIN_OUTLINE, SELECTED_OUTLINE, STATUS_COLORS,
+                             STATUS_OUTLINE_WIDTH)
 from .. import ids, services
 from ..services import current
 
@@ -46,24 +47,86 @@ function (changed, log, version) {
 """ % (list(services.EDITED_FIELDS), services.HISTORY_LIMIT)
 
 
+#: A fold toggled in the table, drawn on the graph at once as the server's redraw draws it
+#: (qviz.render.figure): the layer view keeps every node where it was (an edit is laid out
+#: in place: qviz.layout.routes_in_place), so its batch norm fades where it is (removed:
+#: ghost opacity, red outline) and its conv gets the modified outline; unfolded, both come
+#: back as they were before the fold (the batch norm plain if the page never saw it unfolded).
+#: The redraw then brings what the page cannot know (the edges rewired, other outlines,
+#: hover, TFLite marks). A selected node keeps its black outline. Changed in the plot's SVG,
+#: the figure's data and plotly's calcdata (a pan redraws from it). Returns what it faded.
+FADE_FOLDED = """
+function (gd, edits) {
+    const ghost = %s, removed = %s, modified = %s, statusWidth = %s, plain = %s, selected = %s;
+    const at = gd.data.findIndex(d => d.name === 'nodes');
+    const nodes = gd.data[at];
+    if (at < 0 || !nodes.marker || !Array.isArray(nodes.marker.opacity)) return [];
+    const line = nodes.marker.line;
+    const unfolded = gd.__qvizUnfolded = gd.__qvizUnfolded || {};   // layer → looks before its fold
+    const styles = [];
+    const restyle = (j, opacity, outline) => {
+        if (line.color[j] === selected[0] && line.width[j] === selected[1]) outline = selected;
+        styles.push({j: j, opacity: opacity, outline: outline});
+    };
+    for (const c of edits) {
+        if (c.colId !== 'fold' || c.data.foldable !== 'yes' || !c.data.batch_norm) continue;
+        const bn = nodes.customdata.indexOf('layer:' + c.data.batch_norm);
+        const conv = nodes.customdata.indexOf('layer:' + c.data.layer);
+        if (bn < 0) continue;   // not drawn as a layer (op view, a closed block): the redraw shows it
+        const looks = j => (j < 0 ? null : [nodes.marker.opacity[j], [line.color[j], line.width[j]]]);
+        if (c.data.fold === true) {
+            if (nodes.marker.opacity[bn] !== ghost) unfolded[c.data.layer] = {bn: looks(bn), conv: looks(conv)};
+            restyle(bn, ghost, [removed, statusWidth]);
+            if (conv >= 0) restyle(conv, nodes.marker.opacity[conv], [modified, statusWidth]);
+        } else {
+            const was = unfolded[c.data.layer] || {bn: [1, plain], conv: null};
+            restyle(bn, was.bn[0], was.bn[1]);
+            if (conv >= 0 && was.conv) restyle(conv, was.conv[0], was.conv[1]);
+        }
+    }
+    if (!styles.length) return [];
+    const calc = gd.calcdata && gd.calcdata[at];
+    const svg = gd._fullData[at] ? gd.querySelector('.scatterlayer .trace' + gd._fullData[at].uid) : null;
+    const points = {};
+    if (svg) for (const p of svg.querySelectorAll('path.point')) if (p.__data__) points[p.__data__.i] = p;
+    for (const s of styles) {
+        nodes.marker.opacity[s.j] = s.opacity;
+        line.color[s.j] = s.outline[0];
+        line.width[s.j] = s.outline[1];
+        if (calc && calc[s.j]) { calc[s.j].mo = s.opacity; calc[s.j].mlc = s.outline[0]; calc[s.j].mlw = s.outline[1]; }
+        const p = points[s.j];
+        if (p) { p.style.opacity = s.opacity; p.style.stroke = s.outline[0]; p.style.strokeWidth = s.outline[1] + 'px'; }
+    }
+    return styles.map(s => ({key: nodes.customdata[s.j], opacity: s.opacity, outline: s.outline}));
+}
+""" % (json.dumps(GHOST_OPACITY), json.dumps(STATUS_COLORS["removed"]), json.dumps(STATUS_COLORS["modified"]),
+       json.dumps(STATUS_OUTLINE_WIDTH), json.dumps(PLAIN_OUTLINE), json.dumps(SELECTED_OUTLINE))
+
+
 #: A table edit shown on the graph at once, before the server has redrawn it (~300 ms on
 #: MobileNetV2: the edit's request, the draw's, then plotly): the edited layer's badge
 #: (:class:`qviz.render.marks.Badge`, by the same rule and colours) is changed in place.
 #: Every layer that could carry a badge has one drawn (empty where it says nothing:
-#: ``recipe_badges(slots=True)``); the redraw then brings everything else (ghosts,
-#: outlines). The badge is written into the plot's SVG itself, placed as plotly places
+#: ``recipe_badges(slots=True)``), and a fold fades its batch norm (:data:`FADE_FOLDED`);
+#: the redraw then brings everything else. The badge is written into the plot's SVG itself, placed as plotly places
 #: text off a marker's edge (``Plotly.restyle`` redraws the whole plot, ~70 ms on
 #: MobileNetV2, time the edit's own request waited for), and into the figure's data;
 #: badges hidden at this zoom (the page shows them with the names) are in the data
-#: only. The plot then emits ``qviz_preview``. Its output store (a clientside
-#: callback needs one) says what was drawn.
+#: only. The plot then emits ``qviz_preview`` with ``{badges, folds}``, what was drawn,
+#: which its output store (a clientside callback needs one) keeps too.
 PREVIEW_EDIT = """
 function (changed) {
     const none = dash_clientside.no_update;
     const fields = %s, colors = %s, floatColor = %s, notApplicable = %s;
     const gd = document.querySelector('#graph .js-plotly-plot');
-    const at = gd && gd.data ? gd.data.findIndex(d => d.name === 'bits') : -1;
-    if (at < 0) return none;
+    if (!gd || !gd.data) return none;
+    const edits = (Array.isArray(changed) ? changed : [changed]).filter(c => c && c.data);
+    const faded = (%s)(gd, edits);
+    const at = gd.data.findIndex(d => d.name === 'bits');
+    if (at < 0) {
+        if (faded.length) gd.emit('qviz_preview', {badges: [], folds: faded});
+        return faded.length ? {badges: [], folds: faded} : none;
+    }
     const trace = gd.data[at];
     const text = trace.text.slice(), color = trace.textfont.color.slice();
     const width = v => (/^[0-9]+$/.test(String(v)) ? parseInt(v, 10) : null);
@@ -75,8 +138,8 @@ function (changed) {
         return j < 0 || !!nodes.text[j];
     };
     const drawn = [];
-    for (const c of (Array.isArray(changed) ? changed : [changed])) {
-        if (!c || !c.data || fields.indexOf(c.colId) < 0) continue;
+    for (const c of edits) {
+        if (fields.indexOf(c.colId) < 0) continue;
         // an edit the server will not take (weights where there are none) is left to it
         if (c.colId === 'weight_bits' && c.oldValue === notApplicable) continue;
         const i = trace.customdata.indexOf('layer:' + c.data.layer);
@@ -93,7 +156,7 @@ function (changed) {
         color[i] = narrowest === Infinity ? floatColor : (pick ? pick[1] : colors[colors.length - 1][1]);
         drawn.push({layer: c.data.layer, badge: badge, i: i});
     }
-    if (!drawn.length) return none;
+    if (!drawn.length && !faded.length) return none;
     const uid = gd._fullData && gd._fullData[at] ? gd._fullData[at].uid : null;
     const svg = uid ? gd.querySelector('.scatterlayer .trace' + uid) : null;
     const group = svg ? svg.querySelector('g.text') : null;
@@ -141,11 +204,11 @@ function (changed) {
         trace.textfont.color[d.i] = color[d.i];
         if (calc && calc[d.i]) { calc[d.i].tx = text[d.i]; calc[d.i].tc = color[d.i]; }
     }
-    gd.emit('qviz_preview', drawn);
-    return drawn;
+    gd.emit('qviz_preview', {badges: drawn, folds: faded});
+    return {badges: drawn, folds: faded};
 }
 """ % (json.dumps(list(services.EDITED_FIELDS)), json.dumps([list(c) for c in BIT_COLORS]),
-       json.dumps(FLOAT_BADGE_COLOR), json.dumps(services.NOT_APPLICABLE))
+       json.dumps(FLOAT_BADGE_COLOR), json.dumps(services.NOT_APPLICABLE), FADE_FOLDED)
 
 
 def register(app, store) -> None:

@@ -2,9 +2,9 @@
 per layer with its bits and fold, coloured by width — and a legend says what every
 mark means."""
 
-from qviz.render.marks import bits_color
+from qviz.render.marks import GHOST_OPACITY, bits_color
 
-from .helpers import click, edit_cell, needs_browser, shot, start_app, wait_for
+from .helpers import click, edit_cell, needs_browser, set_cell, shot, start_app, wait_for
 
 pytestmark = needs_browser
 
@@ -294,3 +294,37 @@ def test_a_table_edit_changes_the_badge_at_once_as_the_redraw_then_draws_it(dash
         assert dash_duo.driver.execute_script(_BADGES).get("layer:conv2", [""])[0] == want
         if want:
             assert dash_duo.driver.execute_script(_BADGES)["layer:conv2"][:2] == at_once
+
+
+#: Each drawn node's looks on screen, from the plot's SVG: key → [opacity, outline, outline width].
+_LOOKS = ("window.__looks = () => { const g = document.querySelector('#graph .js-plotly-plot');"
+          "  const at = g.data.findIndex(d => d.name === 'nodes'), out = {};"
+          "  const svg = g.querySelector('.scatterlayer .trace' + g._fullData[at].uid);"
+          "  for (const p of svg.querySelectorAll('path.point')) { const k = g.data[at].customdata[p.__data__.i];"
+          "    const s = getComputedStyle(p); out[k] = [Number(s.opacity), s.stroke, s.strokeWidth]; }"
+          "  return out; };"
+          "window.__lookedAt = null; window.__data = document.querySelector('#graph .js-plotly-plot').data;"
+          "document.querySelector('#graph .js-plotly-plot').on('qviz_preview', () => {"
+          "  if (!window.__lookedAt) window.__lookedAt = window.__looks(); });")
+
+
+def test_a_fold_toggle_fades_its_batch_norm_at_once_as_the_redraw_then_draws_it(dash_duo):
+    """Issue 16.4: a fold toggled in the table is on the graph before the server's redraw
+    (every node stays where it is): its batch norm faded in its place, its conv outlined as
+    changed; the redraw then draws them the same. Unfolded, both come back as they were."""
+    start_app(dash_duo)
+    plain = dash_duo.driver.execute_script(_LOOKS + "return window.__looks();")
+    for fold in (True, False):
+        dash_duo.driver.execute_script(_LOOKS)
+        set_cell(dash_duo, "conv1", "fold", fold)
+        wait_for(lambda: dash_duo.driver.execute_script("return window.__lookedAt;"), what=f"fold={fold} previewed")
+        previewed = dash_duo.driver.execute_script("return window.__lookedAt;")
+        wait_for(lambda: dash_duo.driver.execute_script(_REDRAWN), what=f"fold={fold} redrawn")
+        redrawn = dash_duo.driver.execute_script("return window.__looks();")
+        for key in ("layer:bn1", "layer:conv1"):
+            assert previewed[key] == redrawn[key], (fold, key, previewed[key], redrawn[key])
+        if fold:
+            assert previewed["layer:bn1"][0] == GHOST_OPACITY and previewed["layer:bn1"] != plain["layer:bn1"]
+            assert previewed["layer:conv1"] != plain["layer:conv1"]
+        else:
+            assert previewed["layer:bn1"] == plain["layer:bn1"] and previewed["layer:conv1"] == plain["layer:conv1"]
