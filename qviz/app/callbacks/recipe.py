@@ -58,6 +58,7 @@ function (changed, log, version) {
 FADE_FOLDED = """
 function (gd, edits) {
     const ghost = %s, removed = %s, modified = %s, statusWidth = %s, plain = %s, selected = %s;
+    if (!gd.layout.meta || !gd.layout.meta.diff) return [];   // the original graph: a fold changes nothing there
     const at = gd.data.findIndex(d => d.name === 'nodes');
     const nodes = gd.data[at];
     if (at < 0 || !nodes.marker || !Array.isArray(nodes.marker.opacity)) return [];

@@ -296,16 +296,21 @@ def test_a_table_edit_changes_the_badge_at_once_as_the_redraw_then_draws_it(dash
             assert dash_duo.driver.execute_script(_BADGES)["layer:conv2"][:2] == at_once
 
 
-#: Each drawn node's looks on screen, from the plot's SVG: key → [opacity, outline, outline width].
-_LOOKS = ("window.__looks = () => { const g = document.querySelector('#graph .js-plotly-plot');"
+#: Each drawn node's looks on screen, from the plot's SVG: key → [opacity, outline, outline width]
+#: (``keys``: the node trace's keys the SVG was drawn from, by default the figure's). Also kept
+#: when the page previews an edit (``__lookedAt``) and just before plotly redraws (``__beforeRedraw``).
+_LOOKS = ("window.__looks = keys => { const g = document.querySelector('#graph .js-plotly-plot');"
           "  const at = g.data.findIndex(d => d.name === 'nodes'), out = {};"
+          "  keys = keys || g.data[at].customdata;"
           "  const svg = g.querySelector('.scatterlayer .trace' + g._fullData[at].uid);"
-          "  for (const p of svg.querySelectorAll('path.point')) { const k = g.data[at].customdata[p.__data__.i];"
+          "  for (const p of svg.querySelectorAll('path.point')) { const k = keys[p.__data__.i];"
           "    const s = getComputedStyle(p); out[k] = [Number(s.opacity), s.stroke, s.strokeWidth]; }"
           "  return out; };"
-          "window.__lookedAt = null; window.__data = document.querySelector('#graph .js-plotly-plot').data;"
-          "document.querySelector('#graph .js-plotly-plot').on('qviz_preview', () => {"
-          "  if (!window.__lookedAt) window.__lookedAt = window.__looks(); });")
+          "const g = document.querySelector('#graph .js-plotly-plot');"
+          "window.__lookedAt = null; window.__beforeRedraw = null; window.__data = g.data;"
+          "const drawnFrom = g.data.find(d => d.name === 'nodes').customdata;"
+          "g.on('qviz_preview', () => { if (!window.__lookedAt) window.__lookedAt = window.__looks(); });"
+          "g.on('plotly_beforeplot', () => { if (!window.__beforeRedraw) window.__beforeRedraw = window.__looks(drawnFrom); });")
 
 
 def test_a_fold_toggle_fades_its_batch_norm_at_once_as_the_redraw_then_draws_it(dash_duo):
@@ -328,3 +333,10 @@ def test_a_fold_toggle_fades_its_batch_norm_at_once_as_the_redraw_then_draws_it(
             assert previewed["layer:conv1"] != plain["layer:conv1"]
         else:
             assert previewed["layer:bn1"] == plain["layer:bn1"] and previewed["layer:conv1"] == plain["layer:conv1"]
+    # the original graph is not what a fold changes: nothing fades there
+    click(dash_duo, "#show-graph input[value='original']")
+    wait_for(lambda: dash_duo.driver.execute_script(_REDRAWN), what="the original graph drawn")
+    dash_duo.driver.execute_script(_LOOKS)
+    set_cell(dash_duo, "conv2", "fold", True)
+    wait_for(lambda: dash_duo.driver.execute_script(_REDRAWN), what="the original graph redrawn after the fold")
+    assert dash_duo.driver.execute_script("return window.__beforeRedraw;")["layer:bn2"] == plain["layer:bn2"]
