@@ -5,6 +5,8 @@ without ``chromium`` and ``chromedriver`` they are skipped with a one-line
 reason, and the rest of ``tests/app`` still runs.
 """
 
+import os
+
 import pytest
 
 from qviz.app.jobs import ProcessRunner
@@ -13,9 +15,19 @@ from .browser.helpers import CHROMIUM
 
 
 @pytest.fixture(autouse=True)
-def _worker_processes_end_with_their_test(monkeypatch):
-    """Each app a test makes starts two worker processes; they would live until the
-    test run ends (a served app keeps them for its lifetime), so close them after each test."""
+def _worker_processes_end_with_their_test(monkeypatch, request):
+    """An app a test makes runs its jobs on threads of the test's process (TensorFlow is
+    imported there already), unless the test is marked ``worker_processes``: each
+    ProcessRunner starts two processes importing TensorFlow, ~6 s of CPU a test, which
+    on CI's two cores is time taken from the other tests. A test so marked gets the app's
+    own runner (Celery's with REDIS_URL set); its worker processes would live until the
+    test run ends (a served app keeps them for its lifetime), so they are closed after it."""
+    import qviz.app
+    from qviz.app.jobs import ThreadRunner
+
+    if request.node.get_closest_marker("worker_processes") is None:
+        made = qviz.app._runner
+        monkeypatch.setattr(qviz.app, "_runner", lambda: made() if os.environ.get("REDIS_URL") else ThreadRunner())
     started = []
     start = ProcessRunner.start
 

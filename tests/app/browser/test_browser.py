@@ -3,6 +3,7 @@
 import time
 from pathlib import Path
 
+import pytest
 
 from .helpers import badge_texts, click, edit_cell, figure_nodes, halos, needs_browser, set_cell, shot, start_app, wait_for, wait_open
 
@@ -119,6 +120,7 @@ def test_a_folded_batch_norm_is_drawn_in_its_place_not_as_a_branch(dash_duo):
     assert "change: removed (conv1 now does its work)" in hover
 
 
+@pytest.mark.worker_processes   # (the report runs in the worker process, as served)
 def test_fold_and_four_bits_change_graph_and_verification(dash_duo):
     start_app(dash_duo)
     # the verification runs TensorFlow in the worker: on a loaded machine it can take long, never forever
@@ -246,6 +248,7 @@ def test_training_fold_view_switches_modes_and_phases(dash_duo):
     assert "folded_kernel" in _fold_graph_labels(dash_duo)[1]
 
 
+@pytest.mark.worker_processes   # (the sweep runs, and is stopped, in the worker process)
 def test_sensitivity_sweep_heatmap_and_one_click_apply(dash_duo):
     start_app(dash_duo)
     status = lambda: dash_duo.find_element("#sweep-status").text   # noqa: E731
@@ -260,8 +263,9 @@ def test_sensitivity_sweep_heatmap_and_one_click_apply(dash_duo):
     assert not status().startswith("done") and not dash_duo.find_element("#sweep-heatmap").is_displayed()
     for b in ("6", "3", "2"):   # sweep 8 and 4 bits only: 4 layers × 2 × 2 = 16 measurements
         _click_label(dash_duo, "#sweep-bits", b)
-    # what the sweep will cost is said before it runs, and follows the widths chosen
-    wait_for(lambda: dash_duo.find_element("#sweep-status").text.startswith("16 measurements: 4 layers × 2 widths"),
+    # what the sweep will cost is said before it runs, and follows the widths chosen (after
+    # what the stopped run measured, if it measured any before the stop: "stopped after 1 of 40 …")
+    wait_for(lambda: "16 measurements: 4 layers × 2 widths" in dash_duo.find_element("#sweep-status").text,
              what=lambda: f"the sweep's plan; {dash_duo.find_element('#sweep-status').text!r}")
     dash_duo.find_element("#sweep-run").click()
     wait_for(lambda: dash_duo.find_element("#sweep-status").text.startswith("done: 16"), timeout=120,
