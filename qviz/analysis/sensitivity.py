@@ -28,6 +28,7 @@ import hashlib
 import json
 import math
 import os
+import threading
 from pathlib import Path
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -42,7 +43,7 @@ from ..metrics import VERIFY_EXAMPLES, constant_output, verify
 from .. import runtime
 from ..choices import SWEEP_BITS
 
-__all__ = ["Sensitivity", "sensitivity"]
+__all__ = ["Sensitivity", "sensitivity", "measured_already"]
 
 
 @dataclass(frozen=True)
@@ -165,9 +166,44 @@ def _read_checkpoint(path: Path, fingerprint: str) -> dict:
 
 
 def _write_checkpoint(path: Path, fingerprint: str, cells: dict) -> None:
-    tmp = path.with_name(path.name + ".tmp")
+    # (a file of this writer's own: a sweep being stopped may still write as the next one starts)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     tmp.write_text(json.dumps({"fingerprint": fingerprint, "cells": cells}), encoding="utf-8")
     os.replace(tmp, path)   # a sweep stopped mid-write leaves the previous checkpoint whole
+
+
+def _cell(which: str, layer: str, bits: int) -> str:
+    return json.dumps([which, layer, bits])
+
+
+def measured_already(checkpoint: str | os.PathLike, layers: Sequence[str], bits: Sequence[int]) -> int:
+    """How many of the measurements a sweep of ``layers`` at ``bits`` would make are in
+    ``checkpoint`` (the caller's own, for the same graph and inputs: not checked here).
+
+    >>> import tempfile
+    >>> d = tempfile.TemporaryDirectory()
+    >>> path = Path(d.name) / "sweep.json"
+    >>> _write_checkpoint(path, "f", {_cell("w", "conv1", 8): [40.0, None], _cell("a", "conv1", 4): [20.0, None]})
+    >>> measured_already(path, ["conv1", "fc1"], [8, 2]), measured_already(path.with_name("none.json"), ["conv1"], [8])
+    (1, 0)
+    >>> d.cleanup()
+    """
+    try:
+        cells = json.loads(Path(checkpoint).read_text(encoding="utf-8")).get("cells")
+    except (OSError, ValueError, AttributeError):
+        return 0
+    if not isinstance(cells, dict):
+        return 0
+    return sum(_cell(which, layer, int(b)) in cells for layer in layers for which in ("w", "a") for b in bits)
+
+
+def _ranges(graph: Graph, calibration) -> dict:
+    """The activation ranges every measurement of a sweep uses: the folded graph's, at 8 bits."""
+    folded = fold_batch_norms(graph).graph
+    config = QuantizeConfig({name: LayerBits(8, 8) for name in quantizable_layers(folded)})
+    points, _ = quant_points(folded, config)
+    return activation_ranges(folded, [p.tensor for p in points if p.kind != "weights"],
+                             list(calibration) if calibration is not None else noise_inputs(graph))
 
 
 def sensitivity(graph: Graph, *, bits: Sequence[int] = SWEEP_BITS,
@@ -205,12 +241,8 @@ def sensitivity(graph: Graph, *, bits: Sequence[int] = SWEEP_BITS,
         if unknown:
             raise ValueError(f"not quantizable layers of this graph: {unknown[:5]}")
     layers = every if layers is None else [name for name in every if name in set(layers)]
-    # One calibration for every run: the folded graph's activation ranges.
-    folded = fold_batch_norms(graph).graph
-    config = QuantizeConfig({name: LayerBits(8, 8) for name in quantizable_layers(folded)})
-    points, _ = quant_points(folded, config)
-    ranges = activation_ranges(folded, [p.tensor for p in points if p.kind != "weights"],
-                               list(calibration) if calibration is not None else noise_inputs(graph))
+    # One calibration for every run (made at the first measurement a checkpoint does not hold)
+    ranges = None
     shape = (len(layers), len(bits))
     sq = {"w": np.zeros(shape), "a": np.zeros(shape)}
     acc = {"w": np.zeros(shape), "a": np.zeros(shape)}
@@ -221,8 +253,10 @@ def sensitivity(graph: Graph, *, bits: Sequence[int] = SWEEP_BITS,
     for i, layer in enumerate(layers):
         for which in ("w", "a"):
             for j, b in enumerate(bits):
-                key = json.dumps([which, layer, b])
+                key = _cell(which, layer, b)
                 if key not in cells:
+                    if ranges is None:
+                        ranges = _ranges(graph, calibration)
                     lb = LayerBits(b, None) if which == "w" else LayerBits(None, b)
                     result = apply(graph, Recipe(quantize_default=None, quantize_layers={layer: lb}),
                                    ranges=ranges, report=False)

@@ -39,6 +39,8 @@ class CeleryRunner:
     takes, their progress summed and their results merged here; 1 sends each job
     as one task."""
 
+    shares_files = False   # (the workers may be on other machines)
+
     def __init__(self, url: str, fan_out: int | None = None):
         from .tasks import make_celery
 

@@ -52,7 +52,7 @@ def _chunks(items: Sequence, n: int) -> list[list]:
 def _sweep(args: tuple, chunks: int) -> Plan:
     from ..analysis.sensitivity import Sensitivity
 
-    key, graph, bits = args
+    key, graph, bits = args[:3]   # (not the web process's checkpoint: the parts run on other machines)
     order = quantizable_layers(graph)
     per_layer = 2 * len(bits)
 

@@ -204,7 +204,10 @@ def poll(job: Job | None, *, running, done: Callable, failed: Callable):
 
 
 class JobRunner(Protocol):
-    """Where jobs run. ``submit`` never blocks on the work."""
+    """Where jobs run. ``submit`` never blocks on the work. ``shares_files``: its jobs run on
+    this machine, so a job may be given a file of the web process to read and write."""
+
+    shares_files: bool
 
     def submit(self, kind: str, *args) -> Future: ...
 
@@ -221,6 +224,8 @@ def _functions() -> Mapping[str, Callable]:
 
 class ThreadRunner:
     """Jobs in a bounded thread pool of this process."""
+
+    shares_files = True
 
     def __init__(self, threads: int = 2, functions: Mapping[str, Callable] | None = None, nice: int = 0):
         """``nice``: how much lower than the process its threads are scheduled (Linux;
@@ -300,6 +305,8 @@ def shared_thread_runner() -> ThreadRunner:
 
 class ProcessRunner:
     """Jobs in two spawned worker processes (lanes: interactive and background)."""
+
+    shares_files = True
 
     def __init__(self):
         self._lanes = {"interactive": _Lane("interactive"), "background": _Lane("background")}

@@ -534,15 +534,20 @@ def sweep_plan(session, bits) -> str:
     """What a sensitivity sweep of ``bits`` will measure, said before it is run: on a big model
     it is hundreds of measurements (NASNetMobile: 788 at two widths), each a run of the model.
 
-    A sweep measures each quantizable layer at each width, its weights and its activations apart.
+    A sweep measures each quantizable layer at each width, its weights and its activations apart;
+    those made already by this page's sweeps (one stopped, or of other widths) are not made again.
     """
+    from ..analysis.sensitivity import measured_already
+
     if session.graph is None:
         return ""
-    layers = len(quantizable_layers(session.graph))
+    layers = quantizable_layers(session.graph)
     widths = len(bits or ())
     if not layers or not widths:
         return "" if layers else "no layer with weights to sweep"
-    return (f"{2 * layers * widths:,} measurements: {layers:,} layers × {widths} width{'s' * (widths > 1)}, "
+    made = measured_already(session.sweep_checkpoint, layers, bits) if session.work_dir is not None else 0
+    return (f"{2 * len(layers) * widths:,} measurements{f' ({made:,} made already)' if made else ''}: "
+            f"{len(layers):,} layers × {widths} width{'s' * (widths > 1)}, "
             "weights and activations apart (fewer widths: a shorter sweep)")
 
 

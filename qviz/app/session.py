@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import logging
 import shutil
+import tempfile
 import threading
 import uuid
 import weakref
@@ -84,6 +85,7 @@ class Session:
     runner: object = field(default_factory=shared_thread_runner)   # where TensorFlow work runs (qviz.app.jobs)
     origin: Origin | None = None
     upload_dir: Path | None = None   # an uploaded model's temporary directory: removed with the session
+    work_dir: Path | None = None     # its jobs' files (the sweep's measurements): removed with the session
     # Per-recipe caches, least recently used first out: undo/redo and re-selection are instant.
     results: LRUCache = field(default_factory=lambda: LRUCache(8))   # recipe json → Result (no report)
     checks: LRUCache = field(default_factory=lambda: LRUCache(8))    # recipe json → DeployCheck
@@ -263,7 +265,17 @@ class Session:
         old = self.jobs.get("sweep")
         if old is not None and old.key != bits:
             old.stop()   # a sweep of other widths is not wanted any more: it would hold the lane for minutes
-        return self.start("sweep", "sweep", self.key, self.graph, bits, key=bits)
+        # (Celery's workers may be on other machines: they measure everything again)
+        checkpoint = str(self.sweep_checkpoint) if getattr(self.runner, "shares_files", False) else None
+        return self.start("sweep", "sweep", self.key, self.graph, bits, checkpoint, key=bits)
+
+    @property
+    def sweep_checkpoint(self) -> Path:
+        """The file the sweeps write each measurement to as it is made: a sweep run again (stopped,
+        or for other widths) makes only those it does not hold."""
+        if self.work_dir is None:
+            self.work_dir = Path(tempfile.mkdtemp(prefix="qviz-session-"))
+        return self.work_dir / "sweep.json"
 
     def start_pareto(self, sens, trade: str = "size") -> Job:
         """The mixed-precision search over the sweep ``sens``, saving ``trade`` ("size" or
@@ -295,14 +307,15 @@ class Session:
         return self.start("tflite", "tflite", self.key, self.graph, recipe.to_json(indent=None), int8_io)
 
     def close(self) -> None:
-        """Free what the session holds: its jobs still waiting, an upload's directory."""
+        """Free what the session holds: its jobs still waiting, its files (an upload's, its jobs')."""
         for job in self.jobs.values():
             job.stop()   # a sweep running for minutes would hold the worker's lane for nobody
         # (not the calibrations: sessions of one model share them, SessionStore.ranges_for)
         for fut in [*self.reports.values(), *self.local_reports.values(), *self.samples.values()]:
             fut.cancel()
         remove_dir(self.upload_dir)
-        self.upload_dir = None
+        remove_dir(self.work_dir)
+        self.upload_dir = self.work_dir = None
 
 
 def remove_dir(path: Path | None) -> None:

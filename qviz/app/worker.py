@@ -130,9 +130,16 @@ def activation_samples(key, graph, recipe_json, ranges, examples=64, progress=No
     return {t: subsample(v) for t, v in zip(tensors, values)}
 
 
-def sweep(key, graph, bits, progress=None):
-    """The per-layer sensitivity sweep; ``progress(done, total)`` after each measurement."""
-    return sweep_part(key, graph, bits, None, progress=progress)
+def sweep(key, graph, bits, checkpoint=None, progress=None):
+    """The per-layer sensitivity sweep; ``progress(done, total)`` after each measurement.
+    ``checkpoint``: the session's file of measurements made (by a sweep stopped, or of
+    other widths), not made again (:func:`qviz.analysis.sensitivity.sensitivity`)."""
+    from ..analysis.sensitivity import sensitivity
+    from ..samples import data_for
+
+    graph = _graph(key, graph)
+    return sensitivity(graph, bits=tuple(bits), **data_for(graph).sweep_kwargs(), progress=progress,
+                       checkpoint=checkpoint)
 
 
 def sweep_part(key, graph, bits, layers, progress=None):

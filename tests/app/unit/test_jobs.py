@@ -88,7 +88,7 @@ def test_a_stopped_sweep_runs_again_and_a_sweep_of_other_widths_stops_the_runnin
 
     runs = []   # (bits, the event that lets that run go on past each measurement)
 
-    def sweep(key, graph, bits, progress):
+    def sweep(key, graph, bits, checkpoint, progress):
         go_on = threading.Event()
         runs.append((bits, go_on))
         for i in range(50):
@@ -113,6 +113,34 @@ def test_a_stopped_sweep_runs_again_and_a_sweep_of_other_widths_stops_the_runnin
     assert second.state is JobState.CANCELLED and second.progress() == (2, 50)
     assert [bits for bits, _ in runs] == [(8, 4), (8, 4), (8,)]
     runner.close()
+
+
+def test_a_sweep_run_again_makes_only_the_measurements_it_does_not_have(samples, monkeypatch):
+    """A page's sweeps share what they measured: run again (after a stop, or for other
+    widths), a sweep makes only the measurements it lacks, and the plan says how many it has."""
+    import qviz.pipeline
+    from qviz.app.services import sweep_plan
+    from qviz.app.session import Session
+
+    made = []   # one per measurement (each applies its one-layer recipe)
+    apply = qviz.pipeline.apply
+    monkeypatch.setattr(qviz.pipeline, "apply", lambda *a, **k: made.append(1) or apply(*a, **k))
+    runner = ThreadRunner(threads=1)
+    s = Session(qviz.load(samples["lenet_digits"]), "lenet", runner=runner)
+    try:
+        assert sweep_plan(s, [8]).startswith("8 measurements: 4 layers × 1 width,")
+        first = s.start_sweep([8]).handle.result(timeout=120)
+        assert len(made) == 8
+        assert sweep_plan(s, [8, 4]).startswith("16 measurements (8 made already): 4 layers × 2 widths,")
+        both = s.start_sweep([8, 4]).handle.result(timeout=120)
+        assert len(made) == 16 and both.bits == (8, 4)
+        assert (both.weight_sqnr[:, 0] == first.weight_sqnr[:, 0]).all()
+        assert (both.weight_sqnr[:, 0] > both.weight_sqnr[:, 1]).all()   # and the new column measured
+        kept = s.work_dir
+    finally:
+        s.close()
+        runner.close()
+    assert not kept.exists()   # the measurements go with the session
 
 
 def test_a_sweep_in_the_worker_process_stops_and_the_worker_goes_on(samples):
