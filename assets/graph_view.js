@@ -7,14 +7,16 @@
 //   name that would touch one already drawn is left out (blocks and layers before ops,
 //   ghosts last) and comes back as you zoom in;
 // * minimap: while the view shows part of the graph, a small overview of the whole
-//   graph with the visible part boxed; click it to look there;
+//   graph with the visible part boxed; click it to look there; fold it to a button;
 // * zoom kept on a resize: when the plot changes size (side by side on or off, the
 //   window resized) it keeps its scale, and the graph's start where it was if the view
 //   shows it, else its centre. Plotly keeps the axes' equal scale by widening a
 //   range instead, so each narrowing zoomed out for good.
-// Element ids and classes are the ones in qviz/app/ids.py (GRAPH, MINIMAP, MATCH_LIST, MATCH_ITEM, MATCH_PICK).
+// Element ids and classes are the ones in qviz/app/ids.py (GRAPH, MINIMAP, MINIMAP_FOLD, MATCH_LIST, MATCH_ITEM,
+// MATCH_PICK).
 (function () {
-    var GRAPH = "graph", GRAPH_B = "graph-b", MINIMAP = "graph-minimap", MATCH_LIST = "match-list",
+    var GRAPH = "graph", GRAPH_B = "graph-b", MINIMAP = "graph-minimap", MINIMAP_FOLD = "minimap-fold",
+        FOLDED_KEY = "qviz.minimap.folded", MATCH_LIST = "match-list",
         MATCH_ITEM = "match-item", MATCH_PICK = "match-pick";
 
     function trace(gd, name) {
@@ -268,7 +270,7 @@
     // a pan or zoom only redraws the image and the frame of the view.
     function minimapCanvas(box) {
         var c = box.querySelector("canvas");
-        if (!c) { c = document.createElement("canvas"); c.style.width = c.style.height = "100%"; c.style.display = "block"; box.appendChild(c); }
+        if (!c) { c = document.createElement("canvas"); box.appendChild(c); }   // (its size: assets/qviz.css)
         return c;
     }
     function drawWhole(gd, t, all, w, h) {
@@ -305,6 +307,15 @@
         });
         return {img: img, map: map, px: px, py: py};
     }
+    function setFolded(box, folded) {
+        box.classList.toggle("folded", folded);
+        var button = box.querySelector("." + MINIMAP_FOLD);
+        if (button) {
+            button.textContent = folded ? "▣" : "–";
+            button.title = folded ? "show the minimap" : "fold the minimap away (it covers the nodes under it)";
+        }
+        try { window.localStorage.setItem(FOLDED_KEY, folded ? "1" : ""); } catch (e) { /* private mode */ }
+    }
     function updateMinimap(gd, v) {
         var box = document.getElementById(MINIMAP);
         var i = trace(gd, "nodes");
@@ -313,7 +324,13 @@
         var t = gd.data[i], all = bounds(t.x, t.y);
         var whole = v.x0 <= all.x0 && v.x1 >= all.x1 && v.y0 <= all.y0 && v.y1 >= all.y1;
         box.style.display = whole ? "none" : "block";
-        if (whole) { return; }
+        if (box.__foldRead === undefined) {   // as the user left it, in this browser
+            var folded = false;
+            try { folded = !!window.localStorage.getItem(FOLDED_KEY); } catch (e) { /* private mode */ }
+            box.__foldRead = true;
+            setFolded(box, folded);
+        }
+        if (whole || box.classList.contains("folded")) { return; }
         var c = minimapCanvas(box), w = c.clientWidth, h = c.clientHeight;
         if (!(w > 0) || !(h > 0)) { return; }
         // drawn again when the graph, its fill (a metric colours it) or the box's size (its CSS
@@ -408,11 +425,17 @@
         window.dash_clientside.set_props(MATCH_PICK, {data: {key: item.dataset.key, t: Date.now()}});
     });
 
-    // A click on the minimap centres the graph there, keeping its zoom.
+    // A click on the minimap centres the graph there, keeping its zoom; its fold button folds
+    // it to a small button that unfolds it (it covers the nodes under it), remembered.
     document.addEventListener("click", function (event) {
         var box = event.target.closest && event.target.closest("#" + MINIMAP);
         var gd = document.querySelector("#" + GRAPH + " .js-plotly-plot");
-        if (!box || !gd || !box.__whole) { return; }
+        if (box && event.target.closest("." + MINIMAP_FOLD)) {
+            setFolded(box, !box.classList.contains("folded"));
+            if (gd && !box.classList.contains("folded")) { update(gd); }
+            return;
+        }
+        if (!box || !gd || !box.__whole || box.classList.contains("folded")) { return; }
         var m = box.__whole.map, c = box.querySelector("canvas"), r = c.getBoundingClientRect();
         var x = m.x0 + (event.clientX - r.left - m.m) / m.sx, y = m.y1 - (event.clientY - r.top - m.m) / m.sy;
         var v = view(gd);

@@ -27,6 +27,7 @@ ALERT = "alert"
 GRAPH = "graph"
 VIEW_WINDOW = "view-window-store"   # the part of the graph the user has panned or zoomed to (None: as drawn)
 MINIMAP = "graph-minimap"          # drawn by assets/graph_view.js
+MINIMAP_FOLD = "minimap-fold"      # (a class: the minimap's fold button, handled there)
 # side by side (qviz.app.side_by_side): pane B beside the graph, the float model or a pinned recipe
 SIDE_BY_SIDE = "side-by-side"      # the toggle
 PANE_A_CAPTION = "pane-a-caption"

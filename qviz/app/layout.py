@@ -146,7 +146,9 @@ def page(default_sample: str | None, session_id: str, max_upload_bytes: int = 20
                                         # drawn on it) and shows the spinner only if it takes a while
                                         overlay_style={"visibility": "visible", "opacity": 0.75},
                                         delay_show=400),
-                            html.Div(id=ids.MINIMAP, className="minimap", title="the whole graph: click to look there"),
+                            html.Div(html.Button("–", className=ids.MINIMAP_FOLD, n_clicks=0,
+                                                 title="fold the minimap away (it covers the nodes under it)"),
+                                     id=ids.MINIMAP, className="minimap", title="the whole graph: click to look there"),
                         ], className="graph-wrap"),
                     ], className="pane"),
                     html.Div([

@@ -188,6 +188,17 @@ def test_a_long_graph_has_a_minimap_that_moves_the_view_and_labels_come_with_zoo
         return x_range()[0] > start[0] + 100
 
     wait_for(click_near_the_end, what="the view moved to the end")
+    # folded away, the minimap is only its button (it covers the nodes under it), and this
+    # browser remembers; unfolded, it is back as it was
+    size = lambda: dash_duo.driver.execute_script(  # noqa: E731
+        "const r = document.getElementById('graph-minimap').getBoundingClientRect(); return [r.width, r.height];")
+    full = size()
+    dash_duo.find_element("#graph-minimap .minimap-fold").click()
+    wait_for(lambda: size()[0] * size()[1] < full[0] * full[1] / 10, what=lambda: f"the minimap folded: {size()}, {full}")
+    assert dash_duo.driver.execute_script("return localStorage.getItem('qviz.minimap.folded');") == "1"
+    dash_duo.find_element("#graph-minimap .minimap-fold").click()
+    wait_for(lambda: size() == full, what=lambda: f"the minimap unfolded: {size()}, {full}")
+    assert dash_duo.driver.execute_script("return localStorage.getItem('qviz.minimap.folded');") == ""
     wait_for(lambda: _names_in_view(dash_duo)[0] and set(_names_in_view(dash_duo)[0]) <= set(_names_in_view(dash_duo)[1]),
              what=lambda: f"the names at the end drawn: wanted, drawn {_names_in_view(dash_duo)}")
     # zoomed out to the whole graph: too many names to read, so none are drawn
