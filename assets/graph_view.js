@@ -16,7 +16,7 @@
 // MATCH_PICK).
 (function () {
     var GRAPH = "graph", GRAPH_B = "graph-b", MINIMAP = "graph-minimap", MINIMAP_FOLD = "minimap-fold",
-        FOLDED_KEY = "qviz.minimap.folded", MATCH_LIST = "match-list",
+        MATCH_LIST = "match-list",
         MATCH_ITEM = "match-item", MATCH_PICK = "match-pick";
 
     function trace(gd, name) {
@@ -307,6 +307,7 @@
         });
         return {img: img, map: map, px: px, py: py};
     }
+    var foldedKey = "qviz.minimap.folded";   // (localStorage: the minimap folded away in this browser)
     function setFolded(box, folded) {
         box.classList.toggle("folded", folded);
         var button = box.querySelector("." + MINIMAP_FOLD);
@@ -314,7 +315,7 @@
             button.textContent = folded ? "▣" : "–";
             button.title = folded ? "show the minimap" : "fold the minimap away (it covers the nodes under it)";
         }
-        try { window.localStorage.setItem(FOLDED_KEY, folded ? "1" : ""); } catch (e) { /* private mode */ }
+        try { window.localStorage.setItem(foldedKey, folded ? "1" : ""); } catch (e) { /* private mode */ }
     }
     function updateMinimap(gd, v) {
         var box = document.getElementById(MINIMAP);
@@ -326,7 +327,7 @@
         box.style.display = whole ? "none" : "block";
         if (box.__foldRead === undefined) {   // as the user left it, in this browser
             var folded = false;
-            try { folded = !!window.localStorage.getItem(FOLDED_KEY); } catch (e) { /* private mode */ }
+            try { folded = !!window.localStorage.getItem(foldedKey); } catch (e) { /* private mode */ }
             box.__foldRead = true;
             setFolded(box, folded);
         }

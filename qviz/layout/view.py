@@ -110,9 +110,12 @@ class ViewKey(str):
 
 def diff_status(changes, original: Graph) -> tuple[dict[str, str], list[Node]]:
     """``(status, removed)`` for :func:`view_graph` from a change record: added and
-    modified node names, and the non-constant nodes of ``original`` removed."""
+    modified node names (a NoOp's control edges are not a change), and the non-constant
+    nodes of ``original`` removed."""
     status = {n: "added" for n in changes.added}
-    status.update({n: "modified" for n in changes.modified})
+    # (not a NoOp: freezing leaves one holding control edges to every op; a fold removing the
+    # ops it pointed at is not a change to the layer it is in, which would be outlined)
+    status.update({n: "modified" for n in changes.modified if n not in original or original.node(n).op != "NoOp"})
     removed = [original.node(n) for n in changes.removed if not original.is_constant(n)]
     return status, removed
 

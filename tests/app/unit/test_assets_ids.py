@@ -11,6 +11,6 @@ SCRIPT = Path(__file__).resolve().parents[3] / "assets" / "graph_view.js"
 
 def test_the_graph_script_uses_the_ids_of_ids_py():
     names = dict(re.findall(r'\b([A-Z_]+) = "([^"]+)"', SCRIPT.read_text(encoding="utf-8")))
-    assert {"GRAPH", "GRAPH_B", "MINIMAP", "MATCH_LIST", "MATCH_ITEM", "MATCH_PICK"} <= set(names)
+    assert {"GRAPH", "GRAPH_B", "MINIMAP", "MINIMAP_FOLD", "MATCH_LIST", "MATCH_ITEM", "MATCH_PICK"} <= set(names)
     for name, value in names.items():
         assert getattr(ids, name) == value, f"{name}: the script says {value!r}, ids.py {getattr(ids, name)!r}"

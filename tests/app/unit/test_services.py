@@ -112,6 +112,16 @@ def test_a_fold_toggle_moves_no_node_of_the_layer_view(session):
     assert folded.routes[(conv, relu)] == [folded.pos[bn]] and (conv, relu) not in kept.graph.edges
 
 
+def test_a_fold_outlines_the_layers_it_changes_not_the_last_one(session):
+    """Freezing leaves a NoOp (in the last layer) with a control edge to every op; a fold
+    removing some of them outlined the last layer as modified."""
+    recipe = Recipe(fold_default=False, quantize_default=None).with_fold("conv1", True)
+    vg = services.draw_view(session, recipe, ViewChoice()).graph
+    status = {k: d["status"] for k, d in vg.nodes(data=True) if d.get("status")}
+    assert status["layer:conv1"] == "modified" and status["layer:bn1"] == "removed"
+    assert "layer:logits" not in status and "layer:conv2" not in status
+
+
 def test_match_marks_follow_the_rewrite(session):
     recipe = Recipe.default(session.graph)
     fates = session.match_fates("builtin:conv_bn", BUILTIN["conv_bn"], recipe)
