@@ -10,13 +10,15 @@ view together with the float graph's view instead:
   between, drawn faded there;
 * an edge the rewrite made across ghosts (``conv → relu`` where the float graph had
   ``conv → bn → relu``) is drawn along the old path, through the ghosts' places;
-* anything else the rewrite added takes a place of its own, as it would alone.
+* a node the rewrite added in a line (one input, one output: a fake-quant, a
+  fold's bias add), or a run of them, is drawn on the edge it was put on, just off
+  it (:data:`ADDED_OFFSET` across), taking no rank; one with only an input or
+  only an output drawn, half a rank from it; anything else added takes a place of its own.
 
 In the layer view every recipe's view then has the float graph's layout (a rewrite
 removes or changes layers; it adds none), so one layout serves them all and
-:meth:`qviz.layout.LayoutCache.routes` answers an edit from memory. In the op view a
-rewrite adds ops (a fold's scaled weights, fake-quant nodes): what follows them may
-still shift by a rank.
+:meth:`qviz.layout.LayoutCache.routes` answers an edit from memory. In the op view
+the ops of the float graph keep their places too, whatever the rewrite added.
 
 >>> import networkx as nx
 >>> before = nx.DiGraph([("x", "conv"), ("conv", "bn"), ("bn", "relu")])
@@ -25,6 +27,13 @@ still shift by a rank.
 >>> pos, routes = routes_in_place(after, before)
 >>> [pos[n][0] for n in ("x", "conv", "bn", "relu")], routes[("conv", "relu")]
 ([0.0, 1.0, 2.0, 3.0], [(2.0, -0.0)])
+
+A fake-quant put between ``conv`` and ``relu`` moves neither:
+
+>>> quantized = nx.DiGraph([("x", "conv"), ("conv", "fq"), ("fq", "relu")])
+>>> pos, _ = routes_in_place(quantized, nx.DiGraph([("x", "conv"), ("conv", "relu")]))
+>>> pos["conv"], pos["relu"], pos["fq"]
+((1.0, -0.0), (2.0, -0.0), (1.5, 0.4))
 """
 
 from __future__ import annotations
@@ -43,6 +52,8 @@ log = logging.getLogger(__name__)
 
 #: Ghosts an edge's old path may cross (a chain of removed layers is short; this bounds the search).
 MAX_GHOSTS_CROSSED = 8
+#: How far off the edge it was put on a node the rewrite added is drawn (layout units: a rank is 1).
+ADDED_OFFSET = 0.4
 
 
 def routes_in_place(vg: nx.DiGraph, before: nx.DiGraph, direction: str = "LR",
@@ -56,13 +67,15 @@ def routes_in_place(vg: nx.DiGraph, before: nx.DiGraph, direction: str = "LR",
     laid out alone.
     """
     ghosts = {k for k, d in vg.nodes(data=True) if d.get("ghost_of") is not None}
+    runs = _added_runs(vg, before, ghosts)
+    floating = {k for run, _, _ in runs for k in run}
     skeleton = nx.DiGraph()
-    skeleton.add_nodes_from(vg.nodes)
+    skeleton.add_nodes_from(k for k in vg if k not in floating)
     # the float graph's edges among the nodes drawn: a ghost keeps its place in the chain
     skeleton.add_edges_from((u, v) for u, v in before.edges if u in vg and v in vg)
     crossing: dict[tuple, list] = {}
     for u, v in vg.edges:
-        if skeleton.has_edge(u, v):
+        if skeleton.has_edge(u, v) or u in floating or v in floating:
             continue
         path = _through_ghosts(before, u, v, ghosts) if ghosts else None
         if path is None:
@@ -77,6 +90,8 @@ def routes_in_place(vg: nx.DiGraph, before: nx.DiGraph, direction: str = "LR",
     except nx.NetworkXUnfeasible:
         log.warning("the rewritten view and the float graph's make a cycle together: laid out alone")
         return lay_out(vg, direction)
+    pos = dict(pos)
+    _place_runs(pos, runs, direction)
     routes = {e: bends[e] for e in vg.edges if e in bends}
     for (u, v), path in crossing.items():
         points: list = []
@@ -85,7 +100,56 @@ def routes_in_place(vg: nx.DiGraph, before: nx.DiGraph, direction: str = "LR",
             if b != v:
                 points.append(pos[b])
         routes[(u, v)] = points
-    return dict(pos), routes
+    return pos, routes
+
+
+def _added_runs(vg: nx.DiGraph, before: nx.DiGraph, ghosts: set) -> list[tuple[list, object, object]]:
+    """The rewrite's added nodes that are drawn off an edge rather than laid out: runs of
+    nodes not in ``before`` with at most one input each, each but the last with one output,
+    as ``(run, the node before it or None, the one node after it or None)``; a run with
+    neither is laid out."""
+    lined = {k for k in vg if k not in before and k not in ghosts and vg.in_degree(k) <= 1}
+
+    def after(k):   # the one node after k (None: none, or several: k is drawn off the node before it)
+        return next(iter(vg.successors(k))) if vg.out_degree(k) == 1 else None
+
+    runs = []
+    for k in lined:
+        pred = next(iter(vg.predecessors(k)), None)
+        if pred in lined and after(pred) == k:
+            continue   # not a run's first node
+        run = [k]
+        while (nxt := after(run[-1])) in lined and len(run) <= len(lined):
+            run.append(nxt)
+        if pred is not None or nxt is not None:
+            runs.append((run, pred, nxt))
+    return runs
+
+
+def _place_runs(pos: dict, runs, direction: str) -> None:
+    """Put each run of added nodes (:func:`_added_runs`) on its edge, just off it: evenly
+    between the nodes before and after it, or within half a rank of the one it has. A place
+    taken already moves it further off."""
+    along = (1.0, 0.0) if direction != "TB" else (0.0, -1.0)
+    across = (0.0, ADDED_OFFSET) if direction != "TB" else (ADDED_OFFSET, 0.0)
+    taken = {(round(x, 6), round(y, 6)) for x, y in pos.values()}
+    for run, pred, succ in sorted(runs, key=lambda r: str(r[0][0])):   # (the same places every time)
+        n = len(run)
+        if pred is not None and succ is not None:
+            (x0, y0), (x1, y1) = pos[pred], pos[succ]
+            spots = [(x0 + (x1 - x0) * i / (n + 1), y0 + (y1 - y0) * i / (n + 1)) for i in range(1, n + 1)]
+        elif pred is not None:
+            x0, y0 = pos[pred]
+            spots = [(x0 + along[0] * 0.5 * i / n, y0 + along[1] * 0.5 * i / n) for i in range(1, n + 1)]
+        else:
+            x1, y1 = pos[succ]
+            spots = [(x1 - along[0] * 0.5 * i / n, y1 - along[1] * 0.5 * i / n) for i in range(n, 0, -1)]
+        for k, (x, y) in zip(run, spots):
+            place = (round(x + across[0], 6), round(y + across[1], 6))
+            while place in taken:
+                place = (round(place[0] + across[0], 6), round(place[1] + across[1], 6))
+            taken.add(place)
+            pos[k] = place
 
 
 def _through_ghosts(before: nx.DiGraph, u, v, ghosts: set) -> list | None:

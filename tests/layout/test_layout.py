@@ -96,24 +96,28 @@ def test_removed_nodes_are_ghosts_behind_their_replacement_without_edges(samples
 @pytest.mark.parametrize("mode", ["layer", "op"])
 def test_a_rewritten_view_laid_out_in_place_keeps_the_float_graphs_places(samples, mode):
     """Issue 16.4: laid out with the float graph, each ghost keeps its own place (not
-    behind its anchor) and each node the float graph has stays where it has it in the
-    layer view; the edges drawn are the rewritten graph's, those that replaced a path
+    behind its anchor) and each node the float graph has stays where it has it, in the
+    layer view and the op view; the edges drawn are the rewritten graph's, those that replaced a path
     through ghosts bent through the ghosts' places."""
     g = qviz.load(samples["resnet_block"])
-    result = qviz.apply(g, qviz.Recipe(), report=False)
+    result = qviz.apply(g, qviz.Recipe(quantize_default=qviz.LayerBits(8, 8)), report=False)
     removed = [g.node(n) for n in result.changes.removed if not g.is_constant(n)]
     vg = view_graph(result.graph, mode, removed=removed, status={})
     before = view_graph(g, mode)
     pos, routes = routes_in_place(vg, before)
+    added = [k for k in vg if k not in before]
+    assert mode == "layer" or added   # (fake-quants, which moved 26 of its 28 ops by a rank or a row)
     alone, _ = layered_routes(before)
     ghosts = {k for k, d in vg.nodes(data=True) if d.get("ghost_of")}
     assert ghosts and set(pos) == set(vg)
     if mode == "layer":
         assert pos == alone
+    # (and in the op view, where the rewrite adds ops: fake-quants, the folds' bias adds)
+    assert {k: pos[k] for k in before if k in vg} == {k: alone[k] for k in before if k in vg}
     places = [pos[k] for k in vg]
     assert len(set(places)) == len(places), "no two nodes on one place"
     assert not any(vg.degree(k) for k in ghosts)
-    through = [e for e in vg.edges if e not in before.edges and e[0] in before
+    through = [e for e in vg.edges if e not in before.edges and e[0] in before and e[1] in before
                and any(k in ghosts for k in before.successors(e[0]))]
     assert through and all(routes[e] and set(routes[e]) & {pos[k] for k in ghosts} for e in through)
 
