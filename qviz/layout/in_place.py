@@ -34,6 +34,13 @@ A fake-quant put between ``conv`` and ``relu`` moves neither:
 >>> pos, _ = routes_in_place(quantized, nx.DiGraph([("x", "conv"), ("conv", "relu")]))
 >>> pos["conv"], pos["relu"], pos["fq"]
 ((1.0, -0.0), (2.0, -0.0), (1.5, 0.4))
+
+An added node after another added one is placed after it:
+
+>>> pos, _ = routes_in_place(nx.DiGraph([("a", "zp"), ("zp", "k1"), ("zp", "k2"), ("k1", "b"), ("k2", "c")]),
+...                          nx.DiGraph([("a", "b"), ("a", "c")]))
+>>> sorted(pos) == ["a", "b", "c", "k1", "k2", "zp"]
+True
 """
 
 from __future__ import annotations
@@ -129,27 +136,64 @@ def _added_runs(vg: nx.DiGraph, before: nx.DiGraph, ghosts: set) -> list[tuple[l
 def _place_runs(pos: dict, runs, direction: str) -> None:
     """Put each run of added nodes (:func:`_added_runs`) on its edge, just off it: evenly
     between the nodes before and after it, or within half a rank of the one it has. A place
-    taken already moves it further off."""
+    within :data:`MIN_GAP` of a node placed already (a ghost where a run spans ranks) moves
+    it further off. A run after another run is placed after it."""
     along = (1.0, 0.0) if direction != "TB" else (0.0, -1.0)
     across = (0.0, ADDED_OFFSET) if direction != "TB" else (ADDED_OFFSET, 0.0)
-    taken = {(round(x, 6), round(y, 6)) for x, y in pos.values()}
-    for run, pred, succ in sorted(runs, key=lambda r: str(r[0][0])):   # (the same places every time)
-        n = len(run)
-        if pred is not None and succ is not None:
-            (x0, y0), (x1, y1) = pos[pred], pos[succ]
-            spots = [(x0 + (x1 - x0) * i / (n + 1), y0 + (y1 - y0) * i / (n + 1)) for i in range(1, n + 1)]
-        elif pred is not None:
-            x0, y0 = pos[pred]
-            spots = [(x0 + along[0] * 0.5 * i / n, y0 + along[1] * 0.5 * i / n) for i in range(1, n + 1)]
-        else:
-            x1, y1 = pos[succ]
-            spots = [(x1 - along[0] * 0.5 * i / n, y1 - along[1] * 0.5 * i / n) for i in range(n, 0, -1)]
-        for k, (x, y) in zip(run, spots):
-            place = (round(x + across[0], 6), round(y + across[1], 6))
-            while place in taken:
-                place = (round(place[0] + across[0], 6), round(place[1] + across[1], 6))
-            taken.add(place)
-            pos[k] = place
+    taken = _Taken(pos.values())
+    pending = sorted(runs, key=lambda r: str(r[0][0]))   # (the same places every time)
+    while pending:
+        ready = [r for r in pending if (r[1] is None or r[1] in pos) and (r[2] is None or r[2] in pos)]
+        if not ready:   # (cannot happen: a run's node before it is placed first; kept safe)
+            run, pred, succ = pending[0]
+            ready = [(run, pred if pred in pos else None, succ if succ in pos else None)]
+            if ready[0][1] is None and ready[0][2] is None:
+                ready = [(run, None, None)]
+        for r in ready:
+            pending = [p for p in pending if p[0] is not r[0]]
+            _place_run(pos, *r, along, across, taken)
+
+
+def _place_run(pos: dict, run: list, pred, succ, along, across, taken: "_Taken") -> None:
+    n = len(run)
+    if pred is not None and succ is not None:
+        (x0, y0), (x1, y1) = pos[pred], pos[succ]
+        spots = [(x0 + (x1 - x0) * i / (n + 1), y0 + (y1 - y0) * i / (n + 1)) for i in range(1, n + 1)]
+    elif pred is not None:
+        x0, y0 = pos[pred]
+        spots = [(x0 + along[0] * 0.5 * i / n, y0 + along[1] * 0.5 * i / n) for i in range(1, n + 1)]
+    elif succ is not None:
+        x1, y1 = pos[succ]
+        spots = [(x1 - along[0] * 0.5 * i / n, y1 - along[1] * 0.5 * i / n) for i in range(n, 0, -1)]
+    else:
+        spots = [(along[0] * i, along[1] * i) for i in range(n)]
+    for k, (x, y) in zip(run, spots):
+        place = (round(x + across[0], 6), round(y + across[1], 6))
+        while taken.near(place):
+            place = (round(place[0] + across[0], 6), round(place[1] + across[1], 6))
+        taken.add(place)
+        pos[k] = place
+
+
+#: The least distance between an added node drawn off an edge and any other node (layout units).
+MIN_GAP = 0.3
+
+
+class _Taken:
+    """Places taken, in cells of :data:`MIN_GAP`, to ask if a place is too near one."""
+
+    def __init__(self, places):
+        self._cells: dict = {}
+        for p in places:
+            self.add(p)
+
+    def add(self, p) -> None:
+        self._cells.setdefault((int(p[0] // MIN_GAP), int(p[1] // MIN_GAP)), []).append(p)
+
+    def near(self, p) -> bool:
+        cx, cy = int(p[0] // MIN_GAP), int(p[1] // MIN_GAP)
+        return any((q[0] - p[0]) ** 2 + (q[1] - p[1]) ** 2 < MIN_GAP ** 2
+                   for dx in (-1, 0, 1) for dy in (-1, 0, 1) for q in self._cells.get((cx + dx, cy + dy), ()))
 
 
 def _through_ghosts(before: nx.DiGraph, u, v, ghosts: set) -> list | None:

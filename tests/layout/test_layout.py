@@ -1,6 +1,7 @@
 """The layered layout: ranks follow edges, long edges bend through their
 virtual nodes, and crossings are counted along what is drawn."""
 
+import math
 import networkx as nx
 import numpy as np
 import pytest
@@ -120,6 +121,26 @@ def test_a_rewritten_view_laid_out_in_place_keeps_the_float_graphs_places(sample
     through = [e for e in vg.edges if e not in before.edges and e[0] in before and e[1] in before
                and any(k in ghosts for k in before.successors(e[0]))]
     assert through and all(routes[e] and set(routes[e]) & {pos[k] for k in ghosts} for e in through)
+
+
+@pytest.mark.parametrize("name", ["lenet_digits", "resnet_block", "mobilenet_block"])
+def test_ops_a_rewrite_adds_keep_clear_of_every_node_in_the_op_view(samples, name):
+    """An added op (a fake-quant, a fold's bias add) is drawn off the edge it was put on, and
+    never on or beside another node, a faded one included (a run across two ranks of
+    mobilenet_block put one 0.07 from a removed batch norm op)."""
+    from qviz.layout.in_place import MIN_GAP
+
+    g = qviz.load(samples[name])
+    result = qviz.apply(g, qviz.Recipe(quantize_default=qviz.LayerBits(8, 8)), report=False)
+    removed = [g.node(n) for n in result.changes.removed if not g.is_constant(n)]
+    vg = view_graph(result.graph, "op", removed=removed, status={})
+    before = view_graph(g, "op")
+    pos, _ = routes_in_place(vg, before)
+    added = [k for k in vg if k not in before and not vg.nodes[k].get("ghost_of")]
+    assert added
+    for k in added:
+        near = [m for m in pos if m != k and math.dist(pos[m], pos[k]) < MIN_GAP - 1e-9]
+        assert not near, (k, pos[k], [(m, pos[m]) for m in near])
 
 
 def test_a_ghost_cut_off_from_its_neighbours_is_drawn_behind_the_node_that_took_its_work():
