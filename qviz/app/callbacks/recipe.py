@@ -61,7 +61,8 @@ function (gd, edits) {
     if (!gd.layout.meta || !gd.layout.meta.diff) return [];   // the original graph: a fold changes nothing there
     const at = gd.data.findIndex(d => d.name === 'nodes');
     const nodes = gd.data[at];
-    if (at < 0 || !nodes.marker || !Array.isArray(nodes.marker.opacity)) return [];
+    // (above MAX_SVG_NODES the plot is WebGL: no SVG to restyle, the redraw shows it)
+    if (at < 0 || gd._fullData[at].type !== 'scatter' || !nodes.marker || !Array.isArray(nodes.marker.opacity)) return [];
     const line = nodes.marker.line;
     const unfolded = gd.__qvizUnfolded = gd.__qvizUnfolded || {};   // layer → looks before its fold
     const styles = [];
@@ -75,12 +76,13 @@ function (gd, edits) {
         const conv = nodes.customdata.indexOf('layer:' + c.data.layer);
         if (bn < 0) continue;   // not drawn as a layer (op view, a closed block): the redraw shows it
         const looks = j => (j < 0 ? null : [nodes.marker.opacity[j], [line.color[j], line.width[j]]]);
-        if (c.data.fold === true) {
-            if (nodes.marker.opacity[bn] !== ghost) unfolded[c.data.layer] = {bn: looks(bn), conv: looks(conv)};
+        const mine = nodes.customdata.length + ':' + c.data.layer;   // (another model's layer of that name is not it)
+        if (c.value === true) {
+            if (nodes.marker.opacity[bn] !== ghost) unfolded[mine] = {bn: looks(bn), conv: looks(conv)};
             restyle(bn, ghost, [removed, statusWidth]);
             if (conv >= 0) restyle(conv, nodes.marker.opacity[conv], [modified, statusWidth]);
         } else {
-            const was = unfolded[c.data.layer] || {bn: [1, plain], conv: null};
+            const was = unfolded[mine] || {bn: [1, plain], conv: null};
             restyle(bn, was.bn[0], was.bn[1]);
             if (conv >= 0 && was.conv) restyle(conv, was.conv[0], was.conv[1]);
         }

@@ -340,3 +340,4 @@ def test_a_fold_toggle_fades_its_batch_norm_at_once_as_the_redraw_then_draws_it(
     set_cell(dash_duo, "conv2", "fold", True)
     wait_for(lambda: dash_duo.driver.execute_script(_REDRAWN), what="the original graph redrawn after the fold")
     assert dash_duo.driver.execute_script("return window.__beforeRedraw;")["layer:bn2"] == plain["layer:bn2"]
+    assert dash_duo.driver.execute_script("return window.__lookedAt;") is None   # (no preview: nothing faded)
