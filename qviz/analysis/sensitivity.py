@@ -160,16 +160,33 @@ def _read_checkpoint(path: Path, fingerprint: str) -> dict:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
-    if not isinstance(data, dict) or data.get("fingerprint") != fingerprint or not isinstance(data.get("cells"), dict):
+    if not isinstance(data, dict) or data.get("fingerprint") != fingerprint:
         return {}
-    return data["cells"]
+    return _valid_cells(data.get("cells"))
+
+
+def _valid_cells(cells) -> dict:
+    """The well-formed measurements of a checkpoint's ``cells``: ``[sqnr, accuracy]``, each a
+    number or None (a cell written otherwise is measured again)."""
+    if not isinstance(cells, dict):
+        return {}
+    ok = lambda v: v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))  # noqa: E731
+    return {k: v for k, v in cells.items() if isinstance(v, list) and len(v) == 2 and ok(v[0]) and ok(v[1])}
 
 
 def _write_checkpoint(path: Path, fingerprint: str, cells: dict) -> None:
-    # (a file of this writer's own: a sweep being stopped may still write as the next one starts)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    tmp.write_text(json.dumps({"fingerprint": fingerprint, "cells": cells}), encoding="utf-8")
-    os.replace(tmp, path)   # a sweep stopped mid-write leaves the previous checkpoint whole
+    """Write ``cells`` with those another writer put in the file meanwhile (a sweep being
+    stopped may still write as the next one starts: each keeps the other's). A directory
+    gone (its session closed while the sweep stopped) is not written to."""
+    if not path.parent.is_dir():
+        return
+    cells.update({k: v for k, v in _read_checkpoint(path, fingerprint).items() if k not in cells})
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")   # (each writer its own)
+    try:
+        tmp.write_text(json.dumps({"fingerprint": fingerprint, "cells": cells}), encoding="utf-8")
+        os.replace(tmp, path)   # a sweep stopped mid-write leaves the previous checkpoint whole
+    except FileNotFoundError:   # removed meanwhile
+        tmp.unlink(missing_ok=True)
 
 
 def _cell(which: str, layer: str, bits: int) -> str:
@@ -189,10 +206,8 @@ def measured_already(checkpoint: str | os.PathLike, layers: Sequence[str], bits:
     >>> d.cleanup()
     """
     try:
-        cells = json.loads(Path(checkpoint).read_text(encoding="utf-8")).get("cells")
+        cells = _valid_cells(json.loads(Path(checkpoint).read_text(encoding="utf-8")).get("cells"))
     except (OSError, ValueError, AttributeError):
-        return 0
-    if not isinstance(cells, dict):
         return 0
     return sum(_cell(which, layer, int(b)) in cells for layer in layers for which in ("w", "a") for b in bits)
 

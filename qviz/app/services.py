@@ -545,7 +545,10 @@ def sweep_plan(session, bits) -> str:
     widths = len(bits or ())
     if not layers or not widths:
         return "" if layers else "no layer with weights to sweep"
-    made = measured_already(session.sweep_checkpoint, layers, bits) if session.work_dir is not None else 0
+    try:
+        made = measured_already(session.sweep_checkpoint, layers, bits) if session.work_dir is not None else 0
+    except (TypeError, ValueError):   # (widths the page's checklist does not offer: no count)
+        made = 0
     return (f"{2 * len(layers) * widths:,} measurements{f' ({made:,} made already)' if made else ''}: "
             f"{len(layers):,} layers × {widths} width{'s' * (widths > 1)}, "
             "weights and activations apart (fewer widths: a shorter sweep)")

@@ -134,15 +134,10 @@ def sweep(key, graph, bits, checkpoint=None, progress=None):
     """The per-layer sensitivity sweep; ``progress(done, total)`` after each measurement.
     ``checkpoint``: the session's file of measurements made (by a sweep stopped, or of
     other widths), not made again (:func:`qviz.analysis.sensitivity.sensitivity`)."""
-    from ..analysis.sensitivity import sensitivity
-    from ..samples import data_for
-
-    graph = _graph(key, graph)
-    return sensitivity(graph, bits=tuple(bits), **data_for(graph).sweep_kwargs(), progress=progress,
-                       checkpoint=checkpoint)
+    return sweep_part(key, graph, bits, None, checkpoint, progress=progress)
 
 
-def sweep_part(key, graph, bits, layers, progress=None):
+def sweep_part(key, graph, bits, layers, checkpoint=None, progress=None):
     """The sweep of ``layers`` only (None: all): one part of a sweep fanned out
     (:mod:`qviz.app.fan_out`)."""
     from ..analysis.sensitivity import sensitivity
@@ -150,7 +145,8 @@ def sweep_part(key, graph, bits, layers, progress=None):
 
     graph = _graph(key, graph)
     data = data_for(graph)
-    return sensitivity(graph, bits=tuple(bits), **data.sweep_kwargs(), progress=progress, layers=layers)
+    return sensitivity(graph, bits=tuple(bits), **data.sweep_kwargs(), progress=progress, layers=layers,
+                       checkpoint=checkpoint)
 
 
 def qat_export(source, recipe_json, folding_mode, freeze_bn_delay, progress=None):

@@ -20,14 +20,21 @@ def _worker_processes_end_with_their_test(monkeypatch, request):
     imported there already), unless the test is marked ``worker_processes``: each
     ProcessRunner starts two processes importing TensorFlow, ~6 s of CPU a test, which
     on CI's two cores is time taken from the other tests. A test so marked gets the app's
-    own runner (Celery's with REDIS_URL set); its worker processes would live until the
-    test run ends (a served app keeps them for its lifetime), so they are closed after it."""
+    own runner; with REDIS_URL set (the Celery tests) every test does. Runners are closed
+    after the test: worker processes would live until the test run ends (a served app
+    keeps them for its lifetime), and queued jobs would take the next test's CPU."""
     import qviz.app
     from qviz.app.jobs import ThreadRunner
 
+    threads = []   # closed after the test: its jobs not started yet are cancelled
+
+    def in_process():
+        threads.append(ThreadRunner())
+        return threads[-1]
+
     if request.node.get_closest_marker("worker_processes") is None:
         made = qviz.app._runner
-        monkeypatch.setattr(qviz.app, "_runner", lambda: made() if os.environ.get("REDIS_URL") else ThreadRunner())
+        monkeypatch.setattr(qviz.app, "_runner", lambda: made() if os.environ.get("REDIS_URL") else in_process())
     started = []
     start = ProcessRunner.start
 
@@ -37,7 +44,7 @@ def _worker_processes_end_with_their_test(monkeypatch, request):
 
     monkeypatch.setattr(ProcessRunner, "start", tracked)
     yield
-    for runner in started:
+    for runner in [*started, *threads]:
         runner.close()
 
 

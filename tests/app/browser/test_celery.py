@@ -101,8 +101,10 @@ def test_a_sweep_and_a_search_fan_out_and_merge_to_what_one_task_gives(redis_url
     from qviz.samples import data_for
 
     g = qviz.load(sample_path("lenet_digits"))
+    # (a key of its own: worker.pareto below runs here, where another test's graph may be under "k")
+    k = f"fan-out-{id(g)}"
     fanned, single = CeleryRunner(redis_url, fan_out=3), CeleryRunner(redis_url, fan_out=1)
-    fut = fanned.submit("sweep", "k", g, (8, 2))
+    fut = fanned.submit("sweep", k, g, (8, 2))
     swept, seen = _result_and_progress(fut)
     here = sensitivity(g, bits=(8, 2), **data_for(g).sweep_kwargs())
     assert swept.layers == here.layers      # the parts' rows back in the graph's order
@@ -110,17 +112,17 @@ def test_a_sweep_and_a_search_fan_out_and_merge_to_what_one_task_gives(redis_url
     np.testing.assert_allclose(swept.activation_accuracy, here.activation_accuracy)
     assert {p[1] for p in seen if p} == {16}    # one progress over every part
 
-    front = fanned.submit("pareto", "k", g, swept, "bops").result(timeout=180)
-    one = single.submit("pareto", "k", g, swept, "bops").result(timeout=180)
-    local = worker.pareto("k", g, here, "bops")
+    front = fanned.submit("pareto", k, g, swept, "bops").result(timeout=180)
+    one = single.submit("pareto", k, g, swept, "bops").result(timeout=180)
+    local = worker.pareto(k, g, here, "bops")
     assert [p.recipe for p in front.points] == [p.recipe for p in one.points] == [p.recipe for p in local.points]
     assert [p.bops for p in front.points] == [p.bops for p in local.points] and front.float_bops == local.float_bops
     np.testing.assert_allclose([p.measured_sqnr_db for p in front.points],
                                [p.measured_sqnr_db for p in local.points], rtol=1e-6)
 
-    doomed = fanned.submit("sweep", "k", g, (8, 6, 4, 3, 2))
+    doomed = fanned.submit("sweep", k, g, (8, 6, 4, 3, 2))
     assert doomed.cancel() and len(doomed.handles) == 3       # every part revoked
-    assert fanned.submit("report", "k", g, Recipe.default(g).to_json(indent=None), None).result(timeout=120)
+    assert fanned.submit("report", k, g, Recipe.default(g).to_json(indent=None), None).result(timeout=120)
     fanned.close()
     single.close()
 
