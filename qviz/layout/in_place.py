@@ -61,6 +61,8 @@ log = logging.getLogger(__name__)
 MAX_GHOSTS_CROSSED = 8
 #: How far off the edge it was put on a node the rewrite added is drawn (layout units: a rank is 1).
 ADDED_OFFSET = 0.4
+#: The least distance between an added node drawn off an edge and any other node (layout units).
+MIN_GAP = 0.3
 
 
 def routes_in_place(vg: nx.DiGraph, before: nx.DiGraph, direction: str = "LR",
@@ -98,7 +100,7 @@ def routes_in_place(vg: nx.DiGraph, before: nx.DiGraph, direction: str = "LR",
         log.warning("the rewritten view and the float graph's make a cycle together: laid out alone")
         return lay_out(vg, direction)
     pos = dict(pos)
-    _place_runs(pos, runs, direction)
+    _place_runs(pos, runs, vg, direction)
     routes = {e: bends[e] for e in vg.edges if e in bends}
     for (u, v), path in crossing.items():
         points: list = []
@@ -133,25 +135,20 @@ def _added_runs(vg: nx.DiGraph, before: nx.DiGraph, ghosts: set) -> list[tuple[l
     return runs
 
 
-def _place_runs(pos: dict, runs, direction: str) -> None:
+def _place_runs(pos: dict, runs, vg: nx.DiGraph, direction: str) -> None:
     """Put each run of added nodes (:func:`_added_runs`) on its edge, just off it: evenly
     between the nodes before and after it, or within half a rank of the one it has. A place
     within :data:`MIN_GAP` of a node placed already (a ghost where a run spans ranks) moves
-    it further off. A run after another run is placed after it."""
+    it further off. Runs go in ``vg``'s order: one after another run is placed after it."""
     along = (1.0, 0.0) if direction != "TB" else (0.0, -1.0)
     across = (0.0, ADDED_OFFSET) if direction != "TB" else (ADDED_OFFSET, 0.0)
     taken = _Taken(pos.values())
-    pending = sorted(runs, key=lambda r: str(r[0][0]))   # (the same places every time)
-    while pending:
-        ready = [r for r in pending if (r[1] is None or r[1] in pos) and (r[2] is None or r[2] in pos)]
-        if not ready:   # (cannot happen: a run's node before it is placed first; kept safe)
-            run, pred, succ = pending[0]
-            ready = [(run, pred if pred in pos else None, succ if succ in pos else None)]
-            if ready[0][1] is None and ready[0][2] is None:
-                ready = [(run, None, None)]
-        for r in ready:
-            pending = [p for p in pending if p[0] is not r[0]]
-            _place_run(pos, *r, along, across, taken)
+    try:
+        order = {n: i for i, n in enumerate(nx.topological_sort(vg))}
+    except nx.NetworkXUnfeasible:   # (no rewrite makes a cycle; its runs then go by name)
+        order = {}
+    for run, pred, succ in sorted(runs, key=lambda r: (order.get(r[0][0], 0), str(r[0][0]))):
+        _place_run(pos, run, pred if pred in pos else None, succ if succ in pos else None, along, across, taken)
 
 
 def _place_run(pos: dict, run: list, pred, succ, along, across, taken: "_Taken") -> None:
@@ -173,10 +170,6 @@ def _place_run(pos: dict, run: list, pred, succ, along, across, taken: "_Taken")
             place = (round(place[0] + across[0], 6), round(place[1] + across[1], 6))
         taken.add(place)
         pos[k] = place
-
-
-#: The least distance between an added node drawn off an edge and any other node (layout units).
-MIN_GAP = 0.3
 
 
 class _Taken:
