@@ -89,7 +89,7 @@ function (gd, edits) {
     }
     if (!styles.length) return [];
     const calc = gd.calcdata && gd.calcdata[at];
-    const svg = gd._fullData[at] ? gd.querySelector('.scatterlayer .trace' + gd._fullData[at].uid) : null;
+    const svg = gd.querySelector('.scatterlayer .trace' + gd._fullData[at].uid);
     const points = {};
     if (svg) for (const p of svg.querySelectorAll('path.point')) if (p.__data__) points[p.__data__.i] = p;
     for (const s of styles) {
