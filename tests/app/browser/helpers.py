@@ -116,6 +116,29 @@ _BADGE_TEXTS = ("const g = document.querySelector('#graph .js-plotly-plot');"
                 "if (t) t.customdata.forEach((k, i) => { if (texts[i]) out[k] = texts[i]; }); return out;")
 
 
+def choose(dash_duo, selector, label, timeout=30):
+    """Pick ``label`` in the dropdown ``selector`` and wait until it shows it.
+
+    The dropdown is first scrolled to the middle of the window, so its menu opens
+    with room below it; a click the page took elsewhere (a panel redrawn between
+    opening the menu and clicking its option: seen once on a loaded CI machine)
+    closes the menu and tries again."""
+    from selenium.webdriver.common.keys import Keys
+
+    def attempt():
+        dash_duo.driver.execute_script("arguments[0].scrollIntoView({block: 'center'});",
+                                       dash_duo.find_element(selector))
+        try:
+            dash_duo.select_dcc_dropdown(selector, value=label)
+        except Exception:
+            dash_duo.find_element("body").send_keys(Keys.ESCAPE)
+            raise
+        return label in dash_duo.find_element(selector).text
+
+    wait_for(attempt, timeout=timeout, what=lambda: f"{label!r} chosen in {selector}; it shows "
+                                                    f"{dash_duo.find_element(selector).text!r}")
+
+
 def badge_texts(dash_duo) -> dict:
     """View key → the bits badge the graph has for it (``{"layer:conv2": "w4a8"}``; drawn while its name is)."""
     return dash_duo.driver.execute_script(_BADGE_TEXTS)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import badge_texts, click, edit_cell, figure_nodes, halos, needs_browser, set_cell, shot, start_app, wait_for, wait_open
+from .helpers import badge_texts, choose, click, edit_cell, figure_nodes, halos, needs_browser, set_cell, shot, start_app, wait_for, wait_open
 
 pytestmark = needs_browser
 
@@ -174,7 +174,7 @@ def test_two_sessions_do_not_share_state(dash_duo):
     wait_open(dash_duo, "lenet_digits")   # the second page
     # the second session picks another model; the first keeps its own
     dash_duo.driver.execute_script("window.scrollTo(0, 0)")
-    dash_duo.select_dcc_dropdown("#model-picker", value="resnet_block")
+    choose(dash_duo, "#model-picker", "resnet_block")
     wait_open(dash_duo, "resnet_block")
     wait_for(lambda: figure_nodes(dash_duo) > 0 and "changes nothing" in dash_duo.find_element("#diff-summary").text,
           what="second model drawn")
@@ -449,9 +449,9 @@ def test_a_served_file_is_named_in_the_model_picker_and_can_be_picked_again(dash
     dash_duo.start_server(create_app(qviz.load(path), model_name=str(path)))
     wait_open(dash_duo, path)
     assert dash_duo.find_element("#model-picker").text == f"{path.name} (served)"
-    dash_duo.select_dcc_dropdown("#model-picker", "lenet_digits")
+    choose(dash_duo, "#model-picker", "lenet_digits")
     wait_open(dash_duo, "lenet_digits")
-    dash_duo.select_dcc_dropdown("#model-picker", f"{path.name} (served)")
+    choose(dash_duo, "#model-picker", f"{path.name} (served)")
     wait_open(dash_duo, path)
 
 

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import json
 
-from .helpers import click, edit_cell, needs_browser, shot, start_app, wait_for
+from .helpers import choose, click, edit_cell, needs_browser, shot, start_app, wait_for
 
 pytestmark = needs_browser
 
 
 def _download(dash_duo, tool: str, name: str) -> zipfile.ZipFile:
-    dash_duo.select_dcc_dropdown("#code-tool", value=tool)
+    choose(dash_duo, "#code-tool", tool)
     click(dash_duo, "#code-button")
     wait_for(lambda: dash_duo.find_element("#code-status").text.startswith("downloaded"), timeout=180,
              what=lambda: f"the {tool} code; status {dash_duo.find_element('#code-status').text!r}")

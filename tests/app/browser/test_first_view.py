@@ -14,7 +14,7 @@ from qviz.app import create_app
 from qviz.samples import sample_path
 
 from ...models import zoo_model
-from .helpers import figure_nodes, is_open, needs_browser, shot, wait_for, wait_idle, wait_open
+from .helpers import choose, figure_nodes, is_open, needs_browser, shot, wait_for, wait_idle, wait_open
 
 pytestmark = needs_browser
 
@@ -256,6 +256,6 @@ def test_a_file_that_does_not_open_does_not_stay_on_screen_as_if_it_had(dash_duo
     assert str(bad) in dash_duo.find_element("#model-status").text
     wait_for(lambda: figure_nodes(dash_duo) <= 0, what="the file's layer view taken down")
     # and the app still works: a sample opens
-    dash_duo.select_dcc_dropdown("#model-picker", "resnet_block")
+    choose(dash_duo, "#model-picker", "resnet_block")
     wait_open(dash_duo, "resnet_block")
     assert json.dumps(dash_duo.find_element("#model-status").text)

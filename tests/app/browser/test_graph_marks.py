@@ -4,7 +4,7 @@ mark means."""
 
 from qviz.render.marks import GHOST_OPACITY, bits_color
 
-from .helpers import click, edit_cell, needs_browser, set_cell, shot, start_app, wait_for
+from .helpers import choose, click, edit_cell, needs_browser, set_cell, shot, start_app, wait_for
 
 pytestmark = needs_browser
 
@@ -54,7 +54,7 @@ _FILLS = ("const g = document.querySelector('#graph .js-plotly-plot');"
 
 
 def _choose_colour(dash_duo, label):
-    dash_duo.select_dcc_dropdown("#color-by", value=label)
+    choose(dash_duo, "#color-by", label)
 
 
 def test_nodes_coloured_by_a_weight_metric_and_by_model_explorer_node_data(dash_duo, tmp_path):

@@ -3,7 +3,7 @@ recipe); a selection in either pane selects its counterparts in the other throug
 the change record (a folded conv: the conv and its batch norm), and a pan in one
 brings the same node into view in the other."""
 
-from .helpers import click, click_node, edit_cell, needs_browser, shot, start_app, text_of, wait_for
+from .helpers import choose, click, click_node, edit_cell, needs_browser, shot, start_app, text_of, wait_for
 
 pytestmark = needs_browser
 
@@ -191,14 +191,14 @@ def test_pane_b_is_coloured_as_asked_and_frames_opened_blocks(dash_duo):
     bx = _positions(dash_duo, "graph-b")["layer:conv2"][0]
     wait_for(lambda: abs(_look(dash_duo, "graph-b")[0] - bx) < 0.01, what="pane B on conv2")
     plain, plain_a = _fill(dash_duo, "graph-b"), _fill(dash_duo, "graph")
-    dash_duo.select_dcc_dropdown("#color-by", value="fold status")
+    choose(dash_duo, "#color-by", "fold status")
     # conv2 folded in A; in the float model B, foldable but not folded: another colour than A's
     wait_for(lambda: _fill(dash_duo, "graph")["layer:conv2"] != plain_a["layer:conv2"], what="pane A coloured")
     wait_for(lambda: _fill(dash_duo, "graph-b")["layer:conv2"] != plain["layer:conv2"],
              what=lambda: f"pane B coloured by fold status; {_fill(dash_duo, 'graph-b')}")
     assert _fill(dash_duo, "graph-b")["layer:conv2"] != _fill(dash_duo, "graph")["layer:conv2"]
     assert abs(_look(dash_duo, "graph-b")[0] - bx) < 0.01, "pane B left conv2 when it was coloured"
-    dash_duo.select_dcc_dropdown("#color-by", value="per-layer SQNR (this recipe)")
+    choose(dash_duo, "#color-by", "per-layer SQNR (this recipe)")
     wait_for(lambda: "comes from pane A's run" in text_of(dash_duo, "#pane-b-caption"),
              what=lambda: f"the caption says so; {text_of(dash_duo, '#pane-b-caption')!r}")
 
@@ -232,7 +232,7 @@ def test_both_panes_repaint_when_the_sweep_they_are_coloured_by_finishes(dash_du
     session = app.qviz_sessions.get(next(iter(app.qviz_sessions._sessions)))
     click(dash_duo, "#side-by-side input")
     wait_for(lambda: "layer:bn2" in _positions(dash_duo, "graph-b"), what="pane B drawn")
-    dash_duo.select_dcc_dropdown("#color-by", value=SUGGESTED_BITS)
+    choose(dash_duo, "#color-by", SUGGESTED_BITS)
     wait_for(lambda: "run the sensitivity sweep first" in text_of(dash_duo, "#metric-legend"),
              what=lambda: f"the sweep asked for; legend {text_of(dash_duo, '#metric-legend')!r}")
     before_a, before_b = _fill(dash_duo, "graph"), _fill(dash_duo, "graph-b")

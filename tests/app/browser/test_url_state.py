@@ -7,7 +7,7 @@ import qviz
 from qviz.app.url_state import PageState, page_location
 from qviz.passes import LayerBits
 
-from .helpers import badge_texts, edit_cell, needs_browser, start_app, wait_for, wait_open
+from .helpers import badge_texts, choose, edit_cell, needs_browser, start_app, wait_for, wait_open
 
 pytestmark = needs_browser
 
@@ -81,7 +81,7 @@ def test_expanded_layers_and_the_colouring_are_in_the_link_and_come_back_on_relo
     wait_for(lambda: _fragment(dash_duo).get("x") == "conv2", what=lambda: f"x= in the URL; {_fragment(dash_duo)}")
     expanded = figure_nodes(dash_duo)
     assert expanded > collapsed                 # conv2 drawn as its ops
-    dash_duo.select_dcc_dropdown("#color-by", value="fold status")
+    choose(dash_duo, "#color-by", "fold status")
     wait_for(lambda: _fragment(dash_duo).get("c") == "fold status", what=lambda: f"c= in the URL; {_fragment(dash_duo)}")
     dash_duo.driver.refresh()
     wait_for(lambda: figure_nodes(dash_duo) == expanded, timeout=60,
