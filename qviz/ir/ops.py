@@ -45,6 +45,8 @@ ACTIVATION_OPS = frozenset({"Relu", "Relu6", "Elu", "Selu", "LeakyRelu", "Sigmoi
 #: Activations TFLite fuses into the conv/dense/add before them.
 FUSED_ACTIVATIONS = frozenset({"Relu", "Relu6"})
 ADD_OPS = frozenset({"Add", "AddV2"})
+#: An op that computes nothing: freezing leaves one holding control edges to a model's ops.
+NO_OP = "NoOp"
 #: What TFLite's converter folds into one int8 conv/dense op after the layer op.
 TFLITE_FUSED_CHAIN = frozenset({"BiasAdd", "Relu", "Relu6", "Identity", "BatchToSpaceND"})
 

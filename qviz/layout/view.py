@@ -25,7 +25,7 @@ from collections.abc import Iterable
 import networkx as nx
 
 from ..ir import Graph, Node, parse_tensor_name
-from ..ir.ops import ACTIVATION_OPS, ADD_OPS, BATCH_NORM_OPS, CONV_LIKE_OPS, FAKE_QUANT_OPS
+from ..ir.ops import ACTIVATION_OPS, ADD_OPS, BATCH_NORM_OPS, CONV_LIKE_OPS, FAKE_QUANT_OPS, NO_OP
 
 __all__ = ["view_graph", "op_label", "sketch_view",
            "kind_of_op", "kind_of_keras_class", "layer_kind", "KINDS", "ViewKey",
@@ -115,7 +115,7 @@ def diff_status(changes, original: Graph) -> tuple[dict[str, str], list[Node]]:
     status = {n: "added" for n in changes.added}
     # (not a NoOp: freezing leaves one holding control edges to every op; a fold removing the
     # ops it pointed at is not a change to the layer it is in, which would be outlined)
-    status.update({n: "modified" for n in changes.modified if n not in original or original.node(n).op != "NoOp"})
+    status.update({n: "modified" for n in changes.modified if n not in original or original.node(n).op != NO_OP})
     removed = [original.node(n) for n in changes.removed if not original.is_constant(n)]
     return status, removed
 
@@ -150,6 +150,15 @@ KINDS = {
 }
 #: The colour group of a closed block (never a layer's or an op's).
 BLOCK_KIND = "block"
+
+
+def _batch_norm_layers(nodes: Iterable[Node], constant_ops: dict) -> set:
+    """The layers whose ops make a batch norm (an unfused one's Rsqrt reads only constants)."""
+    ops: dict[str, list[str]] = {}
+    for n in nodes:
+        ops.setdefault(n.layer, []).append(n.op)
+    return {layer for layer, found in ops.items()
+            if layer_kind(found + constant_ops.get(layer, []))[0] == "batchnorm"}
 
 
 def kind_of_op(op: str) -> str:
@@ -305,7 +314,6 @@ def view_graph(graph: Graph, mode: str = "layer", expanded: Iterable[str] = (),
         else:
             nodes.append(n)
     nodes += removed
-    present = {n.name for n in nodes}
 
     def key(node: Node) -> ViewKey:
         if mode == "op" or node.layer in expanded:
@@ -314,13 +322,19 @@ def view_graph(graph: Graph, mode: str = "layer", expanded: Iterable[str] = (),
 
     out = nx.DiGraph()
     members: dict[str, list[Node]] = {}
+    # a NoOp drawn as an op would stand alone (its edges are control edges): it computes nothing
+    nodes = [n for n in nodes if n.op != NO_OP or key(n).is_layer]
+    present = {n.name for n in nodes}
     for n in nodes:
         members.setdefault(key(n), []).append(n)
+    batch_norm_layers = _batch_norm_layers(nodes, constant_ops) if mode == "op" or expanded else set()
     for k, ns in members.items():
         states = {status.get(n.name) for n in ns} - {None}
         if not k.is_layer:
             n = ns[0]
             kind, op, label = kind_of_op(n.op), n.op, op_label(n.name, n.layer)
+            if n.layer in batch_norm_layers and kind in ("add", "other"):
+                kind = "batchnorm"   # an unfused batch norm's Mul/AddV2/Sub: its arithmetic, not a bypass
         else:
             # with its constant ops: an unfused batch norm's Rsqrt reads only constants
             kind, op = layer_kind([n.op for n in ns] + constant_ops.get(ns[0].layer, []))

@@ -169,3 +169,18 @@ def test_op_view_labels_tell_one_layers_op_from_the_next_ones(samples):
     nodes = next(t for t in graph_figure(vg, pos, routes=routes).data if t.name == "nodes")
     whole = dict(zip(nodes.customdata, nodes.hovertext))
     assert all(whole[k].startswith(d["members"][0] + " (") for k, d in vg.nodes(data=True) if k.startswith("op:"))
+
+
+def test_the_op_view_fills_a_batch_norms_arithmetic_as_batch_norm_and_draws_no_lone_noop(samples):
+    """An unfused batch norm is Mul/AddV2 ops: in the op view they are the batch norm's
+    (the legend's "add (bypass)" is for a residual Add); the NoOp freezing leaves holding
+    control edges computes nothing and would stand alone at the graph's start."""
+    g = qviz.load(samples["resnet_block"])
+    assert any(n.op == "NoOp" for n in g.nodes)
+    vg = view_graph(g, "op")
+    kinds = {d["members"][0]: d["kind"] for _, d in vg.nodes(data=True)}
+    assert {kinds[n.name] for n in g.nodes if n.layer == "bn1" and n.name in kinds} == {"batchnorm"}
+    assert {g.node(n).op for n in kinds if g.node(n).layer == "bn1"} >= {"Mul", "AddV2"}
+    assert {kinds[n.name] for n in g.nodes if n.layer in ("add1", "add2") and n.op == "AddV2"} == {"add"}
+    assert not [k for k in vg if vg.degree(k) == 0]
+    assert "NoOp" not in {d["op"] for _, d in vg.nodes(data=True)}
