@@ -17,11 +17,11 @@ def test_loads_sample_and_expands_a_layer(dash_duo):
     shot(dash_duo, "layer_view.png")
     dash_duo.find_element("#search").send_keys("bn1\n")
     wait_for(lambda: "bn1" in dash_duo.find_element("#node-panel").text, what="bn1 selected")
-    dash_duo.find_element("#expand-button").click()
+    click(dash_duo, "#expand-button")
     # bn1's unfused chain computes on x with two ops (x·scale, + shift); its constant
     # part (rsqrt(σ²+ε)·γ, β − μ·scale) is hidden like every constant: 13 - 1 + 2
     wait_for(lambda: figure_nodes(dash_duo) == 13 - 1 + 2, what="bn1 expanded")
-    dash_duo.find_element("#collapse-all-button").click()
+    click(dash_duo, "#collapse-all-button")
     wait_for(lambda: figure_nodes(dash_duo) == 13, what="collapsed")
     # hover carries the output shape and the layer's fold/bit state
     hover = dash_duo.driver.execute_script(
@@ -43,7 +43,7 @@ def test_builtin_pattern_highlights_matches_and_bad_text_errors(dash_duo):
              what="conv_bn matches")
     assert halos(dash_duo) == 6  # 3 matches x (conv layer + bn layer)
     # op view: every computing op; the conv's side panel shows its weights' histogram
-    dash_duo.find_element("#view-mode input[value=op]").click()
+    click(dash_duo, "#view-mode input[value=op]")
     wait_for(lambda: figure_nodes(dash_duo) > 20, what="op view")
     dash_duo.find_element("#search").send_keys("conv1_1/convolution\n")
     wait_for(lambda: "op Conv2D, layer conv1" in dash_duo.find_element("#node-panel").text, what="conv selected")
@@ -84,7 +84,7 @@ def test_matches_survive_a_fold_with_their_fate_and_colour(dash_duo):
     dash_duo.find_element("#search").send_keys("conv1\n")
     wait_for(lambda: dash_duo.find_element("#explain").text
              == "layer conv1 is in match 1 (conv1 + bn1): folded, bn1 folded into conv1.", what="conv1 explained")
-    dash_duo.find_element("#bulk-fold-all").click()
+    click(dash_duo, "#bulk-fold-all")
     wait_for(lambda: dash_duo.find_element("#match-count").text == "3 matches in the float graph: 3 folded",
              what="every match folded")
     assert set(_halo_colours(dash_duo)) == {"layer:conv1", "layer:conv2", "layer:fc1"}
@@ -127,7 +127,7 @@ def test_fold_and_four_bits_change_graph_and_verification(dash_duo):
     # the verification runs TensorFlow in the worker: on a loaded machine it can take long, never forever
     wait_for(lambda: "99.78% → 99.78%" in dash_duo.find_element("#verify-panel").text, timeout=120,
              what="verification")
-    dash_duo.find_element("#bulk-fold-all").click()
+    click(dash_duo, "#bulk-fold-all")
     wait_for(lambda: figure_nodes(dash_duo) == 13 and "removed" in dash_duo.find_element("#diff-summary").text,
           what="folded")
     for layer, col, value in (("conv1", "fold", False), ("conv2", "weight_bits", "4"),
@@ -144,7 +144,7 @@ def test_fold_and_four_bits_change_graph_and_verification(dash_duo):
         "api.forEachNode(n => out.push(n.data)); return out;")
     by = {r["layer"]: r for r in rows}
     assert by["conv1"]["fold"] is False and by["conv2"]["weight_bits"] == "4"
-    dash_duo.find_element("#undo").click()
+    click(dash_duo, "#undo")
     wait_for(lambda: dash_ag_grid_value(dash_duo, "conv2", "activation_bits") == "float", what="undo")
 
 
@@ -160,14 +160,14 @@ def test_bad_upload_shows_error_and_app_keeps_working(dash_duo, tmp_path):
     dash_duo.wait_for_element("#model-upload input[type=file]", timeout=30).send_keys(str(bad))
     wait_for(lambda: "error: broken.pb" in dash_duo.find_element("#model-status").text, what="upload error")
     assert "still showing lenet_digits" in dash_duo.find_element("#model-status").text
-    dash_duo.find_element("#bulk-fold-all").click()
+    click(dash_duo, "#bulk-fold-all")
     wait_for(lambda: "removed" in dash_duo.find_element("#diff-summary").text, what="still working")
 
 
 def test_two_sessions_do_not_share_state(dash_duo):
     app = start_app(dash_duo)
     first = dash_duo.driver.current_window_handle
-    dash_duo.find_element("#bulk-fold-all").click()
+    click(dash_duo, "#bulk-fold-all")
     wait_for(lambda: "removed" in dash_duo.find_element("#diff-summary").text, what="first session folded")
     dash_duo.driver.switch_to.new_window("window")
     dash_duo.driver.get(dash_duo.server_url)
@@ -189,7 +189,7 @@ def test_fold_explainer_shows_this_models_numbers(dash_duo):
     start_app(dash_duo)
     dash_duo.find_element("#search").send_keys("conv1\n")
     wait_for(lambda: "layer conv1" in dash_duo.find_element("#node-panel").text, what="conv1 selected")
-    dash_duo.find_element(".fold-explain-button").click()
+    click(dash_duo, ".fold-explain-button")
     wait_for(lambda: "max |Δ|" in dash_duo.find_element("#fold-explainer").text, timeout=60, what="explainer")
     text = dash_duo.find_element("#fold-explainer").text
     assert "conv1 (Conv2D, weights [3, 3, 1, 16]) absorbs bn1 (unfused batch norm)" in text
@@ -231,7 +231,7 @@ def test_training_fold_view_switches_modes_and_phases(dash_duo):
     start_app(dash_duo)
     dash_duo.find_element("#search").send_keys("conv2\n")
     wait_for(lambda: "layer conv2" in dash_duo.find_element("#node-panel").text, what="conv2 selected")
-    dash_duo.find_element(".fold-explain-button").click()
+    click(dash_duo, ".fold-explain-button")
     wait_for(lambda: "batch norm with batch statistics" in dash_duo.find_element("#train-fold-check").text,
           timeout=60, what="training fold (tf_contrib, before the freeze)")
     check = dash_duo.find_element("#train-fold-check").text
@@ -256,9 +256,9 @@ def test_sensitivity_sweep_heatmap_and_one_click_apply(dash_duo):
     # a sweep stopped at once (it calibrates for a second before its first measurement) ends
     # stopped, and the panel says again what a sweep costs
     wait_for(lambda: status().startswith("40 measurements"), what=lambda: f"the sweep's plan; {status()!r}")
-    dash_duo.find_element("#sweep-run").click()
+    click(dash_duo, "#sweep-run")
     wait_for(lambda: dash_duo.find_element("#sweep-stop").is_enabled(), what="the stop button enabled")
-    dash_duo.find_element("#sweep-stop").click()
+    click(dash_duo, "#sweep-stop")
     # (a measurement made before the stop is kept: "40 measurements (1 made already): …")
     wait_for(lambda: not dash_duo.find_element("#sweep-stop").is_enabled()
              and re.search(r"40 measurements( \(\d+ made already\))?: 4 layers", status()),
@@ -270,7 +270,7 @@ def test_sensitivity_sweep_heatmap_and_one_click_apply(dash_duo):
     # what the stopped run measured, if it measured any before the stop: "stopped after 1 of 40 …")
     wait_for(lambda: re.search(r"16 measurements( \(\d+ made already\))?: 4 layers × 2 widths", status()),
              what=lambda: f"the sweep's plan; {dash_duo.find_element('#sweep-status').text!r}")
-    dash_duo.find_element("#sweep-run").click()
+    click(dash_duo, "#sweep-run")
     wait_for(lambda: dash_duo.find_element("#sweep-status").text.startswith("done: 16"), timeout=120,
           what="sweep finished")
     z = dash_duo.driver.execute_script(
@@ -284,7 +284,7 @@ def test_sensitivity_sweep_heatmap_and_one_click_apply(dash_duo):
     shot(dash_duo, "sensitivity.png")
     # the suggestion lists "conv1 w/a, …"; applying it puts those bits in the table
     picked = dict(p.rsplit(" ", 1) for p in suggestion.split(": ", 1)[1].split(", "))
-    dash_duo.find_element("#sweep-apply").click()
+    click(dash_duo, "#sweep-apply")
 
     def table():
         rows = dash_duo.driver.execute_script(
@@ -309,11 +309,11 @@ def test_qat_export_downloads_a_model_with_the_recipes_bits(dash_duo):
     from qviz.ir.ops import FAKE_QUANT_OPS
 
     start_app(dash_duo)
-    dash_duo.find_element("#bulk-fold-all").click()
-    dash_duo.find_element("#bulk-first-last-8-rest-4").click()
+    click(dash_duo, "#bulk-fold-all")
+    click(dash_duo, "#bulk-first-last-8-rest-4")
     wait_for(lambda: "4" in dash_duo.driver.execute_script(
         "return dash_ag_grid.getApi('layer-grid').getRowNode('conv2').data.weight_bits"), what="bulk bits")
-    dash_duo.find_element("#qat-export-button").click()
+    click(dash_duo, "#qat-export-button")
     wait_for(lambda: dash_duo.find_element("#qat-status").text.startswith("downloaded"), timeout=120,
           what="QAT model downloaded")
     path = Path(dash_duo.download_path) / "lenet_digits_qat.keras"
@@ -339,12 +339,12 @@ def test_tflite_check_shows_the_device_next_to_qviz(dash_duo):
         return dash_duo.driver.execute_script(
             f"return dash_ag_grid.getApi('layer-grid').getRowNode('{layer}').data.tflite")
 
-    dash_duo.find_element("#bulk-all-8").click()
+    click(dash_duo, "#bulk-all-8")
     wait_for(lambda: on_tflite("conv2") == "⚠ float", what="conv2 with its batch norm unfolded runs in float")
     assert on_tflite("logits") == "int8 + int8 ✓"           # no batch norm: an int8 kernel
-    dash_duo.find_element("#bulk-fold-all").click()
+    click(dash_duo, "#bulk-fold-all")
     wait_for(lambda: on_tflite("conv2") == "int8 + int8 ✓", what="conv2 folded runs as simulated")
-    dash_duo.find_element("#tflite-export-button").click()
+    click(dash_duo, "#tflite-export-button")
     wait_for(lambda: dash_duo.find_element("#tflite-status").text.startswith("downloaded"), timeout=120,
           what="the .tflite downloaded")
     figures = dash_duo.find_element("#tflite-figures").text
@@ -378,7 +378,7 @@ def test_panel_follows_a_bulk_change_at_once_and_says_when_it_is_working(dash_du
     dash_duo.find_element("#search").send_keys("conv1\n")
     wait_for(lambda: "layer conv1" in dash_duo.find_element("#node-panel").text, what="conv1 selected")
     assert _panel_bits(dash_duo) == ("float", "float")
-    dash_duo.find_element("#bulk-all-8").click()
+    click(dash_duo, "#bulk-all-8")
     start = time.time()
     wait_for(lambda: _panel_bits(dash_duo) == ("8", "8"), timeout=30, what="the panel shows 8 / 8")
     took = time.time() - start
@@ -391,8 +391,8 @@ def test_panel_follows_a_bulk_change_at_once_and_says_when_it_is_working(dash_du
 def test_sqnr_chart_is_sorted_labelled_and_selects_a_layer(dash_duo):
     """Issue 18.3: ∞ was drawn at 100 dB (below 133 dB bars), bars unsorted and unlabelled."""
     start_app(dash_duo)
-    dash_duo.find_element("#bulk-fold-all").click()
-    dash_duo.find_element("#bulk-all-8").click()
+    click(dash_duo, "#bulk-fold-all")
+    click(dash_duo, "#bulk-all-8")
     chart = ("const g = document.querySelector('#layer-errors .js-plotly-plot');"
              "return g && g.data && g.data.length ? [g.data[0].x, g.data[0].y, g.data[0].text] : null;")
     wait_for(lambda: (dash_duo.driver.execute_script(chart) or [[], ["x"]])[1][0].startswith("◆"), timeout=60,
@@ -416,8 +416,8 @@ def test_selecting_a_layer_changes_nothing_and_tells_one_op_count(dash_duo):
     """Issue 18.7: selecting a node re-ran the verification ("verifying…") as if the
     recipe had changed; the hover counted 2 ops where the panel said 9."""
     start_app(dash_duo)
-    dash_duo.find_element("#bulk-fold-all").click()
-    dash_duo.find_element("#bulk-all-8").click()
+    click(dash_duo, "#bulk-fold-all")
+    click(dash_duo, "#bulk-all-8")
     wait_for(lambda: "SQNR" in dash_duo.find_element("#verify-panel").text, timeout=60, what="verified")
     dash_duo.driver.execute_script(
         "window.__verifyTexts = []; const el = document.getElementById('verify-panel');"
@@ -433,7 +433,7 @@ def test_selecting_a_layer_changes_nothing_and_tells_one_op_count(dash_duo):
     ops, constants = panel.split(" ops: ")[0].split()[-1], panel.split(" constants")[0].split()[-1]
     assert f"({ops} ops + {constants} constants, main op Conv2D)" in hover, (hover, panel)
     # the selection pushed no edit: undo takes back "all 8-bit", the last thing the user did
-    dash_duo.find_element("#undo").click()
+    click(dash_duo, "#undo")
     wait_for(lambda: dash_duo.driver.execute_script(
         "return dash_ag_grid.getApi('layer-grid').getRowNode('conv1').data.weight_bits") == "float",
         what="all 8-bit undone")
@@ -485,7 +485,7 @@ def test_two_table_edits_faster_than_a_round_trip_are_both_kept(dash_duo, monkey
     time.sleep(0.5)   # that answer, were it kept, would be on the page by now
     assert badge_texts(dash_duo) == {"layer:conv1": "w4", "layer:conv2": "w6"}
     # each edit is its own undo step
-    dash_duo.find_element("#undo").click()
+    click(dash_duo, "#undo")
     wait_for(lambda: badge_texts(dash_duo) == {"layer:conv1": "w4"}, what="one edit undone")
 
 
@@ -497,5 +497,5 @@ def test_the_side_panel_controls_edit_the_recipe(dash_duo):
     wait_for(lambda: badge_texts(dash_duo) == {"layer:conv1": "+bn"},
              what=lambda: f"conv1 folded; badges {badge_texts(dash_duo)}")
     assert dash_duo.find_element("#alert").text == ""
-    dash_duo.find_element("#undo").click()
+    click(dash_duo, "#undo")
     wait_for(lambda: badge_texts(dash_duo) == {}, what="the fold undone")

@@ -88,8 +88,8 @@ CONTROLS_TOP = ("const panel = document.getElementById('node-panel').getBounding
 
 def test_every_panel_fits_at_both_window_sizes(dash_duo):
     start_app(dash_duo)
-    dash_duo.find_element("#bulk-fold-all").click()
-    dash_duo.find_element("#bulk-all-8").click()
+    click(dash_duo, "#bulk-fold-all")
+    click(dash_duo, "#bulk-all-8")
     wait_for(lambda: dash_duo.driver.execute_script(
         "return dash_ag_grid.getApi('layer-grid').getRowNode('conv1').data.weight_bits") == "8", what="all 8-bit")
     set_cell(dash_duo, "conv1", "weight_bits", "4")
@@ -103,8 +103,8 @@ def test_every_panel_fits_at_both_window_sizes(dash_duo):
              timeout=60, what="the training-fold graphs")
     for b in ("6", "4", "3", "2"):          # a short sweep: 8 bits only
         dash_duo.find_element(f"#sweep-bits input[value='{b}']").click()
-    dash_duo.find_element("#sweep-run").click()
-    dash_duo.find_element("#tflite-export-button").click()
+    click(dash_duo, "#sweep-run")
+    click(dash_duo, "#tflite-export-button")
     wait_for(lambda: dash_duo.find_element("#sweep-status").text.startswith("done"), timeout=120, what="the sweep")
     wait_for(lambda: dash_duo.find_element("#tflite-status").text.startswith("downloaded"), timeout=120,
              what="the TFLite check")

@@ -6,7 +6,7 @@ from qviz.app import create_app
 from qviz.app.session import Origin, Session
 from qviz.samples import sample_path
 
-from .helpers import figure_nodes, needs_browser, wait_for, wait_idle, wait_open
+from .helpers import click, figure_nodes, needs_browser, wait_for, wait_idle, wait_open
 
 pytestmark = needs_browser
 
@@ -28,14 +28,14 @@ def test_evicted_session_is_told_and_reopened_with_its_recipe(dash_duo):
     store = app.qviz_sessions
     graph = qviz.load(sample_path("lenet_digits"))
     store.put(store.new_id(), Session(graph, "other user", origin=Origin("sample", "lenet_digits")))  # evicts ours
-    dash_duo.find_element("#bulk-all-8").click()
+    click(dash_duo, "#bulk-all-8")
     wait_for(lambda: "dropped this page's session" in _alert(dash_duo), what="the eviction message")
     assert "reopening lenet_digits with your recipe" in _alert(dash_duo)
     wait_open(dash_duo, "lenet_digits")
     wait_for(lambda: figure_nodes(dash_duo) > 0, what="graph redrawn")
-    dash_duo.find_element("#bulk-all-8").click()               # the controls work again
+    click(dash_duo, "#bulk-all-8")               # the controls work again
     wait_for(lambda: "ops added" in dash_duo.find_element("#diff-summary").text, timeout=60, what="the rewrite")
-    dash_duo.find_element("#alert").click()                    # and the message can be dismissed
+    click(dash_duo, "#alert")                    # and the message can be dismissed
     wait_for(lambda: _alert(dash_duo) == "", what="alert dismissed")
 
 
@@ -58,7 +58,7 @@ def test_a_forged_callback_value_is_one_line_not_a_silent_500(dash_duo):
     dash_duo.wait_for_contains_text("#model-status", "no such sample", timeout=60)
     assert "\n" not in dash_duo.find_element("#model-status").text
     dash_duo.driver.execute_script("window.dash_clientside.set_props('session-store', {data: {sid: 42}});")
-    dash_duo.find_element("#bulk-all-8").click()
+    click(dash_duo, "#bulk-all-8")
     wait_for(lambda: "reload the page" in _alert(dash_duo), what="the forged-session message")
     assert not [e for e in dash_duo.get_logs() or [] if "500" in e.get("message", "")]
 
@@ -76,5 +76,5 @@ def test_a_forged_match_pick_selects_nothing_and_breaks_nothing(dash_duo):
     assert not dash_duo.driver.execute_script("return window.__pwned;")
     assert _alert(dash_duo) == ""
     assert not [e for e in dash_duo.get_logs() or [] if "500" in e.get("message", "")]
-    dash_duo.find_element("#match-list .match-item").click()
+    click(dash_duo, "#match-list .match-item")
     wait_for(lambda: "layer bn1" in dash_duo.find_element("#node-panel").text, what="a real pick selects its root")

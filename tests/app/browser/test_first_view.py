@@ -14,7 +14,7 @@ from qviz.app import create_app
 from qviz.samples import sample_path
 
 from ...models import zoo_model
-from .helpers import choose, figure_nodes, is_open, needs_browser, shot, wait_for, wait_idle, wait_open
+from .helpers import choose, click, figure_nodes, is_open, needs_browser, shot, wait_for, wait_idle, wait_open
 
 pytestmark = needs_browser
 
@@ -193,10 +193,10 @@ def test_a_long_graph_has_a_minimap_that_moves_the_view_and_labels_come_with_zoo
     size = lambda: dash_duo.driver.execute_script(  # noqa: E731
         "const r = document.getElementById('graph-minimap').getBoundingClientRect(); return [r.width, r.height];")
     full = size()
-    dash_duo.find_element("#graph-minimap .minimap-fold").click()
+    click(dash_duo, "#graph-minimap .minimap-fold")
     wait_for(lambda: size()[0] * size()[1] < full[0] * full[1] / 10, what=lambda: f"the minimap folded: {size()}, {full}")
     assert dash_duo.driver.execute_script("return localStorage.getItem('qviz.minimap.folded');") == "1"
-    dash_duo.find_element("#graph-minimap .minimap-fold").click()
+    click(dash_duo, "#graph-minimap .minimap-fold")
     wait_for(lambda: size() == full, what=lambda: f"the minimap unfolded: {size()}, {full}")
     assert dash_duo.driver.execute_script("return localStorage.getItem('qviz.minimap.folded');") == ""
     wait_for(lambda: _names_in_view(dash_duo)[0] and set(_names_in_view(dash_duo)[0]) <= set(_names_in_view(dash_duo)[1]),

@@ -110,7 +110,7 @@ def test_nodes_coloured_by_the_recipes_per_layer_sqnr_once_verified(dash_duo):
 
     app = start_app(dash_duo)
     _choose_colour(dash_duo, RECIPE_SQNR)
-    dash_duo.find_element("#bulk-first-last-8-rest-4").click()
+    click(dash_duo, "#bulk-first-last-8-rest-4")
     store = app.qviz_sessions
     session = store.get(next(iter(store._sessions)))
     preset = START_RECIPE.with_preset("first-last-8-rest-4", session.graph)   # what the button makes
@@ -138,12 +138,12 @@ def test_save_svg_downloads_the_graph_as_drawn(dash_duo):
 
     start_app(dash_duo)
     before = dash_duo.find_element("#diff-summary").text
-    dash_duo.find_element("#bulk-fold-all").click()
+    click(dash_duo, "#bulk-fold-all")
     wait_for(lambda: dash_duo.find_element("#diff-summary").text != before, what="fold all applied")
     config = dash_duo.driver.execute_script(
         "return document.querySelector('#graph .js-plotly-plot')._context.toImageButtonOptions;")
     assert config == {"filename": "qviz_graph", "scale": 2}    # the camera saves the view as PNG
-    dash_duo.find_element("#save-svg-button").click()
+    click(dash_duo, "#save-svg-button")
     path = Path(dash_duo.download_path) / "lenet_digits_layer_rewritten.svg"
     wait_for(lambda: path.exists() and path.stat().st_size > 0, what="the SVG on disk")
     svg = path.read_text()
@@ -153,12 +153,12 @@ def test_save_svg_downloads_the_graph_as_drawn(dash_duo):
     assert "bn1 (removed)" in titles and "conv1 (modified)" in titles
     assert {t.text for t in root.iter(f"{ns}text") if t.get("class") == "badge"} == {"+bn"}
     # the selection only: conv2 and its neighbours two steps either way, laid out on their own
-    dash_duo.find_element("#save-around-svg-button").click()
+    click(dash_duo, "#save-around-svg-button")
     wait_for(lambda: dash_duo.find_element("#save-svg-status").text.startswith("select a node first"),
              what="a message with nothing selected")
     dash_duo.find_element("#search").send_keys("conv2\n")
     wait_for(lambda: "layer conv2" in dash_duo.find_element("#node-panel").text, what="conv2 selected")
-    dash_duo.find_element("#save-around-svg-button").click()
+    click(dash_duo, "#save-around-svg-button")
     part = Path(dash_duo.download_path) / "lenet_digits_layer_rewritten_around_conv2.svg"
     wait_for(lambda: part.exists() and part.stat().st_size > 0, what="the selection's SVG on disk")
     root = ET.fromstring(part.read_text().split("?>", 1)[1])

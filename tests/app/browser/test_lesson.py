@@ -21,7 +21,7 @@ def _worked(layer):
 
 def test_learn_starts_at_the_first_fold_and_the_batch_norm_opens_its_fold(dash_duo):
     start_app(dash_duo)
-    dash_duo.find_element("#learn-button").click()
+    click(dash_duo, "#learn-button")
     wait_for(lambda: "layer conv1" in dash_duo.find_element("#node-panel").text, what="conv1 selected")
     wait_for(lambda: dash_duo.find_elements("#fold-worked"), timeout=60, what="the worked channel")
     assert dash_duo.find_element("#fold-explainer-panel").is_displayed()

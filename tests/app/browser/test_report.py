@@ -10,7 +10,7 @@ from qviz.passes import LayerBits
 from qviz.render.report import make_report
 from qviz.samples import data_for, sample_path
 
-from .helpers import edit_cell, needs_browser, start_app, wait_for
+from .helpers import click, edit_cell, needs_browser, start_app, wait_for
 
 pytestmark = needs_browser
 
@@ -68,7 +68,7 @@ def test_report_opens_from_disk_and_draws_with_no_network(dash_duo, tmp_path):
 def test_the_app_downloads_the_report_of_its_recipe(dash_duo):
     start_app(dash_duo)
     edit_cell(dash_duo, "conv1", "fold", True)
-    dash_duo.find_element("#report-button").click()
+    click(dash_duo, "#report-button")
     wait_for(lambda: dash_duo.find_element("#report-status").text.startswith("downloaded"), timeout=120,
              what=lambda: f"the report; status {dash_duo.find_element('#report-status').text!r}")
     path = Path(dash_duo.download_path) / "lenet_digits_report.html"

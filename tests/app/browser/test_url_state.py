@@ -7,7 +7,7 @@ import qviz
 from qviz.app.url_state import PageState, page_location
 from qviz.passes import LayerBits
 
-from .helpers import badge_texts, choose, edit_cell, needs_browser, start_app, wait_for, wait_open
+from .helpers import badge_texts, choose, click, edit_cell, needs_browser, start_app, wait_for, wait_open
 
 pytestmark = needs_browser
 
@@ -77,7 +77,7 @@ def test_expanded_layers_and_the_colouring_are_in_the_link_and_come_back_on_relo
     collapsed = figure_nodes(dash_duo)
     dash_duo.find_element("#search").send_keys("conv2\n")
     wait_for(lambda: "layer conv2" in dash_duo.find_element("#node-panel").text, what="conv2 selected")
-    dash_duo.find_element("#expand-button").click()
+    click(dash_duo, "#expand-button")
     wait_for(lambda: _fragment(dash_duo).get("x") == "conv2", what=lambda: f"x= in the URL; {_fragment(dash_duo)}")
     expanded = figure_nodes(dash_duo)
     assert expanded > collapsed                 # conv2 drawn as its ops
@@ -89,5 +89,5 @@ def test_expanded_layers_and_the_colouring_are_in_the_link_and_come_back_on_relo
     wait_for(lambda: "fold status" in _colour(dash_duo), what=lambda: f"the colouring back; menu reads {_colour(dash_duo)!r}")
     wait_for(lambda: "fold status" in dash_duo.find_element("#metric-legend").text,
              what="the graph painted by fold status again")
-    dash_duo.find_element("#collapse-all-button").click()
+    click(dash_duo, "#collapse-all-button")
     wait_for(lambda: "x" not in _fragment(dash_duo), what=lambda: f"x= gone; {_fragment(dash_duo)}")
