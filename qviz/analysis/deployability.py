@@ -148,6 +148,10 @@ def deployability(graph: Graph, recipe: Recipe, result=None, *, int8_io: bool = 
         if has_weights and bits.activation_bits is not None and any(n.name not in integer_ops for n in ops):
             fates.append(Fate(layer, "activations", bits.activation_bits, "float", "float", _why_float(
                 result.graph, next(n for n in ops if n.name not in integer_ops))))
+            # the layer runs in float, but its output is still quantized at those bits (a
+            # QUANTIZE op): a width the converter refuses is refused here too
+            if activation_fate(layer, bits.activation_bits).status == "refused":
+                fates.append(activation_fate(layer, bits.activation_bits))
             continue
         if has_weights and bits.weight_bits is not None:
             fates.append(weight_fate(layer, bits.weight_bits))

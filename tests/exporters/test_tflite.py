@@ -193,3 +193,21 @@ def test_one_layer_of_mobilenet_v2_leaks_into_no_other(tmp_path):
     recipe = qviz.Recipe(quantize_default=None, quantize_layers={"block_3_project": LayerBits(8, 8)})
     result = qviz.apply(g, recipe, report=False)
     assert {n.layer for n in result.graph.nodes if n.op in FAKE_QUANT_OPS} == {"block_3_project"}
+
+
+def test_a_layer_run_in_float_still_has_its_activation_width_refused(tmp_path):
+    """The preset "first & last 8-bit, rest 4-bit" without folds: conv2 and fc1 run in
+    float (their batch norms are not folded), but their outputs are still quantized at
+    4 bits, which the converter refuses. The check said "float" and the converter then
+    failed with a screen of MLIR; now the check says refused, as the converter does."""
+    g = qviz.load(sample_path("lenet_digits"))
+    recipe = qviz.Recipe(fold_default=False).with_preset("first-last-8-rest-4", g)   # as the page starts
+    check = deployability(g, recipe)
+    refused = {f.layer for f in check.refused}
+    assert refused == {"conv2", "fc1"}
+    assert {f.layer for f in check.fates if f.status == "float"} >= refused
+    result = qviz.apply(g, recipe, report=False, calibration=data_for(g).calibration)
+    with pytest.raises(TFLiteError):
+        convert(result.graph)
+    with pytest.raises(TFLiteError, match=r"conv2 activations at 4 bits: TFLite's converter refuses"):
+        export_tflite(g, recipe, tmp_path / "m.tflite")   # one line, before the converter
