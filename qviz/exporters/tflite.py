@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import tempfile
 import warnings
 from collections.abc import Sequence
@@ -131,8 +132,34 @@ def convert(graph: Graph, *, int8_io: bool = False) -> bytes:
         try:
             return converter.convert()
         except Exception as exc:   # ConverterError and friends: a many-line MLIR dump
-            first = next((ln.strip() for ln in str(exc).splitlines() if "error:" in ln), str(exc).splitlines()[0])
-            raise TFLiteError(f"TFLite's converter refused the graph: {first.split('error:')[-1].strip()}") from None
+            raise TFLiteError(f"TFLite's converter refused the graph: {_converter_message(str(exc))}") from None
+
+
+def _converter_message(text: str) -> str:
+    r"""The converter's first error, one line: the op it names and what is wrong, without
+    MLIR's location chain.
+
+    >>> _converter_message('<unknown>:0: error: loc(callsite(fused["MaxPool:", "m/pool_1/MaxPool2d@__inference_9"]'
+    ...                    ' at fused["PartitionedCall:", "PartitionedCall"])): error: \'tfl.max_pool_2d\' op '
+    ...                    'operand #0 must be QI8, but got i4\nnote: see current operation')
+    "m/pool_1/MaxPool2d: 'tfl.max_pool_2d' op operand #0 must be QI8, but got i4"
+    """
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()] or ["(no message)"]
+    line = next((ln for ln in lines if "error:" in ln), lines[0])
+    line = line.split("error:", 1)[-1].strip() if line.startswith("<") else line
+    name = None
+    if line.startswith("loc("):
+        depth, end = 0, len(line)
+        for i, ch in enumerate(line):
+            depth += (ch == "(") - (ch == ")")
+            if ch == ")" and depth == 0:
+                end = i + 1
+                break
+        found = re.search(r'fused\["[^"]*", "([^"@]+)', line[:end])
+        name = found.group(1) if found else None
+        line = line[end:].lstrip(": ")
+        line = line[len("error:"):].strip() if line.startswith("error:") else line
+    return f"{name}: {line}" if name else line
 
 
 def _interpreter(model: bytes, preserve: bool):
