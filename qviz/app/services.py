@@ -312,7 +312,8 @@ def draw_view(session, recipe: Recipe, choice: ViewChoice) -> DrawnView:
     if cached is None:
         status, removed = diff_status(result.changes, session.graph) if not choice.original else ({}, [])
         closed = closed_blocks(session.blocks, choice.opened) if choice.blocks else ()
-        vg = view_graph(graph, choice.mode, choice.expanded, removed=removed, status=status, blocks=closed)
+        vg = view_graph(graph, choice.mode, choice.expanded, removed=removed, status=status, blocks=closed,
+                        original=session.graph)
         cached = DrawnView(vg, *_laid_out(session, recipe, choice, vg))
         if len(session.layouts) > 16:
             session.layouts.clear()

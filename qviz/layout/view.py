@@ -138,15 +138,16 @@ def block_showing(vg: nx.DiGraph, layer: str) -> ViewKey | None:
     block_id = vg.graph.get("block_of", {}).get(layer)
     return ViewKey.block(block_id) if block_id is not None else None
 
-#: Colour groups, in priority order for naming a layer after its main op.
+#: Colour groups, in priority order for naming a layer after its main op. A fake-quant
+#: comes last: a quantized ReLU is still an activation (its badge says it is quantized).
 KINDS = {
     "conv": CONV_LIKE_OPS,
     "batchnorm": BATCH_NORM_OPS | {"Rsqrt"},
-    "quant": FAKE_QUANT_OPS,
     "activation": ACTIVATION_OPS | {"Swish"},
     "add": ADD_OPS | {"ConcatV2", "Mul"},
     "pool": {"MaxPool", "AvgPool", "Mean"},
     "io": {"Placeholder", "Identity"},
+    "quant": FAKE_QUANT_OPS,
 }
 #: The colour group of a closed block (never a layer's or an op's).
 BLOCK_KIND = "block"
@@ -271,7 +272,8 @@ def op_label(name: str, layer: str) -> str:
 
 
 def view_graph(graph: Graph, mode: str = "layer", expanded: Iterable[str] = (),
-               removed: Iterable[Node] = (), status: dict | None = None, blocks: Iterable = ()) -> nx.DiGraph:
+               removed: Iterable[Node] = (), status: dict | None = None, blocks: Iterable = (),
+               original: Graph | None = None) -> nx.DiGraph:
     """The drawable graph.
 
     Args:
@@ -282,6 +284,9 @@ def view_graph(graph: Graph, mode: str = "layer", expanded: Iterable[str] = (),
             ``ghost_of`` names the view node that took over its work (the nearest
             one upstream still in ``graph``; none found: drawn with its old edges).
         status: node name → ``"added"`` / ``"modified"`` (from a change record).
+        original: the graph ``removed`` came from; its constants tell what a layer
+            removed whole was (a folded unfused batch norm's Rsqrt reads only
+            constants: without them its ghost would be filled as an Add).
         blocks: :class:`qviz.layout.blocks.Block` s drawn closed, each as one node
             (:func:`close_blocks`), in either mode.
 
@@ -314,6 +319,9 @@ def view_graph(graph: Graph, mode: str = "layer", expanded: Iterable[str] = (),
         else:
             nodes.append(n)
     nodes += removed
+    if original is not None:
+        for layer in {n.layer for n in removed} - constant_ops.keys():
+            constant_ops[layer] = [n.op for n in original.layer_nodes(layer) if original.is_constant(n)]
 
     def key(node: Node) -> ViewKey:
         if mode == "op" or node.layer in expanded:

@@ -184,3 +184,22 @@ def test_the_op_view_fills_a_batch_norms_arithmetic_as_batch_norm_and_draws_no_l
     assert {kinds[n.name] for n in g.nodes if n.layer in ("add1", "add2") and n.op == "AddV2"} == {"add"}
     assert not [k for k in vg if vg.degree(k) == 0]
     assert "NoOp" not in {d["op"] for _, d in vg.nodes(data=True)}
+
+
+@pytest.mark.parametrize("mode", ["layer", "op"])
+def test_a_quantized_relu_stays_an_activation_and_a_folded_batch_norm_a_batch_norm(samples, mode):
+    """The fill says what a node is: a ReLU with its fake-quant is an activation (its badge
+    says quantized; filled as "fake-quant" it read as replaced), and a folded batch norm's
+    ghost is a batch norm (its Rsqrt, a constant, is gone with it: it was filled as an Add)."""
+    from qviz.layout.view import diff_status
+
+    g = qviz.load(samples["lenet_digits"])
+    result = qviz.apply(g, qviz.Recipe.default(g), report=False)
+    status, removed = diff_status(result.changes, g)
+    vg = view_graph(result.graph, mode, removed=removed, status=status, original=g)
+    kinds = {}
+    for _, d in vg.nodes(data=True):
+        if d["layer"] in ("relu1", "bn1") and d.get("op") != "FakeQuantWithMinMaxVars":
+            kinds.setdefault(d["layer"], set()).add(d["kind"])
+    assert kinds == {"relu1": {"activation"}, "bn1": {"batchnorm"}}
+    assert vg.nodes["layer:bn1" if mode == "layer" else next(k for k in vg if "bn1" in k)]["status"] == "removed"
