@@ -13,6 +13,7 @@ the graph draws with (colours, badges, frames, labels) is :mod:`qviz.render.mark
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Collection, Mapping
 
 import numpy as np
@@ -150,7 +151,7 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
         else:
             name = d["members"][0] if d.get("members") else d.get("label", k)   # the op's whole name
             what = f"{name} ({d['op']})<br>layer {d['layer']}"
-        texts.append(f"{what}{state}{extra}")
+        texts.append(wrapped_hover(f"{what}{state}{extra}"))
     outline = []
     widths = []
     chosen = {selected} if isinstance(selected, str) else set(selected or ())
@@ -231,6 +232,21 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
                               font=dict(size=11, color=COLORS[BLOCK_KIND]), bgcolor="rgba(255, 255, 255, 0.85)")
                          for label, _, (x, y) in drawn])
     return fig
+
+
+#: Characters a hover line holds before it wraps (plotly draws one line however long: a
+#: TFLite reason spanned the whole graph and hid every node under it).
+HOVER_WIDTH = 80
+
+
+def wrapped_hover(text: str, width: int = HOVER_WIDTH) -> str:
+    """``text`` (lines joined by ``<br>``) with each line longer than ``width`` broken at spaces.
+
+    >>> wrapped_hover("conv2<br>on TFLite: " + "its batch norm is not folded " * 3, width=40)
+    'conv2<br>on TFLite: its batch norm is not folded<br>its batch norm is not folded its batch<br>norm is not folded'
+    """
+    return "<br>".join("<br>".join(textwrap.wrap(line, width, break_long_words=False, break_on_hyphens=False))
+                       if len(line) > width else line for line in text.split("<br>"))
 
 
 def sent_once(fig: go.Figure) -> dict:

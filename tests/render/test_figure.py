@@ -81,3 +81,18 @@ def test_badges_sit_opposite_the_names_coloured_by_the_narrowest_width_and_show_
     far = {k: (x * 400, y) for k, (x, y) in pos.items()}   # no names drawn: no badges either
     fig = graph_figure(g, far, badges=badges)   # the whole graph in view, too wide to read
     assert next(t for t in fig.data if t.name == "bits").visible is False
+
+
+def test_a_long_hover_line_wraps_instead_of_covering_the_graph(samples):
+    """Plotly draws a hover line however long: a TFLite reason on one line was a box
+    ~1,000 px wide over every node. Each line now breaks at spaces past 80 characters."""
+    g = qviz.load(samples["lenet_digits"])
+    vg = view_graph(g, "layer")
+    pos, routes = layered_routes(vg)
+    reason = ("<br>on TFLite: conv2: its batch norm is not folded, so TFLite runs the layer in float (float32 "
+              "weights, QUANTIZE/DEQUANTIZE around it): fold the batch norm to run it in int8")
+    fig = graph_figure(vg, pos, routes=routes, hover={"layer:conv2": reason})
+    nodes = next(t for t in fig.data if t.name == "nodes")
+    text = dict(zip(nodes.customdata, nodes.hovertext))["layer:conv2"]
+    assert max(len(line) for line in text.split("<br>")) <= 80
+    assert " ".join(text.replace("<br>", " ").split()).endswith(" ".join(reason.replace("<br>", " ").split()))
