@@ -437,12 +437,14 @@ def _label_sides(nodes: tuple, direction: str) -> tuple:
 
 def first_view_range(pos: Mapping, direction: str = "LR", ranks: int = FIRST_VIEW_RANKS):
     """``(x range, y range)`` showing the first ``ranks`` ranks of a layered layout,
-    centred across on the nodes there; None when the whole graph is that short.
+    centred across on the nodes there; None when the whole graph is short enough to
+    show whole, at up to half as many ranks again (names still clear at ~75 px a rank:
+    a 13-layer model opened with its last three layers off the screen).
 
     >>> pos = {f"n{i}": (float(i), 0.0) for i in range(30)}
     >>> first_view_range(pos)
     ([-0.6, 9.4], [-2.0, 2.0])
-    >>> first_view_range({"a": (0.0, 0.0), "b": (1.0, 0.0)}) is None
+    >>> first_view_range({f"n{i}": (float(i), 0.0) for i in range(13)}) is None   # a 13-layer model: whole
     True
     """
     if not pos:
@@ -451,7 +453,7 @@ def first_view_range(pos: Mapping, direction: str = "LR", ranks: int = FIRST_VIE
     values = [p[along] for p in pos.values()]
     # TB layouts grow downwards (rank r at y = -r): the start is the top
     start = min(values) if direction == "LR" else max(values)
-    if max(values) - min(values) < ranks + 2:
+    if max(values) - min(values) < ranks * 1.5 + 1:
         return None
     step = 1 if direction == "LR" else -1
     near = sorted(p[across] for p in pos.values() if 0 <= (p[along] - start) * step < ranks)
