@@ -31,6 +31,7 @@ from ..analysis.channel_ranges import SCHEMES, STAGES, channel_ranges_of
 from ..analysis.deployability import deployability
 from ..analysis.node_data import SQNR_GRADIENT, layer_sqnr
 from ..ir import Graph
+from ..layout.view import drawn_changes
 from ..passes import Recipe, fold_candidates
 from .explainer import channel_ranges_figure, fold_channels_figure, fold_orders_figure
 from .metric import metric_fill
@@ -100,8 +101,8 @@ def _graph_section(original: Graph, recipe: Recipe, result, shapes) -> str:
               f'<span style="color:{STATUS_COLORS["added"]}">green: added</span> · '
               f'<span style="color:{STATUS_COLORS["removed"]}">faded red: removed, drawn where it was</span> · '
               "badges: weight/activation bits, +bn a folded batch norm. Drag to pan, scroll to zoom.")
-    out = (f"<h2>Graph (layer view, rewritten)</h2><p>{len(c.added)} ops added, {len(c.removed)} removed, "
-           f"{len(c.modified)} modified. {escape(_sentence(budget(original, result.graph, shapes).summary()))}</p>"
+    out = (f"<h2>Graph (layer view, rewritten)</h2><p>{drawn_changes(c, original, result.graph)}. "
+           f"{escape(_sentence(budget(original, result.graph, shapes).summary()))}</p>"
            f'<p class="muted">{legend}</p>{_figure(fig, "graph", height)}')
     if result.report is None or not result.report.layers:
         return out

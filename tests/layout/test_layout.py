@@ -203,3 +203,19 @@ def test_a_quantized_relu_stays_an_activation_and_a_folded_batch_norm_a_batch_no
             kinds.setdefault(d["layer"], set()).add(d["kind"])
     assert kinds == {"relu1": {"activation"}, "bn1": {"batchnorm"}}
     assert vg.nodes["layer:bn1" if mode == "layer" else next(k for k in vg if "bn1" in k)]["status"] == "removed"
+
+
+def test_the_change_line_counts_what_the_graph_draws(samples):
+    """Quantizing without a fold removes only constant plumbing (a bias's reshape): the
+    line under the graph said "14 removed" while nothing was drawn faded."""
+    from qviz.layout.view import diff_status, drawn_changes
+
+    g = qviz.load(samples["lenet_digits"])
+    result = qviz.apply(g, qviz.Recipe(fold_default=False).with_preset("first-last-8-rest-4", g), report=False)
+    assert result.changes.removed                       # constants the quantizer replaced
+    status, removed = diff_status(result.changes, g)
+    vg = view_graph(result.graph, "op", removed=removed, status=status, original=g)
+    faded = [k for k, d in vg.nodes(data=True) if d["status"] == "removed"]
+    added = [k for k, d in vg.nodes(data=True) if d["status"] == "added"]
+    line = drawn_changes(result.changes, g, result.graph)
+    assert line.startswith(f"{len(added)} ops added, {len(faded)} removed,") and not faded

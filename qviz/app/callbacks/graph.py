@@ -19,7 +19,7 @@ from dash.exceptions import PreventUpdate
 from ...analysis.match_fates import summary as summarize_matches
 from ...patterns import BUILTIN, PatternSyntaxError, parse
 from ...layout import ViewKey
-from ...layout.view import BLOCK_KIND
+from ...layout.view import BLOCK_KIND, drawn_changes
 from ...render import graph_figure, names_near_view, sent_once
 from ...render.marks import FIRST_VIEW_RANKS
 from .. import ids, navigation, services
@@ -231,8 +231,8 @@ def register(app, store) -> None:
                     pattern_error=error, drawn=drawn,
                     metric_legend=metric_legend(metric, len(fill or ()), waiting=waiting, name=color_by),
                     metric_poll=not waiting.startswith("waiting"),
-                    diff=(f"rewrite: {len(c.added)} ops added, {len(c.removed)} removed, "
-                          f"{len(c.modified)} modified" if c else "no rewrite: the recipe changes nothing")
+                    diff=(f"rewrite: {drawn_changes(c, s.graph, result.graph)}" if c
+                          else "no rewrite: the recipe changes nothing")
                     + " · " + services.cost_line(s, result.graph))
 
     app.clientside_callback(KEEP_WINDOW, Output(ids.VIEW_WINDOW, "data"), Input(ids.GRAPH, "relayoutData"),
