@@ -21,8 +21,9 @@ from .graph import SWEEP_INPUTS, center_on, view_choice
 
 log = logging.getLogger(__name__)
 
-#: What pane A is called while pane B is shown.
+#: What pane A is called while pane B is shown (and while it shows the original graph).
 PANE_A = "A: this recipe (edit it here)"
+PANE_A_ORIGINAL = "A: the float model (original is picked: pick rewritten to see this recipe)"
 
 
 def _pinned(data) -> Recipe | None:
@@ -33,12 +34,13 @@ def register(app, store) -> None:
     @app.callback(
         output=dict(caption_a=Output(ids.PANE_A_CAPTION, "children"),
                     caption_a_hidden=Output(ids.PANE_A_CAPTION, "hidden")),
-        inputs=dict(toggle=Input(ids.SIDE_BY_SIDE, "value")),
+        inputs=dict(toggle=Input(ids.SIDE_BY_SIDE, "value"), show=Input(ids.SHOW, "value")),
         prevent_initial_call=True,   # the page opens with pane B hidden: nothing to add to its first load
     )
-    def show_pane(toggle):
+    def show_pane(toggle, show):
         on = bool(toggle)
-        return dict(caption_a=PANE_A if on else "", caption_a_hidden=not on)
+        caption = PANE_A_ORIGINAL if show == "original" else PANE_A
+        return dict(caption_a=caption if on else "", caption_a_hidden=not on)
 
     @app.callback(
         Output(ids.PINNED, "data"),

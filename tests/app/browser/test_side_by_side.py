@@ -52,6 +52,13 @@ def test_two_panes_select_and_pan_together(dash_duo):
         what="pane B drawn")
     assert text_of(dash_duo, "#pane-b-caption").startswith("B: the float model")
     assert text_of(dash_duo, "#pane-a-caption").startswith("A: this recipe")
+    # "original" draws the float model in pane A too: its caption says so, not "this recipe"
+    click(dash_duo, "#show-graph input[value=original]")
+    wait_for(lambda: text_of(dash_duo, "#pane-a-caption").startswith("A: the float model"),
+             what="pane A's caption for the original graph")
+    click(dash_duo, "#show-graph input[value=rewritten]")
+    wait_for(lambda: text_of(dash_duo, "#pane-a-caption").startswith("A: this recipe")
+             and "layer:conv2" in _badges(dash_duo, "graph"), what="the recipe back in pane A")
 
     # conv1 selected in A: in the float model, conv1 and the batch norm it absorbed
     dash_duo.find_element("#search").send_keys("conv1\n")
