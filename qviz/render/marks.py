@@ -374,15 +374,9 @@ def label_sides(g, pos: Mapping, direction: str = "LR") -> dict:
     >>> label_sides(g, pos)                                   # a's above, b's below: apart
     {'a': 'top center', 'b': 'bottom center', 'c': 'bottom center'}
     """
-    # (cached: every draw asks, and most edits move no node and rename none). Placed as if no
-    # node were a ghost: a fold fades its batch norm where it was, and its label going beside
-    # it changed the crowding each later choice weighs, so one fold flipped every name after it.
-    nodes = tuple((k, *pos[k], str(g.nodes[k].get("label", k)), False) for k in pos)
-    sides = dict(_label_sides(nodes, direction))
-    for k in pos:
-        if g.nodes[k].get("ghost_of"):
-            sides[k] = label_position(pos[k], g.nodes[k], direction)
-    return sides
+    # (cached: every draw asks, and most edits move no node and rename none)
+    nodes = tuple((k, *pos[k], str(g.nodes[k].get("label", k)), bool(g.nodes[k].get("ghost_of"))) for k in pos)
+    return dict(_label_sides(nodes, direction))
 
 
 @functools.lru_cache(maxsize=8)

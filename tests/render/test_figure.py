@@ -96,31 +96,3 @@ def test_a_long_hover_line_wraps_instead_of_covering_the_graph(samples):
     text = dict(zip(nodes.customdata, nodes.hovertext))["layer:conv2"]
     assert max(len(line) for line in text.split("<br>")) <= 80
     assert " ".join(text.replace("<br>", " ").split()).endswith(" ".join(reason.replace("<br>", " ").split()))
-
-
-@pytest.mark.parametrize("name", ["resnet_block", "mobilenet_block"])
-def test_a_fold_moves_no_name_but_its_batch_norms(samples, name):
-    """A fold fades its batch norm where it was and its name goes beside it; no other name
-    may change sides (that ghost's name once changed what each later choice weighed: a fold
-    on MobileNetV2's Conv1 flipped 23 names after it)."""
-    from qviz.layout import routes_in_place
-    from qviz.layout.view import diff_status
-    from qviz.passes import fold_candidates
-    from qviz.render.marks import label_sides
-
-    g = qviz.load(samples[name])
-    float_view = view_graph(g, "layer")
-
-    def sides(recipe):
-        result = qviz.apply(g, recipe, report=False)
-        status, removed = diff_status(result.changes, g)
-        vg = view_graph(result.graph, "layer", removed=removed, status=status, original=g)
-        return label_sides(vg, routes_in_place(vg, float_view)[0]), vg
-
-    quantized = qviz.Recipe(fold_default=False, quantize_default=qviz.LayerBits(8, 8))
-    before, _ = sides(quantized)
-    for c in fold_candidates(g):
-        if c.foldable:
-            after, vg = sides(quantized.with_fold(c.layer, True))
-            moved = [k for k in before if after.get(k) != before[k] and not vg.nodes[k].get("ghost_of")]
-            assert not moved, f"folding {c.layer} moved {moved}"
