@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 
-from dash import Input, Output, State, ctx, no_update
+from dash import Input, Output, State, ctx, no_update, set_props
 
 from ...importers import LoadError
 from ...layout.blocks import default_grouping
@@ -89,6 +89,8 @@ def register(app, store, options) -> None:
 
         def failed(exc):
             keep = store.get(sid)
+            # in the red bar too, as every error the page shows (the status line alone read as a note)
+            set_props(ids.ALERT, {"children": f"error: {exc}", "className": "alert"})
             return _status(f"error: {exc}" + (f" — still showing {keep.name}" if keep else ""))
 
         if trig == ids.MODEL_POLL:

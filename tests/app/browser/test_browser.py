@@ -160,6 +160,7 @@ def test_bad_upload_shows_error_and_app_keeps_working(dash_duo, tmp_path):
     dash_duo.wait_for_element("#model-upload input[type=file]", timeout=30).send_keys(str(bad))
     wait_for(lambda: "error: broken.pb" in dash_duo.find_element("#model-status").text, what="upload error")
     assert "still showing lenet_digits" in dash_duo.find_element("#model-status").text
+    wait_for(lambda: dash_duo.find_element("#alert").text.startswith("error: broken.pb"), what="the error in the red bar")
     click(dash_duo, "#bulk-fold-all")
     wait_for(lambda: "removed" in dash_duo.find_element("#diff-summary").text, what="still working")
 
