@@ -23,7 +23,7 @@ from ..layout.view import BLOCK_KIND, ViewKey
 from .marks import (CHAR_PX, CLEAR_PX, LABEL_GAP_PX, LINE_PX, COLORS, FRAME_FILL, GHOST_OPACITY, HALO_COLORS, HALO_OPACITY, LABEL_PX, LABELS_IN_VIEW, MAX_ARROWS,
                     MAX_LABELS, MAX_SVG_NODES, NO_VALUE_COLOR, PLAIN_OUTLINE, SELECTED_OUTLINE, STATUS_COLORS,
                     STATUS_OUTLINE_WIDTH, Badge, Frame,
-                    FIRST_VIEW_RANKS, first_view_range, label_position, label_sides, opposite_side, short_label)
+                    first_view_range, shows_whole, label_position, label_sides, opposite_side, short_label)
 
 __all__ = ["graph_figure", "names_near_view", "sent_once", "histogram_figure", "layer_error_figure", "sensitivity_figure", "pareto_figure",
            "wrap_title", "WORST_LAYERS", "MAX_DRAWN_LEVELS"]
@@ -81,7 +81,7 @@ def _edges(g, pos, routes=None):
     return lines, heads
 
 
-def _labels_readable(pos: Mapping, window) -> bool:
+def _labels_readable(pos: Mapping, window, direction: str = "LR") -> bool:
     """Whether the first drawing shows the names (the page decides after each zoom, as
     assets/graph_view.js does): few enough nodes in view, and a graph short enough
     for its ranks to be far enough apart. Drawing thousands of names the page would
@@ -92,8 +92,8 @@ def _labels_readable(pos: Mapping, window) -> bool:
         (x0, x1), (y0, y1) = window
         shown = sum(1 for x, y in pos.values() if x0 <= x <= x1 and y0 <= y <= y1)
         return shown <= LABELS_IN_VIEW
-    xs = [p[0] for p in pos.values()] or [0.0]
-    return len(pos) <= LABELS_IN_VIEW and max(xs) - min(xs) <= FIRST_VIEW_RANKS + 2
+    along = [p[0] if direction == "LR" else p[1] for p in pos.values()] or [0.0]
+    return len(pos) <= LABELS_IN_VIEW and shows_whole(max(along) - min(along), direction)
 
 
 def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None,
@@ -173,7 +173,7 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
         if any(_kind(k) == BLOCK_KIND for k in keys) else {}
     nodes = scatter(
         x=[pos[k][0] for k in keys], y=[pos[k][1] for k in keys], customdata=keys,
-        mode="markers+text" if _labels_readable(pos, window) else "markers",
+        mode="markers+text" if _labels_readable(pos, window, direction) else "markers",
         text=[short_label(str(d["label"])) for d in data] if len(keys) <= MAX_LABELS else None,
         textposition=[sides[k] for k in keys] if sides else None, textfont=dict(size=10),
         hovertext=texts, hoverinfo="text", name="nodes", showlegend=False,

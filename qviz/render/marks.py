@@ -21,7 +21,7 @@ from ..layout.view import BLOCK_KIND
 
 __all__ = ["COLORS", "KIND_NAMES", "NO_VALUE_COLOR", "SELECTED_OUTLINE", "FRAME_FILL", "HALO_OPACITY",
            "GHOST_OPACITY", "STATUS_COLORS", "STATUS_OUTLINE_WIDTH", "PLAIN_OUTLINE", "HALO_COLORS", "MAX_LABELS", "LABELS_IN_VIEW", "LABEL_PX",
-           "FIRST_VIEW_RANKS", "MAX_ARROWS", "MAX_SVG_NODES", "BIT_COLORS", "FLOAT_BADGE_COLOR", "bits_color",
+           "FIRST_VIEW_RANKS", "shows_whole", "MAX_ARROWS", "MAX_SVG_NODES", "BIT_COLORS", "FLOAT_BADGE_COLOR", "bits_color",
            "Frame", "Badge", "MAX_LABEL_CHARS", "SHORT_WORD", "ABBREVIATIONS", "short_label", "label_position",
            "label_sides", "opposite_side", "first_view_range"]
 
@@ -55,6 +55,17 @@ LABEL_PX = 45
 #: How many ranks the first view shows of a longer graph: its start, at a zoom where the
 #: nodes' names can be read (about 100 px a rank on a laptop); the minimap shows the rest.
 FIRST_VIEW_RANKS = 10
+
+
+def shows_whole(span: float, direction: str = "LR", ranks: int = FIRST_VIEW_RANKS) -> bool:
+    """Whether a layered layout ``span`` ranks long opens whole: left to right, at up to half
+    as many ranks again as the first view's (names still clear at ~70 px a rank); top to
+    bottom, where the plot is shorter than wide, only as many.
+
+    >>> shows_whole(12), shows_whole(16), shows_whole(12, "TB")
+    (True, False, False)
+    """
+    return span < (ranks * 1.5 + 1 if direction == "LR" else ranks + 2)
 #: Above this many edges, arrow heads are dropped (ranks already read left to right).
 MAX_ARROWS = 2000
 #: Up to this many nodes the graph is SVG; above, WebGL. SVG is on screen sooner (a WebGL
@@ -453,7 +464,7 @@ def first_view_range(pos: Mapping, direction: str = "LR", ranks: int = FIRST_VIE
     values = [p[along] for p in pos.values()]
     # TB layouts grow downwards (rank r at y = -r): the start is the top
     start = min(values) if direction == "LR" else max(values)
-    if max(values) - min(values) < ranks * 1.5 + 1:
+    if shows_whole(max(values) - min(values), direction, ranks):
         return None
     step = 1 if direction == "LR" else -1
     near = sorted(p[across] for p in pos.values() if 0 <= (p[along] - start) * step < ranks)
