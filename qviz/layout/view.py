@@ -110,8 +110,8 @@ class ViewKey(str):
 
 def drawn_changes(changes, original: Graph, rewritten: Graph) -> str:
     """The change record in the words of the drawing: ops added, removed and modified,
-    counting what the graph draws (no constants: folded weights, a bias's reshape;
-    no NoOp's control edges), so the line under the graph agrees with its outlines.
+    counting the ops the op view draws (no constants: folded weights, a bias's reshape;
+    no NoOp's control edges), so the line under the graph counts what can be seen.
 
     >>> import qviz
     >>> from qviz.samples import sample_path
@@ -122,9 +122,9 @@ def drawn_changes(changes, original: Graph, rewritten: Graph) -> str:
     '0 ops added, 2 removed, 3 modified (not counting constants)'
     """
     status, removed = diff_status(changes, original)
-    added = sum(1 for n, st in status.items() if st == "added" and not rewritten.is_constant(n))
-    modified = sum(1 for n, st in status.items() if st == "modified" and n in rewritten
-                   and not rewritten.is_constant(n))
+    drawn = {n for n in status if n in rewritten and not rewritten.is_constant(n)}
+    added = sum(1 for n in drawn if status[n] == "added")
+    modified = sum(1 for n in drawn if status[n] == "modified")
     return f"{added} ops added, {len(removed)} removed, {modified} modified (not counting constants)"
 
 
@@ -335,13 +335,15 @@ def view_graph(graph: Graph, mode: str = "layer", expanded: Iterable[str] = (),
     for n in graph.nodes:
         if graph.is_constant(n):
             constants[n.layer] = constants.get(n.layer, 0) + 1
-            constant_ops.setdefault(n.layer, []).append(n.op)
+            if n.op in KINDS["batchnorm"]:   # (an unfused batch norm's Rsqrt; no other constant names a kind)
+                constant_ops.setdefault(n.layer, []).append(n.op)
         else:
             nodes.append(n)
     nodes += removed
     if original is not None:
         for layer in {n.layer for n in removed} - constant_ops.keys():
-            constant_ops[layer] = [n.op for n in original.layer_nodes(layer) if original.is_constant(n)]
+            constant_ops[layer] = [n.op for n in original.layer_nodes(layer)
+                                   if n.op in KINDS["batchnorm"] and original.is_constant(n)]
 
     def key(node: Node) -> ViewKey:
         if mode == "op" or node.layer in expanded:

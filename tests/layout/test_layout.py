@@ -219,3 +219,15 @@ def test_the_change_line_counts_what_the_graph_draws(samples):
     added = [k for k, d in vg.nodes(data=True) if d["status"] == "added"]
     line = drawn_changes(result.changes, g, result.graph)
     assert line.startswith(f"{len(added)} ops added, {len(faded)} removed,") and not faded
+
+
+def test_a_layer_that_only_quantizes_is_filled_as_a_fake_quant():
+    """A QAT model's output quantizer, frozen, is a FakeQuant reading its range through
+    Identity and AddV2 of constants: those constants name no kind (only an unfused batch
+    norm's Rsqrt does), so the layer is a fake-quant, not an input or an Add."""
+    from qviz.ir import Graph, Node
+
+    g = Graph([Node("x", "Placeholder"), Node("q/min", "Const"), Node("q/max", "Const"),
+               Node("q/read", "Identity", ["q/min"]), Node("q/hi", "AddV2", ["q/max", "q/min"]),
+               Node("q/fq", "FakeQuantWithMinMaxVars", ["x", "q/read", "q/hi"])], inputs=["x"], outputs=["q/fq"])
+    assert view_graph(g, "layer").nodes["layer:q"]["kind"] == "quant"
