@@ -146,12 +146,12 @@ def deployability(graph: Graph, recipe: Recipe, result=None, *, int8_io: bool = 
         ops = [n for n in folded.layer_nodes(layer) if n.op in LAYER_OPS]
         has_weights = bool(ops)
         if has_weights and bits.activation_bits is not None and any(n.name not in integer_ops for n in ops):
-            fates.append(Fate(layer, "activations", bits.activation_bits, "float", "float", _why_float(
-                result.graph, next(n for n in ops if n.name not in integer_ops))))
             # the layer runs in float, but its output is still quantized at those bits (a
             # QUANTIZE op): a width the converter refuses is refused here too
-            if activation_fate(layer, bits.activation_bits).status == "refused":
-                fates.append(activation_fate(layer, bits.activation_bits))
+            act = activation_fate(layer, bits.activation_bits)
+            fates.append(act if act.status == "refused" else Fate(
+                layer, "activations", bits.activation_bits, "float", "float",
+                _why_float(result.graph, next(n for n in ops if n.name not in integer_ops))))
             continue
         if has_weights and bits.weight_bits is not None:
             fates.append(weight_fate(layer, bits.weight_bits))
