@@ -137,16 +137,18 @@ def convert(graph: Graph, *, int8_io: bool = False) -> bytes:
 
 def _converter_message(text: str) -> str:
     r"""The converter's first error, one line: the op it names and what is wrong, without
-    MLIR's location chain.
+    MLIR's location chain or a ``file:line:col: error:`` prefix.
 
     >>> _converter_message('<unknown>:0: error: loc(callsite(fused["MaxPool:", "m/pool_1/MaxPool2d@__inference_9"]'
     ...                    ' at fused["PartitionedCall:", "PartitionedCall"])): error: \'tfl.max_pool_2d\' op '
     ...                    'operand #0 must be QI8, but got i4\nnote: see current operation')
     "m/pool_1/MaxPool2d: 'tfl.max_pool_2d' op operand #0 must be QI8, but got i4"
+    >>> _converter_message('/tmp/x/model.py:12:0: error: loc("conv"): \'tfl.conv_2d\' op is not supported')
+    "conv: 'tfl.conv_2d' op is not supported"
     """
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()] or ["(no message)"]
     line = next((ln for ln in lines if "error:" in ln), lines[0])
-    line = line.split("error:", 1)[-1].strip() if line.startswith("<") else line
+    line = _ERROR_PREFIX.sub("", line)
     name = None
     if line.startswith("loc("):
         depth, end = 0, len(line)
@@ -155,11 +157,14 @@ def _converter_message(text: str) -> str:
             if ch == ")" and depth == 0:
                 end = i + 1
                 break
-        found = re.search(r'fused\["[^"]*", "([^"@]+)', line[:end])
+        found = re.search(r'fused\["[^"]*", "([^"@]+)', line[:end]) or re.match(r'loc\("([^"@]+)', line)
         name = found.group(1) if found else None
-        line = line[end:].lstrip(": ")
-        line = line[len("error:"):].strip() if line.startswith("error:") else line
+        line = _ERROR_PREFIX.sub("", line[end:].lstrip(": "))
     return f"{name}: {line}" if name else line
+
+
+#: What precedes a converter error's text: ``<unknown>:0: error:``, ``/path/x.py:12:0: error:``, ``error:``.
+_ERROR_PREFIX = re.compile(r"^(?:\S*?:\d+(?::\d+)?:\s*)?error:\s*")
 
 
 def _interpreter(model: bytes, preserve: bool):
