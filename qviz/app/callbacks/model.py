@@ -11,6 +11,7 @@ from ...importers import LoadError
 from ...layout.blocks import default_grouping
 from ...samples import SAMPLES, sample_path
 from .. import ids, services
+from ..errors import user_message
 from ..first_view import FirstView, failed_future, sketch_of
 from ..layout import SERVED_MODEL
 from ..session import Origin, PendingOpen, Session
@@ -90,7 +91,7 @@ def register(app, store, options) -> None:
         def failed(exc):
             keep = store.get(sid)
             # in the red bar too, as every error the page shows (the status line alone read as a note)
-            set_props(ids.ALERT, {"children": f"error: {exc}", "className": "alert"})
+            set_props(ids.ALERT, {"children": f"error: {user_message(exc)}", "className": "alert"})
             return _status(f"error: {exc}" + (f" — still showing {keep.name}" if keep else ""))
 
         if trig == ids.MODEL_POLL:

@@ -101,7 +101,7 @@ def register(app, store) -> None:
         recipe = Recipe.from_json(s.latest)
         future = s.report_future(recipe)
         if not future.done():
-            if ctx.triggered_id == ids.VERIFY_POLL:
+            if set(ctx.triggered_prop_ids) == {f"{ids.VERIFY_POLL}.n_intervals"}:
                 # still running, as the page says already: an answer would only re-render
                 # it (each poll's update cost the page ~40 ms of its main thread on MobileNetV2)
                 raise PreventUpdate
