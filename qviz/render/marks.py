@@ -55,17 +55,6 @@ LABEL_PX = 45
 #: How many ranks the first view shows of a longer graph: its start, at a zoom where the
 #: nodes' names can be read (about 100 px a rank on a laptop); the minimap shows the rest.
 FIRST_VIEW_RANKS = 10
-
-
-def shows_whole(span: float, direction: str = "LR", ranks: int = FIRST_VIEW_RANKS) -> bool:
-    """Whether a layered layout ``span`` ranks long opens whole: left to right, at up to half
-    as many ranks again as the first view's (names still clear at ~70 px a rank); top to
-    bottom, where the plot is shorter than wide, only as many.
-
-    >>> shows_whole(12), shows_whole(16), shows_whole(12, "TB")
-    (True, False, False)
-    """
-    return span < (ranks * 1.5 + 1 if direction == "LR" else ranks + 2)
 #: Above this many edges, arrow heads are dropped (ranks already read left to right).
 MAX_ARROWS = 2000
 #: Up to this many nodes the graph is SVG; above, WebGL. SVG is on screen sooner (a WebGL
@@ -446,11 +435,21 @@ def _label_sides(nodes: tuple, direction: str) -> tuple:
     return tuple(sides.items())
 
 
+def shows_whole(span: float, direction: str = "LR", ranks: int = FIRST_VIEW_RANKS) -> bool:
+    """Whether a layered layout ``span`` ranks long opens whole: left to right, at up to half
+    as many ranks again as the first view's (names still clear at ~70 px a rank); top to
+    bottom, where the plot is shorter than wide, only as many.
+
+    >>> shows_whole(12), shows_whole(16), shows_whole(12, "TB")
+    (True, False, False)
+    """
+    return span < (ranks * 1.5 + 1 if direction == "LR" else ranks + 2)
+
+
 def first_view_range(pos: Mapping, direction: str = "LR", ranks: int = FIRST_VIEW_RANKS):
     """``(x range, y range)`` showing the first ``ranks`` ranks of a layered layout,
-    centred across on the nodes there; None when the whole graph is short enough to
-    show whole, at up to half as many ranks again (names still clear at ~75 px a rank:
-    a 13-layer model opened with its last three layers off the screen).
+    centred across on the nodes there; None when the graph opens whole (:func:`shows_whole`:
+    a 13-layer model had opened with its last three layers off the screen).
 
     >>> pos = {f"n{i}": (float(i), 0.0) for i in range(30)}
     >>> first_view_range(pos)
