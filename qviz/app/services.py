@@ -34,7 +34,7 @@ import networkx as nx
 from ..choices import bits_label, parse_bits_label
 from ..layout import ViewKey, around, default_cache, diff_status, key_showing, routes_in_place, view_graph
 from ..layout.blocks import closed_blocks
-from ..layout.view import block_showing
+from ..layout.view import block_showing, drawn_changes
 from ..analysis.budget import budget
 from ..analysis.channel_ranges import ChannelRanges, channel_ranges
 from ..analysis.node_data import MAX_NODE_DATA_BYTES, NodeData, NodeDataError, on_layers
@@ -51,7 +51,7 @@ __all__ = ["HISTORY_LIMIT", "START_RECIPE", "new_history", "current", "push", "u
            "EDITED_FIELDS", "NOT_APPLICABLE", "apply_edits", "shows", "set_layer", "recipe_from_upload", "with_rule",
            "rules_line", "layer_rows", "on_tflite", "ViewChoice", "DrawnView", "shown", "draw_view",
            "match_marks", "MatchItem", "why", "hover_lines", "hover_shapes",
-           "warm_up", "device_flags", "bit_badges", "cost_line", "painted", "metric_fill",
+           "warm_up", "device_flags", "bit_badges", "change_line", "cost_line", "painted", "metric_fill",
            "node_data_from_upload", "layer_of_key", "channel_bits", "channel_ranges_for",
            "graph_svg_file", "report_explains", "fold_layer_of", "grid_values", "drawn_key"]
 
@@ -553,6 +553,15 @@ def sweep_plan(session, bits) -> str:
     return (f"{2 * len(layers) * widths:,} measurements{f' ({made:,} made already)' if made else ''}: "
             f"{len(layers):,} layers × {widths} width{'s' * (widths > 1)}, "
             "weights and activations apart (fewer widths: a shorter sweep)")
+
+
+def change_line(session, result) -> str:
+    """The line under the graph: what the rewrite changed, in the ops the graph draws
+    (:func:`qviz.layout.view.drawn_changes`), then :func:`cost_line`."""
+    c = result.changes
+    changed = f"rewrite: {drawn_changes(c, session.graph, result.graph)}" if c else \
+        "no rewrite: the recipe changes nothing"
+    return f"{changed} · {cost_line(session, result.graph)}"
 
 
 def cost_line(session, rewritten) -> str:

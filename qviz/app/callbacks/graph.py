@@ -19,7 +19,7 @@ from dash.exceptions import PreventUpdate
 from ...analysis.match_fates import summary as summarize_matches
 from ...patterns import BUILTIN, PatternSyntaxError, parse
 from ...layout import ViewKey
-from ...layout.view import BLOCK_KIND, drawn_changes
+from ...layout.view import BLOCK_KIND
 from ...render import graph_figure, names_near_view, sent_once
 from ...render.marks import FIRST_VIEW_RANKS
 from .. import ids, navigation, services
@@ -221,7 +221,6 @@ def register(app, store) -> None:
         elif window is not None:   # where the user panned to: a click or an edit does not move it
             fig.update_layout(xaxis=dict(range=window["x"]), yaxis=dict(range=window["y"]))
         names_near_view(fig)   # (the page draws the others as the view moves)
-        c = result.changes
         drawn = recipe.to_json(indent=None)
         s.latest = drawn
         services.warm_up(s)
@@ -231,9 +230,7 @@ def register(app, store) -> None:
                     pattern_error=error, drawn=drawn,
                     metric_legend=metric_legend(metric, len(fill or ()), waiting=waiting, name=color_by),
                     metric_poll=not waiting.startswith("waiting"),
-                    diff=(f"rewrite: {drawn_changes(c, s.graph, result.graph)}" if c
-                          else "no rewrite: the recipe changes nothing")
-                    + " · " + services.cost_line(s, result.graph))
+                    diff=services.change_line(s, result))
 
     app.clientside_callback(KEEP_WINDOW, Output(ids.VIEW_WINDOW, "data"), Input(ids.GRAPH, "relayoutData"),
                             prevent_initial_call=True)
