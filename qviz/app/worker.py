@@ -115,7 +115,7 @@ def activation_samples(key, graph, recipe_json, ranges, examples=64, progress=No
     """``{tensor: values}``: what every activation quantizer of the rewritten graph
     sees on the first calibration examples (a fixed-size sample of each, for the
     quantization grids). One run per recipe: any layer selected next is drawn at once."""
-    from ..analysis.quant_grid import activation_tensors, subsample
+    from ..analysis.quant_grid import activation_samples as sampled
     from ..passes import Recipe
     from ..pipeline import apply
 
@@ -123,11 +123,7 @@ def activation_samples(key, graph, recipe_json, ranges, examples=64, progress=No
     calibration = _calibration(graph)
     rewritten = apply(graph, Recipe.from_json(recipe_json), ranges=ranges, calibration=calibration,
                       report=False).graph
-    tensors = activation_tensors(rewritten)
-    if not tensors:
-        return {}
-    values = runtime.run(rewritten, *[x[:examples] for x in calibration], fetches=tensors)
-    return {t: subsample(v) for t, v in zip(tensors, values)}
+    return sampled(rewritten, [x[:examples] for x in calibration])
 
 
 def sweep(key, graph, bits, checkpoint=None, progress=None):

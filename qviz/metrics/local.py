@@ -43,7 +43,7 @@ from ..ir import Graph, Node
 from ..ir.ops import FAKE_QUANT_OPS
 from ..passes import folded_into
 from ..passes.calibration import noise_inputs
-from .report import PER_LAYER_EXAMPLES, VERIFY_EXAMPLES, LayerError, error_figures, layer_outputs
+from .report import PER_LAYER_EXAMPLES, VERIFY_EXAMPLES, LayerError, LayerSums, layer_chunk, layer_outputs
 
 __all__ = ["Isolated", "isolated", "local_layer_errors"]
 
@@ -158,16 +158,24 @@ def local_layer_errors(original: Graph, rewritten: Graph, inputs: Sequence[np.nd
     wanted = sorted(set(old.values()) | {t for t in rewritten.inputs} | {
         t for n in rewritten.nodes for t in n.inputs if t.rpartition(":")[0] in original})
     wanted = [t for t in wanted if not original.is_constant(t)]
-    values = dict(zip(wanted, runtime.run(original, *few, fetches=wanted)))
-    cut = isolated(original, rewritten, {t: v.dtype for t, v in values.items()}, stands_for)
-    common = [layer for layer in common if layer not in cut.not_isolated]
-    if not common:
-        return ()
-    got = runtime.run(cut.graph, *few, *(values[src] for src in cut.feeds.values()),
-                      fetches=[new[layer] for layer in common])
-    errors = []
-    for layer, g in zip(common, got):
-        w = values[old[stands_for.get(layer, layer)]]
-        if g.shape == w.shape:
-            errors.append(LayerError(layer, new[layer], *error_figures(g, w)))
-    return tuple(errors)
+    # a chunk of examples at a time (the float model's values of every layer are big)
+    sums, cut, start, step = None, None, 0, 1
+    while True:
+        part = [x[start:start + step] for x in few]
+        values = dict(zip(wanted, runtime.run(original, *part, fetches=wanted)))
+        if cut is None:
+            cut = isolated(original, rewritten, {t: v.dtype for t, v in values.items()}, stands_for)
+            common = [layer for layer in common if layer not in cut.not_isolated]
+            if not common:
+                return ()
+            sums = LayerSums(common)
+        got = runtime.run(cut.graph, *part, *(values[src] for src in cut.feeds.values()),
+                          fetches=[new[layer] for layer in common])
+        for layer, g in zip(common, got):
+            sums.add(layer, g, values[old[stands_for.get(layer, layer)]])
+        if start == 0:
+            step = layer_chunk([*values.values(), *got], len(part[0]))
+        start += len(part[0])
+        if start >= len(few[0]):
+            return sums.errors(new)
+        del values, got   # (before the next run's values come)
