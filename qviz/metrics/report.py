@@ -37,6 +37,10 @@ LAYER_CHUNK_BYTES = 256 * 2**20
 #: run has a fixed cost, ~0.3 ms on lenet, that chunks of 8 paid 57 times over its digits.
 OUTPUT_CHUNK = 64
 
+#: ...and at most as many as this many bytes of inputs: TensorFlow holds a run's activations,
+#: 2.6 GB for 64 of MobileNetV2's 224×224 images, 1.6 GB for 6 (as fast).
+INPUT_CHUNK_BYTES = 4 * 2**20
+
 
 def rel_err(got: np.ndarray, want: np.ndarray) -> float:
     """``max |got − want| / max |want|``."""
@@ -115,6 +119,17 @@ class LayerSums:
         """The layers' errors, in order; ``tensors``: each layer's output tensor."""
         return tuple(LayerError(layer, tensors[layer], *sums.figures())
                      for layer, sums in self._sums.items() if layer not in self._unlike)
+
+
+def output_chunk(inputs: Sequence[np.ndarray]) -> int:
+    """How many examples of ``inputs`` (one array per graph input) to run at once when only
+    the outputs are fetched: :data:`OUTPUT_CHUNK`, fewer for big inputs (:data:`INPUT_CHUNK_BYTES`).
+
+    >>> output_chunk([np.zeros((100, 8, 8, 1), np.float32)]), output_chunk([np.zeros((64, 224, 224, 3), np.float32)])
+    (64, 6)
+    """
+    per_example = sum(np.asarray(x[:1]).nbytes for x in inputs)
+    return int(max(1, min(OUTPUT_CHUNK, INPUT_CHUNK_BYTES // max(per_example, 1))))
 
 
 def layer_chunk(values: Sequence[np.ndarray], examples: int) -> int:
@@ -249,7 +264,7 @@ def verify(original: Graph, rewritten: Graph, inputs: Sequence[np.ndarray] | Non
     pairs = {layer: (new[layer], old[stands_for.get(layer, layer)]) for layer in common}
     sums = LayerSums(common)
     before, after = [], []   # each chunk's outputs
-    total, start, step = len(inputs[0]), 0, (1 if old_tensors else OUTPUT_CHUNK)
+    total, start, step = len(inputs[0]), 0, (1 if old_tensors else output_chunk(inputs))
     while True:   # (no examples: one empty run)
         if pairs and start < PER_LAYER_EXAMPLES:   # chunks end where the layers stop being compared
             step = min(step, PER_LAYER_EXAMPLES - start)

@@ -87,3 +87,14 @@ def test_the_quantizers_samples_come_from_every_example_a_chunk_at_a_time(lenet,
     t = max(tensors, key=lambda t: len(np.unique(everything[t])))
     late_only = np.setdiff1d(everything[t][20:].ravel(), everything[t][:20].ravel())
     assert np.isin(samples[t], late_only).any()
+
+
+def test_a_sweeps_measurement_runs_big_inputs_a_few_examples_at_a_time(lenet, monkeypatch):
+    g, _, data, result = lenet
+    x = list(data.verification)
+    whole = report_module.verify(g, result.graph, x, per_layer=False)
+    monkeypatch.setattr(report_module, "INPUT_CHUNK_BYTES", 3 * x[0][:1].nbytes)   # three examples a run
+    sizes = _fetched_bytes(monkeypatch)
+    chunked = report_module.verify(g, result.graph, x, per_layer=False)
+    assert len(sizes) == 2 * -(-len(x[0]) // 3)   # both graphs
+    assert chunked.sqnr_db == pytest.approx(whole.sqnr_db) and chunked.max_abs == pytest.approx(whole.max_abs)
