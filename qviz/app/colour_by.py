@@ -20,6 +20,7 @@ keeps its op-kind colours and the legend says what it waits for.
 from __future__ import annotations
 
 from concurrent.futures import Future
+from dataclasses import replace
 
 from .._text import one_line
 from ..analysis.layer_metrics import activation_range, error_share, fold_status, suggested_bits
@@ -68,7 +69,7 @@ def metric_of(session, name: str, recipe: Recipe | None = None) -> NodeData | No
     if not name:
         return None
     if name in WEIGHT_METRICS:
-        return weight_metrics(session.graph)[name]
+        return _weights(session, name, recipe)
     if name == FOLD_STATUS:
         return fold_status(session.graph, recipe) if recipe is not None else None
     if name in (*_WAITS_FOR, SUGGESTED_BITS):
@@ -86,6 +87,24 @@ def metric_of(session, name: str, recipe: Recipe | None = None) -> NodeData | No
             return error_share(report.local_layers)
         return layer_sqnr(report.local_layers if name == LOCAL_SQNR else report.layers)
     return session.node_data.get(name)
+
+
+def _weights(session, name: str, recipe: Recipe | None) -> NodeData:
+    """A weight metric of the weights as the recipe quantizes them: a folded conv's have its
+    batch norm's scale in (lenet's conv1: |max| 0.22 raw, 1.95 folded), and the legend says so.
+
+    >>> import qviz
+    >>> from qviz.samples import sample_path
+    >>> from qviz.app.session import Session
+    >>> s = Session(qviz.load(sample_path("lenet_digits")), "lenet")
+    >>> raw, folded = (metric_of(s, "weight |max|", r) for r in (FLOAT_RECIPE, qviz.Recipe.default(s.graph)))
+    >>> folded.name, round(raw.values["conv1"], 2), round(folded.values["conv1"], 2)
+    ('weight |max| (batch norms folded in)', 0.22, 1.95)
+    """
+    if recipe is None or not recipe.fold_selection(session.graph):
+        return weight_metrics(session.graph)[name]
+    data = weight_metrics(session.result(recipe).folded.graph)[name]
+    return replace(data, name=f"{name} (batch norms folded in)")
 
 
 #: Metrics of one recipe's run (its verification, its calibration): pane B, the float

@@ -4,6 +4,7 @@ the recipe history, what the graph view shows, and how bad uploads are refused."
 import base64
 
 import networkx as nx
+import numpy as np
 import pytest
 
 import qviz
@@ -210,3 +211,23 @@ def test_a_fold_toggle_reads_its_ranges_off_the_last_calibration_without_a_job(m
     assert sorted(fut.result()) == sorted(fresh)
     assert all(abs(fut.result()[t][k] - fresh[t][k]) <= 1e-4 * max(1.0, abs(fresh[t][k])) for t in fresh for k in (0, 1))
     assert calibrated is not fut.result()
+
+
+def test_colour_by_weight_max_shows_the_range_the_weight_quantizer_takes(session):
+    """A folded conv is quantized with its batch norm's scale in: the colour shows that
+    range, the one the rewritten graph's weight quantizer clips to, not the raw kernel's."""
+    from qviz.analysis.quant_grid import grids_of_layer
+    from qviz.app.colour_by import metric_of
+    from qviz.passes.recipe import FLOAT_RECIPE
+
+    recipe = Recipe.default(session.graph)
+    painted = metric_of(session, "weight |max|", recipe)
+    raw = metric_of(session, "weight |max|", FLOAT_RECIPE)
+    assert "folded" in painted.name and "folded" not in raw.name
+    rewritten = session.result(recipe).graph
+    for layer in ("conv1", "conv2", "fc1"):
+        weights, = [g for g in grids_of_layer(rewritten, layer) if g.kind == "weights" and
+                    rewritten.node(g.node).layer == layer]
+        assert painted.values[layer] == pytest.approx(float(np.max(np.abs(weights.values))), rel=1e-6)
+        assert float(np.max(weights.hi)) == pytest.approx(painted.values[layer], rel=1e-3)
+    assert painted.values["conv1"] > 5 * raw.values["conv1"]   # (lenet's conv1: 0.22 raw, 1.95 folded)
