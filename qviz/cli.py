@@ -304,7 +304,7 @@ def _cmd_apply(args) -> int:
         save_saved_model(result.graph, args.saved_model)
         print(f"wrote SavedModel {args.saved_model}")
     c = result.changes
-    print(f"changes: {len(c.added)} ops added, {len(c.removed)} removed, {len(c.modified)} modified")
+    print(f"changes: {result.change_summary()}")
     for s in result.skipped:
         print(f"skipped {s}")
     from .analysis.deployability import deployability

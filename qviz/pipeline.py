@@ -28,7 +28,7 @@ In a notebook a result shows itself as a short summary:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -50,18 +50,22 @@ class Result:
     report: Report | None
     folded: PassResult
     quantized: PassResult
+    original: Graph = field(repr=False, compare=False)
 
     @property
     def skipped(self) -> tuple[Skipped, ...]:
         return self.folded.skipped + self.quantized.skipped
 
+    def change_summary(self) -> str:
+        """What the rewrite changed, in the ops a drawing shows (:meth:`qviz.passes.Changes.seen`):
+        the app's line under the graph, the CLI's, the HTML report's and a notebook's say the same."""
+        return f"{self.changes.seen(self.original, self.graph).summary()} (not counting constants)"
+
     def _repr_html_(self) -> str:
         """A notebook's view of the result: what changed, how far outputs moved, what was skipped."""
         from html import escape
 
-        c = self.changes
-        lines = [f"{len(c.added)} ops added, {len(c.removed)} removed, {len(c.modified)} modified; "
-                 f"{len(self.graph)} ops now"]
+        lines = [f"{self.change_summary()}; {len(self.graph)} ops now"]
         if self.report is not None:
             lines += self.report.format().splitlines()
         lines += [f"skipped {s}" for s in self.skipped]
@@ -100,7 +104,7 @@ def apply(graph: Graph, recipe: Recipe, *, calibration: Sequence[np.ndarray] | N
     quantized = quantize(folded.graph, config, calibration=calibration, ranges=ranges)
     out = quantized.graph
     changes = folded.changes.then(quantized.changes)
-    result = Result(out, changes, None, folded, quantized)
+    result = Result(out, changes, None, folded, quantized, graph)
     if report:
         result = replace(result, report=report_for(graph, recipe, result, verification, labels))
     return result

@@ -34,7 +34,7 @@ import networkx as nx
 from ..choices import bits_label, parse_bits_label
 from ..layout import ViewKey, around, default_cache, diff_status, key_showing, routes_in_place, view_graph
 from ..layout.blocks import closed_blocks
-from ..layout.view import block_showing, drawn_changes
+from ..layout.view import block_showing
 from ..analysis.budget import budget
 from ..analysis.channel_ranges import ChannelRanges, channel_ranges
 from ..analysis.node_data import MAX_NODE_DATA_BYTES, NodeData, NodeDataError, on_layers
@@ -557,9 +557,8 @@ def sweep_plan(session, bits) -> str:
 
 def change_line(session, result) -> str:
     """The line under the graph: what the rewrite changed, in the ops the graph draws
-    (:func:`qviz.layout.view.drawn_changes`), then :func:`cost_line`."""
-    c = result.changes
-    changed = f"rewrite: {drawn_changes(c, session.graph, result.graph)}" if c else \
+    (:meth:`qviz.pipeline.Result.change_summary`), then :func:`cost_line`."""
+    changed = f"rewrite: {result.change_summary()}" if result.changes else \
         "no rewrite: the recipe changes nothing"
     return f"{changed} · {cost_line(session, result.graph)}"
 

@@ -27,7 +27,7 @@ import networkx as nx
 from ..ir import Graph, Node, parse_tensor_name
 from ..ir.ops import ACTIVATION_OPS, ADD_OPS, BATCH_NORM_OPS, CONV_LIKE_OPS, FAKE_QUANT_OPS, NO_OP
 
-__all__ = ["view_graph", "op_label", "sketch_view", "drawn_changes",
+__all__ = ["view_graph", "op_label", "sketch_view",
            "kind_of_op", "kind_of_keras_class", "layer_kind", "KINDS", "ViewKey",
            "diff_status", "key_showing", "block_showing", "close_blocks", "around", "BLOCK_KIND"]
 
@@ -106,26 +106,6 @@ class ViewKey(str):
         if self.is_layer:
             return self.name if self.name in graph.layers else None
         return graph.node(self.name).layer if self.name in graph else None
-
-
-def drawn_changes(changes, original: Graph, rewritten: Graph) -> str:
-    """The change record in the words of the drawing: ops added, removed and modified,
-    counting the ops the op view draws (no constants: folded weights, a bias's reshape;
-    no NoOp's control edges), so the line under the graph counts what can be seen.
-
-    >>> import qviz
-    >>> from qviz.samples import sample_path
-    >>> g = qviz.load(sample_path("lenet_digits"))
-    >>> r = qviz.apply(g, qviz.Recipe(fold_default=False, quantize_default=None, fold_layers={"conv1": True}),
-    ...                report=False)
-    >>> drawn_changes(r.changes, g, r.graph)    # bn1's Mul and AddV2; conv1's conv and BiasAdd, relu1 rewired
-    '0 ops added, 2 removed, 3 modified (not counting constants)'
-    """
-    status, removed = diff_status(changes, original)
-    drawn = {n for n in status if n in rewritten and not rewritten.is_constant(n)}
-    added = sum(1 for n in drawn if status[n] == "added")
-    modified = sum(1 for n in drawn if status[n] == "modified")
-    return f"{added} ops added, {len(removed)} removed, {modified} modified (not counting constants)"
 
 
 def diff_status(changes, original: Graph) -> tuple[dict[str, str], list[Node]]:

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..ir import Graph
+from ..ir.ops import NO_OP
 
 __all__ = ["Changes", "LayerChanges", "Skipped", "PassResult", "diff"]
 
@@ -76,6 +77,33 @@ class Changes:
             + [n for n in later.modified if n not in gone] + sorted(re_added)))
         return Changes(tuple(added), tuple(removed), tuple(modified),
                        {**self.layer_of, **later.layer_of})
+
+    def seen(self, before: Graph, after: Graph) -> "Changes":
+        """The changes a reader can see, as the op view draws them: no constant ops (folded
+        weights, a bias's reshape, a quantizer's range) and no NoOp, whose control edges
+        freezing points at every op, so a fold that removes ops rewires it.
+
+        >>> import qviz
+        >>> from qviz.samples import sample_path
+        >>> g = qviz.load(sample_path("lenet_digits"))
+        >>> r = qviz.apply(g, qviz.Recipe(fold_default=False, quantize_default=None, fold_layers={"conv1": True}),
+        ...                report=False)
+        >>> r.changes.summary()                     # the folded kernel and bias, bn1's constants…
+        '2 ops added, 23 removed, 4 modified'
+        >>> r.changes.seen(g, r.graph).summary()    # bn1's Mul and AddV2; conv1's conv and BiasAdd, relu1 rewired
+        '0 ops added, 2 removed, 3 modified'
+        """
+        def noop(name: str) -> bool:
+            return name in before and before.node(name).op == NO_OP
+
+        return Changes(tuple(n for n in self.added if not after.is_constant(n)),
+                       tuple(n for n in self.removed if not before.is_constant(n)),
+                       tuple(n for n in self.modified if not noop(n) and not after.is_constant(n)),
+                       self.layer_of)
+
+    def summary(self) -> str:
+        """``"N ops added, M removed, K modified"``."""
+        return f"{len(self.added)} ops added, {len(self.removed)} removed, {len(self.modified)} modified"
 
     def to_dict(self) -> dict:
         """JSON-ready: ``{"added": [...], "removed": [...], "modified": [...], "layers": {...}}``."""

@@ -31,7 +31,6 @@ from ..analysis.channel_ranges import SCHEMES, STAGES, channel_ranges_of
 from ..analysis.deployability import deployability
 from ..analysis.node_data import SQNR_GRADIENT, layer_sqnr
 from ..ir import Graph
-from ..layout.view import drawn_changes
 from ..passes import Recipe, fold_candidates
 from .explainer import channel_ranges_figure, fold_channels_figure, fold_orders_figure
 from .metric import metric_fill
@@ -96,12 +95,11 @@ def _graph_section(original: Graph, recipe: Recipe, result, shapes) -> str:
         xs, ys = [p[0] for p in pos.values()] or [0.0], [p[1] for p in pos.values()] or [0.0]
         (x0, x1), (y0, y1) = (min(xs) - 0.6, max(xs) + 0.6), (min(ys) - 1.0, max(ys) + 1.0)
     height = int(min(560, max(240, 1300 * (y1 - y0) / max(x1 - x0, 1e-6) + 60)))
-    c = result.changes
     legend = (f'<span style="color:{STATUS_COLORS["modified"]}">orange outline: changed</span> · '
               f'<span style="color:{STATUS_COLORS["added"]}">green: added</span> · '
               f'<span style="color:{STATUS_COLORS["removed"]}">faded red: removed, drawn where it was</span> · '
               "badges: weight/activation bits, +bn a folded batch norm. Drag to pan, scroll to zoom.")
-    out = (f"<h2>Graph (layer view, rewritten)</h2><p>{drawn_changes(c, original, result.graph)}. "
+    out = (f"<h2>Graph (layer view, rewritten)</h2><p>{result.change_summary()}. "
            f"{escape(_sentence(budget(original, result.graph, shapes).summary()))}</p>"
            f'<p class="muted">{legend}</p>{_figure(fig, "graph", height)}')
     if result.report is None or not result.report.layers:

@@ -77,3 +77,20 @@ def test_report_writes_one_html_file_and_says_what_it_cannot_explain(tmp_path, c
         assert err.count("\n") == 1 and words in err
     assert main(["report", model, "--recipe", str(recipe), "-o", str(tmp_path / "r.txt")]) == 2
     assert "*.html" in capsys.readouterr().err
+
+
+def test_apply_counts_the_changes_the_page_draws(tmp_path, capsys, samples):
+    """One fold: the CLI said "2 ops added, 23 removed, 4 modified", counting the folded
+    kernel, bn1's constants and the NoOp; the page's line under the graph counts drawn ops."""
+    import qviz
+    from qviz.app import services
+    from qviz.app.session import Session
+
+    recipe = qviz.Recipe(fold_default=False, quantize_default=None, fold_layers={"conv1": True})
+    path = tmp_path / "r.json"
+    path.write_text(recipe.to_json())
+    assert main(["apply", str(samples["lenet_digits"]), "--recipe", str(path)]) == 0
+    said = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("changes: "))
+    assert said == "changes: 0 ops added, 2 removed, 3 modified (not counting constants)"
+    session = Session(qviz.load(samples["lenet_digits"]), "lenet")
+    assert said.removeprefix("changes: ") in services.change_line(session, session.result(recipe))

@@ -208,7 +208,7 @@ def test_a_quantized_relu_stays_an_activation_and_a_folded_batch_norm_a_batch_no
 def test_the_change_line_counts_what_the_graph_draws(samples):
     """Quantizing without a fold removes only constant plumbing (a bias's reshape): the
     line under the graph said "14 removed" while nothing was drawn faded."""
-    from qviz.layout.view import diff_status, drawn_changes
+    from qviz.layout.view import diff_status
 
     g = qviz.load(samples["lenet_digits"])
     result = qviz.apply(g, qviz.Recipe(fold_default=False).with_preset("first-last-8-rest-4", g), report=False)
@@ -217,7 +217,7 @@ def test_the_change_line_counts_what_the_graph_draws(samples):
     vg = view_graph(result.graph, "op", removed=removed, status=status, original=g)
     faded = [k for k, d in vg.nodes(data=True) if d["status"] == "removed"]
     added = [k for k, d in vg.nodes(data=True) if d["status"] == "added"]
-    line = drawn_changes(result.changes, g, result.graph)
+    line = result.change_summary()
     assert line.startswith(f"{len(added)} ops added, {len(faded)} removed,") and not faded
 
 
