@@ -8,6 +8,8 @@
 //   ghosts last) and comes back as you zoom in;
 // * minimap: while the view shows part of the graph, a small overview of the whole
 //   graph with the visible part boxed; click it to look there; fold it to a button;
+// * a short graph in a narrow plot opens on its start, where its names can be read
+//   (whole, they would not be drawn);
 // * zoom kept on a resize: when the plot changes size (side by side on or off, the
 //   window resized) it keeps its scale, and the graph's start where it was if the view
 //   shows it, else its centre. Plotly keeps the axes' equal scale by widening a
@@ -408,8 +410,36 @@
         return false;
     }
 
+    // A short graph opens whole (the server sends no range: plotly fits it to the plot). Where
+    // the plot is too narrow for its names at that scale (side by side, a small window), it
+    // opens on its start instead, at the scale names are drawn at, as a long graph does (the
+    // minimap shows the rest). Once per figure the server sent (its nodes' keys: plotly.react
+    // copies the rest of it, above) and plot width: a double-click home still shows it whole,
+    // and side by side turned on (the plot narrowed) looks again.
+    function openReadable(gd) {
+        var xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, meta = gd.layout.meta || {};
+        var i = trace(gd, "nodes"), size = plotSize(gd), v = view(gd), seen = gd.__qvizOpened;
+        var keys = i >= 0 ? gd.data[i].customdata : null;
+        if (!size || !keys || (seen && seen.keys === keys && seen.w === size.w)) { return false; }
+        gd.__qvizOpened = {keys: keys, w: size.w};
+        if (!xa.autorange || !ya.autorange || !v || !gd.data[i].text) { return false; }
+        var across = size.w / (meta.label_px || 45), down = across * size.h / size.w;   // layout units in view
+        if (v.x1 - v.x0 <= across) { return false; }   // the names are drawn already
+        var t = gd.data[i], all = bounds(t.x, t.y), lr = meta.direction !== "TB", near = [], k, x, y;
+        for (k = 0; k < t.x.length; k++) {   // the nodes at the start: the view is centred on them
+            if (lr ? t.x[k] < all.x0 + across : t.y[k] > all.y1 - down) { near.push(lr ? t.y[k] : t.x[k]); }
+        }
+        near.sort(function (a, b) { return a - b; });
+        var mid = near.length ? near[Math.floor(near.length / 2)] : 0;
+        if (lr) { x = [all.x0 - 0.6, all.x0 - 0.6 + across]; y = [mid - down / 2, mid + down / 2]; }
+        else { x = [mid - across / 2, mid + across / 2]; y = [all.y1 + 0.6 - down, all.y1 + 0.6]; }
+        window.Plotly.relayout(gd, {"xaxis.range": x, "yaxis.range": y});
+        return true;
+    }
+
     function update(gd) {
         dropFirstView();
+        if (openReadable(gd)) { return; }   // re-laid out on the graph's start: updated then
         var v = view(gd);
         if (keepScale(gd, v)) { return; }   // re-laid out at the kept scale: updated then
         updateLabels(gd, v);

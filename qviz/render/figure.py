@@ -217,7 +217,8 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
         xaxis=xaxis, yaxis=yaxis, dragmode="pan", uirevision="graph", hovermode="closest",
         # (the page thins names with the same measure of a name as label_sides: assets/graph_view.js)
         # ("diff": the page may preview an edit on it: qviz.app.callbacks.recipe)
-        meta={"labels_in_view": LABELS_IN_VIEW, "label_px": LABEL_PX, "diff": show_status,
+        # ("direction": where the graph starts, which a plot too narrow for a whole graph's names opens on)
+        meta={"labels_in_view": LABELS_IN_VIEW, "label_px": LABEL_PX, "diff": show_status, "direction": direction,
               "label_box": {"char": CHAR_PX, "line": LINE_PX, "gap": LABEL_GAP_PX, "clear": list(CLEAR_PX)}})
     if title:
         fig.update_layout(title=dict(text=title))
