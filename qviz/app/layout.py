@@ -190,7 +190,7 @@ def page(default_sample: str | None, session_id: str, max_upload_bytes: int = 20
             _panel("Layers: fold and quantize",
                    html.Div([
                        html.Button("all 8-bit", id=ids.BULK_8),
-                       html.Button("first & last 8-bit, rest 4-bit", id=ids.BULK_FIRST_LAST),
+                       html.Button("first & last 8-bit, rest w4a8", id=ids.BULK_FIRST_LAST),
                        html.Button("fold all", id=ids.BULK_FOLD),
                        html.Button("reset", id=ids.BULK_RESET),
                        html.Button("undo", id=ids.UNDO), html.Button("redo", id=ids.REDO),

@@ -59,7 +59,8 @@ __all__ = ["Recipe", "RecipeError", "MAX_NESTING", "PRESETS", "FLOAT_RECIPE"]
 #: The one-click recipes, by name: what each does to the recipe it is applied to.
 PRESETS = {
     "all-8": "every layer at 8-bit weights and activations (folds kept)",
-    "first-last-8-rest-4": "the first and last layers at 8 bits, the rest at 4 (folds kept)",
+    "first-last-8-rest-4": "the first and last layers at 8 bits, the rest at 4-bit weights and 8-bit activations "
+                           "(folds kept)",
     "fold-all": "every batch norm folded (bits kept)",
     "float": "nothing folded, nothing quantized",
 }
@@ -347,7 +348,9 @@ class Recipe:
             layers = list(quantizable_layers(graph))
             edge = {layers[0], layers[-1]} if layers else set()
             return replace(self, rules=surviving_rules(self.rules, bits=True, folds=False), quantize_layers={
-                layer: LayerBits(8, 8) if layer in edge else LayerBits(4, 4) for layer in layers})
+                # (4-bit activations: TFLite's converter refuses them, and a one-click recipe
+                # the device cannot run is a trap; 4-bit weights it runs)
+                layer: LayerBits(8, 8) if layer in edge else LayerBits(4, 8) for layer in layers})
         if name == "fold-all":
             return replace(self, fold_default=True, fold_layers={},
                            rules=surviving_rules(self.rules, bits=False, folds=True))

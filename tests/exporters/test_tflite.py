@@ -196,12 +196,15 @@ def test_one_layer_of_mobilenet_v2_leaks_into_no_other(tmp_path):
 
 
 def test_a_layer_run_in_float_still_has_its_activation_width_refused(tmp_path):
-    """The preset "first & last 8-bit, rest 4-bit" without folds: conv2 and fc1 run in
-    float (their batch norms are not folded), but their outputs are still quantized at
-    4 bits, which the converter refuses. The check said "float" and the converter then
-    failed with a screen of MLIR; now the check says refused, as the converter does."""
+    """First and last layers at 8 bits, the rest at 4 (the preset's old widths), without
+    folds: conv2 and fc1 run in float (their batch norms are not folded), but their outputs
+    are still quantized at 4 bits, which the converter refuses. The check said "float" and
+    the converter then failed with a screen of MLIR; now the check says refused, as the
+    converter does."""
     g = qviz.load(sample_path("lenet_digits"))
-    recipe = qviz.Recipe(fold_default=False).with_preset("first-last-8-rest-4", g)   # as the page starts
+    recipe = qviz.Recipe.from_dict({"fold": {"default": False}, "quantize": {
+        "default": {"weight_bits": 4, "activation_bits": 4},
+        "layers": {"conv1": {"weight_bits": 8, "activation_bits": 8}, "logits": {"weight_bits": 8, "activation_bits": 8}}}})
     check = deployability(g, recipe)
     assert {f.layer for f in check.refused} == {"conv2", "fc1"}
     assert {f.layer for f in check.fates if f.status == "float"} == {"conv1"}     # 8 bits: runs, in float
@@ -213,3 +216,14 @@ def test_a_layer_run_in_float_still_has_its_activation_width_refused(tmp_path):
     assert "pool_1/MaxPool2d: 'tfl.max_pool_2d' op" in message and "loc(" not in message and "\n" not in message
     with pytest.raises(TFLiteError, match=r"conv2 activations at 4 bits: TFLite's converter refuses"):
         export_tflite(g, recipe, tmp_path / "m.tflite")   # one line, before the converter
+
+
+def test_the_one_click_mixed_preset_converts(tmp_path):
+    """"first & last 8-bit, rest 4" set 4-bit activations, which TFLite's converter refuses:
+    a user's click gave a recipe the device cannot run. Its rest is w4a8 now, and converts."""
+    g = qviz.load(sample_path("lenet_digits"))
+    recipe = qviz.Recipe.default(g).with_preset("first-last-8-rest-4", g)
+    assert recipe.bits("conv2") == qviz.LayerBits(4, 8)
+    assert not deployability(g, recipe).refused
+    export_tflite(g, recipe, tmp_path / "m.tflite")
+    assert (tmp_path / "m.tflite").stat().st_size > 0
