@@ -7,13 +7,21 @@ __all__ = ["first_line", "quote_name", "one_line", "hide_temp_paths", "duration"
 
 
 def first_line(exc: BaseException, limit: int = 300) -> str:
-    """The first line of an exception's message (TF and Keras errors run to pages).
+    """The first line of an exception's message (TF and Keras errors run to pages), cut
+    at ``limit`` characters with an ellipsis. An error raised in a traced function starts
+    "in user code:" and a traceback: its own line, the last, is the one that says why.
 
     >>> first_line(ValueError("bad shape\\n  at line 7"))
     'bad shape'
+    >>> first_line(ValueError('in user code:\\n\\n    File "m.py", line 3\\n\\n    ValueError: expected (None, 8)\\n'))
+    'ValueError: expected (None, 8)'
+    >>> first_line(ValueError("x" * 10), limit=5)
+    'xxxx…'
     """
-    lines = str(exc).strip().splitlines()
-    return one_line(lines[0] if lines else type(exc).__name__)[:limit]
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    line = (lines[-1] if lines[0] == "in user code:" else lines[0]) if lines else type(exc).__name__
+    line = one_line(line)
+    return line if len(line) <= limit else line[:limit - 1] + "…"
 
 
 def quote_name(name: str, limit: int = 200) -> str:

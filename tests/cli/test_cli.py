@@ -49,6 +49,14 @@ def test_bad_input_shape_argument(capsys):
     assert "must be integers" in capsys.readouterr().err
 
 
+def test_an_input_shape_the_model_does_not_take_says_which_it_takes(capsys, samples):
+    """TensorFlow's error from tracing starts "in user code:" and a traceback: the one line
+    said only that; the cause is its last line."""
+    assert main(["info", str(samples["lenet_digits"]), "--input-shape", "9,9,9"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and err.endswith("expected shape=(None, 8, 8, 1), found shape=(None, 9, 9, 9)"), err
+
+
 def test_input_shape_flag(tmp_path, capsys):
     import keras
 
