@@ -351,7 +351,7 @@ def _cmd_export_tflite(args) -> int:
               "(within 1 LSB; max LSBs apart; within 1 LSB run from the model input):")
         for t in worst:
             print(f"  {t.layer:<24} {100 * t.within_1_lsb:6.2f} %  {t.max_lsb:5.1f}  "
-                  f"{100 * t.chained_within_1_lsb:6.2f} %")
+                  f"{100 * t.chained_within_1_lsb:6.2f} %{t.how}")
     return 0
 
 

@@ -57,7 +57,9 @@ class TensorAgreement:
     device's own input values, so a difference upstream does not count (in a
     deep untrained net a one-LSB difference grows layer by layer, as it would
     between any two correct integer implementations). ``chained_within_1_lsb``
-    compares both runs from the model input.
+    compares both runs from the model input. An op qviz could not give the device's inputs
+    (one it cannot place in its graph) is compared from the model input in both, and
+    ``given_device_inputs`` is False: it says so wherever it is shown.
     """
 
     layer: str
@@ -65,6 +67,12 @@ class TensorAgreement:
     max_lsb: float               # max |qviz − device| in the tensor's LSBs, given the device's inputs
     within_1_lsb: float          # fraction of values within one LSB, given the device's inputs
     chained_within_1_lsb: float  # the same, both run from the model input
+    given_device_inputs: bool = True
+
+    @property
+    def how(self) -> str:
+        """"" when compared given the device's inputs, else what it was compared from."""
+        return "" if self.given_device_inputs else " (from the model input: its inputs could not be fed)"
 
 
 @dataclass(frozen=True)
@@ -231,7 +239,10 @@ def _output_scale(graph: Graph, tensor: str) -> float | None:
 def _quantized_value(graph: Graph, node) -> str | None:
     """The qviz tensor holding what the device stores for ``node``'s fused op: the
     FakeQuant after it, through the bias and activation TFLite fuses into it; or its
-    own output when it only moves values already on a grid (MaxPool, Reshape…)."""
+    own output when it only moves values already on a grid (MaxPool, Reshape…), or is
+    the FakeQuant itself (the model input's, which the device's QUANTIZE makes)."""
+    if node.op == FAKE_QUANT:
+        return node.output(0)
     start = node
     while True:
         readers = graph.consumers(node.output(0))
@@ -272,8 +283,11 @@ def _per_tensor(it, graph: Graph, inputs: list[np.ndarray]) -> list[TensorAgreem
     TFLite names a fused op's output after the TF ops it fused (``a;b;c``, the
     last op first); the quantized value qviz computes is the FakeQuant after it.
     """
-    found = []
-    for op in it._get_ops_details():
+    found, ops = [], it._get_ops_details()
+    # a tensor no op makes and the model is not fed is a constant (weights, a bias the
+    # converter named "tfl.pseudo_qconst", reduction axes): the same in both, never fed
+    made = {i for op in ops for i in op["outputs"]} | {d["index"] for d in it.get_input_details()}
+    for op in ops:
         if op["op_name"] in ("QUANTIZE", "DEQUANTIZE"):
             continue
         for idx in op["outputs"]:
@@ -283,7 +297,7 @@ def _per_tensor(it, graph: Graph, inputs: list[np.ndarray]) -> list[TensorAgreem
                 continue
             feeds = {}
             for i in op["inputs"]:
-                if i < 0 or it._get_tensor_details(i, 0)["name"].startswith("arith.constant"):
+                if i < 0 or i not in made:
                     continue
                 node = _qviz_node(graph, it, i)
                 if node is not None and graph.is_constant(node.output(0)):
@@ -303,16 +317,16 @@ def _per_tensor(it, graph: Graph, inputs: list[np.ndarray]) -> list[TensorAgreem
         got = (it.get_tensor(idx).astype(np.float64) - zp) * scale
         if got.shape != want.shape:
             continue
-        local = want
+        local, fed = want, feeds is not None
         if feeds:
             try:
                 local = run_from(graph, feeds, [tensor])[0]
             except RunError:   # an input qviz cannot be fed there: end to end only
-                local = want
+                local, fed = want, False
         lsb = np.abs(got - local) / scale
         chain = np.abs(got - want) / scale
         rows.append(TensorAgreement(layer, tensor, float(lsb.max()), float(np.mean(lsb <= _ONE_LSB)),
-                                    float(np.mean(chain <= _ONE_LSB))))
+                                    float(np.mean(chain <= _ONE_LSB)), fed))
     return rows
 
 

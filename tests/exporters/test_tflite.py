@@ -227,3 +227,30 @@ def test_the_one_click_mixed_preset_converts(tmp_path):
     assert not deployability(g, recipe).refused
     export_tflite(g, recipe, tmp_path / "m.tflite")
     assert (tmp_path / "m.tflite").stat().st_size > 0
+
+
+def test_every_integer_op_is_compared_given_the_devices_own_inputs(tmp_path):
+    """Each op's row compares qviz's op given the device's inputs. A bias the converter
+    shares between layers (equal values: here every folded bias is zero) is named
+    "tfl.pseudo_qconst", and the first conv reads the device's QUANTIZE: qviz could not
+    place either, and those rows quietly compared from the model input instead."""
+    import keras
+
+    x = keras.Input((8, 8, 3), name="img")
+    h = x
+    for i in range(3):
+        h = keras.layers.Conv2D(4, 3, padding="same", use_bias=False, name=f"c{i}")(h)
+        h = keras.layers.BatchNormalization(name=f"bn{i}")(h)
+        h = keras.layers.ReLU(name=f"r{i}")(h)
+    h = keras.layers.Dense(3, name="d")(keras.layers.GlobalAveragePooling2D(name="gap")(h))
+    keras.Model(x, h).save(tmp_path / "m.keras")
+    g = qviz.load(tmp_path / "m.keras")
+    recipe = qviz.Recipe.default(g)
+    calibration = _noise(g)
+    export_tflite(g, recipe, tmp_path / "m.tflite", calibration=calibration)
+    result = qviz.apply(g, recipe, calibration=calibration, report=False)
+    rows = compare_with_device((tmp_path / "m.tflite").read_bytes(), result.graph, g, _noise(g, 16, 2),
+                               per_layer=True).layers
+    assert {t.layer for t in rows} >= {"r0", "r1", "r2", "d"}
+    assert all(t.given_device_inputs for t in rows), [(t.layer, t.given_device_inputs) for t in rows]
+    assert all(t.max_lsb <= 1.01 for t in rows), [(t.layer, t.max_lsb) for t in rows]

@@ -44,7 +44,7 @@ def device_view(check, device) -> list:
     worst = sorted(device.layers, key=lambda t: t.within_1_lsb)[:5]
     if worst:
         parts.append(html.Div(f"each of the {len(device.layers)} integer ops given the device's own inputs — the "
-                              "least faithful: " + ", ".join(f"{t.layer} {100 * t.within_1_lsb:.1f} % within 1 LSB"
+                              "least faithful: " + ", ".join(f"{t.layer} {100 * t.within_1_lsb:.1f} % within 1 LSB{t.how}"
                                                              for t in worst), className="device-layers"))
     return parts
 
