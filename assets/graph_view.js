@@ -83,7 +83,10 @@
         for (var k = 0; k < labels.length; k++) {
             if (labels[k] && within(t, k, r)) { order.push(k); }
         }
-        var rank = function (k) {   // ghosts (faded) last, then the smaller markers
+        var chosen = {};
+        (meta.selected || []).forEach(function (key) { chosen[key] = true; });
+        var rank = function (k) {   // the selection first, ghosts (faded) last, then the smaller markers
+            if (t.customdata && chosen[t.customdata[k]]) { return -1e6; }
             var faded = Array.isArray(opacity) && opacity[k] < 1 ? 1000 : 0;
             return faded - (Array.isArray(sizes) ? sizes[k] : 0);
         };

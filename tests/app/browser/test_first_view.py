@@ -259,3 +259,24 @@ def test_a_file_that_does_not_open_does_not_stay_on_screen_as_if_it_had(dash_duo
     choose(dash_duo, "#model-picker", "resnet_block")
     wait_open(dash_duo, "resnet_block")
     assert json.dumps(dash_duo.find_element("#model-status").text)
+
+
+def test_a_node_found_by_search_keeps_its_name_at_a_laptops_width(dash_duo, mobilenet_file, tmp_path, monkeypatch):
+    """A user's try at 1280 px, folded and 8-bit: block_3_project, searched for, was centred
+    and outlined, but its name (and badge) lost to its neighbours' when the page thinned them."""
+    monkeypatch.setenv("QVIZ_CACHE_DIR", str(tmp_path))
+    dash_duo.driver.set_window_size(1280, 800)
+    dash_duo.start_server(create_app(qviz.load(mobilenet_file), model_name="mobilenet", worker=False))
+    wait_for(lambda: is_open(dash_duo, "mobilenet") or is_open(dash_duo, mobilenet_file.name), timeout=60,
+             what="mobilenet open")
+    click(dash_duo, "#bulk-fold-all")
+    click(dash_duo, "#bulk-all-8")
+    wait_idle(dash_duo)
+    drawn = ("const g = document.querySelector('#graph .js-plotly-plot'), t = g.data.find(d => d.name === 'nodes');"
+             "const k = t.customdata.indexOf(arguments[0]); return [t.mode, k < 0 ? null : t.text[k]];")
+    for layer in ("block_3_project", "block_5_project"):
+        search = dash_duo.find_element("#search")
+        search.clear()
+        search.send_keys(layer + "\n")
+        wait_for(lambda: dash_duo.driver.execute_script(drawn, f"layer:{layer}") == ["markers+text", layer],
+                 what=lambda: f"{layer}'s name drawn; (mode, its text) {dash_duo.driver.execute_script(drawn, f'layer:{layer}')}")
