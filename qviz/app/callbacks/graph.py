@@ -89,15 +89,39 @@ def node_count(vg, mode: str) -> tuple:
                      title="select a block and press expand to see its ops, or ungroup blocks to see every op"), "hint"
 
 
-def center_on(fig, point, direction: str = "LR", span: tuple[float, float] = (0.0, 0.0)):
-    """Look at ``point`` at the first view's zoom (as many ranks along, names readable),
-    or wider if ``span`` (x, y extents: an opened block's frame) needs it to be whole."""
+def center_on(fig, point, direction: str = "LR", span: tuple[float, float] = (0.0, 0.0), zoom=None):
+    """Look at ``point`` at the zoom of the window ``zoom`` (``{"x": [lo, hi], "y": [lo, hi]}``:
+    where the user looks) if it is near enough for names, else at the first view's zoom (as
+    many ranks along, names readable); wider if ``span`` (x, y extents: an opened block's
+    frame) needs it to be whole. (A click in pane B centred pane A at the first view's zoom:
+    a user zoomed in to 5 ranks was zoomed out to 10, the names gone.)
+
+    >>> import plotly.graph_objects as go
+    >>> fig = go.Figure()
+    >>> center_on(fig, (50.0, 0.0), zoom={"x": [10.0, 14.0], "y": [-1.0, 1.0]}); fig.layout.xaxis.range
+    (48.0, 52.0)
+    >>> center_on(fig, (50.0, 0.0), zoom={"x": [0.0, 100.0], "y": [-9.0, 9.0]}); fig.layout.xaxis.range
+    (45.0, 55.0)
+    """
     x, y = point
     along, across = FIRST_VIEW_RANKS / 2, 0.2 * FIRST_VIEW_RANKS
     dx, dy = (along, across) if direction != "TB" else (across, along)
+    kept = _extents(zoom)
+    if kept is not None and (kept[0] if direction != "TB" else kept[1]) <= 1.5 * FIRST_VIEW_RANKS:
+        dx, dy = kept[0] / 2, kept[1] / 2
     grow = max(1.0, (span[0] / 2 + 0.5) / dx, (span[1] / 2 + 0.8) / dy)    # (room for the frame's name)
     dx, dy = dx * grow, dy * grow
     fig.update_layout(xaxis=dict(range=[x - dx, x + dx]), yaxis=dict(range=[y - dy, y + dy]))
+
+
+def _extents(window) -> tuple[float, float] | None:
+    """A page's window's (width, height) in layout units, or None (none, or not numbers)."""
+    try:
+        (x0, x1), (y0, y1) = window["x"], window["y"]
+        width, height = abs(float(x1) - float(x0)), abs(float(y1) - float(y0))
+    except (TypeError, KeyError, ValueError):
+        return None
+    return (width, height) if math.isfinite(width + height) and width > 0 and height > 0 else None
 
 
 _DRAWN_NOTHING = dict(figure=no_update, nodes="", blocks_hint="", match_count="", matches="", pattern_error="", diff="",
@@ -216,7 +240,7 @@ def register(app, store) -> None:
             target = view.pos[sel], (0.0, 0.0)
         if target is not None:
             point, span = target
-            center_on(fig, point, choice.direction, span)
+            center_on(fig, point, choice.direction, span, zoom=window)
             window_now = {"x": list(fig.layout.xaxis.range), "y": list(fig.layout.yaxis.range)}
         elif window is not None:   # where the user panned to: a click or an edit does not move it
             fig.update_layout(xaxis=dict(range=window["x"]), yaxis=dict(range=window["y"]))

@@ -108,7 +108,7 @@ def register(app, store) -> None:
         elif opened is not None:
             center_on(fig, opened[0], direction or "LR", opened[1])
         elif chosen and ctx.triggered_id not in SWEEP_INPUTS:   # the selection's counterpart, in view
-            center_on(fig, b.pos[chosen[0]], direction or "LR")
+            center_on(fig, b.pos[chosen[0]], direction or "LR", zoom=window)
         caption = pane_caption(other, s)
         return dict(figure=fig, caption=f"{caption} · {note}" if note else caption, hidden=False)
 

@@ -3,7 +3,10 @@ recipe); a selection in either pane selects its counterparts in the other throug
 the change record (a folded conv: the conv and its batch norm), and a pan in one
 brings the same node into view in the other."""
 
-from .helpers import choose, click, click_node, edit_cell, needs_browser, shot, start_app, text_of, wait_for
+import time
+
+from .helpers import (choose, click, click_node, edit_cell, needs_browser, shot, start_app, text_of, wait_for,
+                      wait_idle)
 
 pytestmark = needs_browser
 
@@ -85,7 +88,6 @@ def test_two_panes_select_and_pan_together(dash_duo):
     lo, hi = _x_range(dash_duo, "graph-b")
     assert abs((hi - lo) - 4) < 0.01      # at the same zoom
     # and no echo: B's new range does not move A again (A keeps exactly the range it was given)
-    import time
 
     time.sleep(1.5)
     assert _x_range(dash_duo, "graph") == [x - 2, x + 2]
@@ -299,3 +301,29 @@ def test_a_short_graph_in_a_half_width_pane_opens_on_its_start_with_names(dash_d
     wait_for(lambda: "layer:conv1" in _names_drawn(dash_duo, "graph-b"),
              what=lambda: f"pane B's names; drawn {_names_drawn(dash_duo, 'graph-b')}, x {_x_range(dash_duo, 'graph-b')}")
     shot(dash_duo, "side_by_side_short_graph.png")
+
+
+def test_a_click_in_pane_b_keeps_the_zoom_the_user_chose(dash_duo):
+    """A user zoomed in to ~5 ranks clicked a node in pane B: both panes went to the first
+    view's 10 ranks and every name vanished. The counterpart is brought into view at the
+    user's zoom."""
+    start_app(dash_duo)
+    wide = _width(dash_duo, "graph")
+    click(dash_duo, "#side-by-side input")
+    wait_for(lambda: dash_duo.find_element("#pane-b").is_displayed(), what="pane B shown")
+    wait_for(lambda: "layer:fc1" in _positions(dash_duo, "graph-b"), what="pane B drawn")
+    wait_for(lambda: _width(dash_duo, "graph") < 0.75 * wide, what="pane A narrowed for pane B")
+    wait_idle(dash_duo)   # (the page settles pane A's view at its new width first)
+    x, y = _positions(dash_duo, "graph")["layer:conv1"]
+    dash_duo.driver.execute_script(
+        f"Plotly.relayout({_pane('graph')}, {{'xaxis.range': [{x - 1.5}, {x + 1.5}], 'yaxis.range': [{y - 1}, {y + 1}]}});")
+    wait_for(lambda: abs(_x_range(dash_duo, "graph")[0] - (x - 1.5)) < 0.01, what="pane A zoomed in on conv1")
+    width = _x_range(dash_duo, "graph")[1] - _x_range(dash_duo, "graph")[0]
+    time.sleep(0.5)    # the page keeps the window it was moved to (a clientside callback)
+    click_node(dash_duo, "layer:fc1", "graph-b")
+    fc1 = _positions(dash_duo, "graph")["layer:fc1"]
+    wait_for(lambda: "layer:fc1" in _outlined(dash_duo, "graph"), what="fc1 selected in pane A")
+    wait_for(lambda: _x_range(dash_duo, "graph")[0] < fc1[0] < _x_range(dash_duo, "graph")[1],
+             what=lambda: f"pane A on fc1 at {fc1}; it shows {_x_range(dash_duo, 'graph')}")
+    a = _x_range(dash_duo, "graph")
+    assert abs((a[1] - a[0]) - width) < 0.05 * width, f"pane A kept its zoom: {width:.2f} wide, now {a}"
