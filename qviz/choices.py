@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import PurePath
 
-__all__ = ["MIN_BITS", "MAX_BITS", "BIT_MENU", "SWEEP_BITS", "bits_label", "parse_bits_label",
+__all__ = ["MIN_BITS", "MAX_BITS", "BIT_MENU", "SWEEP_BITS", "bits_label", "parse_bits_label", "bits_menu",
            "WEIGHT_METRICS", "KERAS_SUFFIXES", "GRAPHDEF_SUFFIXES", "MODEL_SUFFIXES", "is_keras_file", "MODEL_FORMATS"]
 
 #: TensorFlow's FakeQuant ops accept 2 to 16 bits.
@@ -38,6 +38,21 @@ MODEL_FORMATS = ".keras, .h5, .pb, .pbtxt, or a SavedModel directory"
 def bits_label(bits: int | None) -> str:
     """How a width reads in a menu: ``"float"`` for None."""
     return "float" if bits is None else str(bits)
+
+
+def bits_menu(current: int | None = None) -> list[str]:
+    """The width menu's labels, with ``current`` in its place among them when a recipe or a
+    rule set a width the menu does not offer (a menu without its value shows blank).
+
+    >>> bits_menu(9)
+    ['float', '16', '9', '8', '6', '4', '3', '2']
+    >>> bits_menu(8) == [bits_label(b) for b in BIT_MENU]
+    True
+    """
+    widths = list(BIT_MENU)
+    if current not in widths:
+        widths = [None, *sorted({*BIT_MENU[1:], current}, reverse=True)]
+    return [bits_label(b) for b in widths]
 
 
 def parse_bits_label(label) -> int | None:

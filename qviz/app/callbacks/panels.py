@@ -14,7 +14,7 @@ from dash.exceptions import PreventUpdate
 
 from ..._text import one_line
 from ...analysis.quant_grid import error_split, grids_of_layer, quant_levels
-from ...choices import bits_label
+from ...choices import bits_label, bits_menu
 from ...layout import ViewKey
 from ...passes import Recipe, fold_candidates, quantizable_layers
 from ...passes.constants import constant_value
@@ -22,7 +22,7 @@ from ...patterns import PatternSyntaxError
 from ...render import histogram_figure, layer_error_figure
 from ...render.figure import WORST_LAYERS
 from .. import ids, navigation, services
-from ..layout import BITS, NO_FIGURE
+from ..layout import NO_FIGURE
 from ..glossary import term
 from ..services import current
 from .graph import fates_of, pattern_of, view_choice
@@ -295,7 +295,7 @@ def _controls(graph, recipe, layer):
         menus = []
         for type_, label, value in ((ids.LAYER_WBITS, "weight bits", bits.weight_bits if bits else None),
                                     (ids.LAYER_ABITS, "activation bits", bits.activation_bits if bits else None)):
-            menus.append(html.Label([label, dcc.Dropdown(id={"type": type_, "layer": layer}, options=BITS,
+            menus.append(html.Label([label, dcc.Dropdown(id={"type": type_, "layer": layer}, options=bits_menu(value),
                                                          value=bits_label(value), clearable=False)]))
         out.append(html.Div(menus, className="bit-menus"))
     pair = services.fold_layer_of(graph, layer)

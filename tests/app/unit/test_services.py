@@ -254,3 +254,23 @@ def test_colour_by_weight_max_shows_the_range_the_weight_quantizer_takes(session
         assert painted.values[layer] == pytest.approx(float(np.max(np.abs(weights.values))), rel=1e-6)
         assert float(np.max(weights.hi)) == pytest.approx(painted.values[layer], rel=1e-3)
     assert painted.values["conv1"] > 5 * raw.values["conv1"]   # (lenet's conv1: 0.22 raw, 1.95 folded)
+
+
+def test_a_width_off_the_menu_is_shown_in_the_layers_menu(session):
+    """A rule set conv1's activations to 9 bits (2–16 are valid): the panel's menu, offering
+    8, 6, 4…, showed blank."""
+    from dash import dcc
+
+    from qviz.app.callbacks.panels import _controls
+
+    recipe = Recipe.default(session.graph).with_bits("conv1", LayerBits(3, 9))
+    menus = [c for c in _walk(_controls(session.graph, recipe, "conv1")) if isinstance(c, dcc.Dropdown)]
+    assert [(m.value, m.value in m.options) for m in menus] == [("3", True), ("9", True)]
+
+
+def _walk(component):
+    yield component
+    children = getattr(component, "children", None)
+    for child in children if isinstance(children, (list, tuple)) else [children] if children is not None else []:
+        if hasattr(child, "to_plotly_json"):
+            yield from _walk(child)
