@@ -41,6 +41,22 @@ def _panel(title, *children):
 
 #: The model picker's value for the model given to ``qviz serve FILE``.
 SERVED_MODEL = "served:"
+#: ...and for the model last uploaded (shown, not pickable: its file went with its session).
+UPLOADED_MODEL = "uploaded:"
+
+
+def model_options(served_name: str | None, uploaded: str | None = None) -> list[dict]:
+    """The model picker's entries: the served model first, the samples, the upload shown.
+
+    >>> [o["value"] for o in model_options("m.keras", "mine.pb")][:1], model_options(None, "mine.pb")[-1]["label"]
+    (['served:'], 'mine.pb (uploaded)')
+    """
+    options = [{"label": name, "value": name} for name in list_samples()]
+    if served_name is not None:
+        options.insert(0, {"label": f"{Path(served_name).name} (served)", "value": SERVED_MODEL})
+    if uploaded is not None:
+        options.append({"label": f"{uploaded} (uploaded)", "value": UPLOADED_MODEL, "disabled": True})
+    return options
 
 
 def page(default_sample: str | None, session_id: str, max_upload_bytes: int = 200 * 2**20,
@@ -51,9 +67,8 @@ def page(default_sample: str | None, session_id: str, max_upload_bytes: int = 20
     itself (the first model's layer view, before any callback), with ``status``;
     ``grouped``: drawn with its blocks closed.
     ``linked``: the model the page's link names (``?m=``), picked instead, if it is one."""
-    samples = [{"label": name, "value": name} for name in list_samples()]
+    samples = model_options(served_name)
     if served_name is not None:
-        samples.insert(0, {"label": f"{Path(served_name).name} (served)", "value": SERVED_MODEL})
         default_sample = SERVED_MODEL
     if linked is not None and linked != default_sample and any(o["value"] == linked for o in samples):
         default_sample, figure, status = linked, None, f"loading {linked}…"   # the drawing was the other model

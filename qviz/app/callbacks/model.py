@@ -6,6 +6,7 @@ import logging
 import time
 
 from dash import Input, Output, State, ctx, no_update, set_props
+from dash.exceptions import PreventUpdate
 
 from ...importers import LoadError
 from ...layout.blocks import default_grouping
@@ -13,7 +14,7 @@ from ...samples import SAMPLES, sample_path
 from .. import ids, services
 from ..errors import user_message
 from ..first_view import FirstView, failed_future, sketch_of
-from ..layout import SERVED_MODEL
+from ..layout import SERVED_MODEL, UPLOADED_MODEL, model_options
 from ..session import Origin, PendingOpen, Session
 from ..uploads import Upload, save_upload
 
@@ -87,12 +88,15 @@ def register(app, store, options) -> None:
         if sid is None:
             raise LoadError("page", "the page's session id is missing; reload the page")
         trig = ctx.triggered_id
+        if trig == ids.MODEL_PICKER and sample == UPLOADED_MODEL:
+            raise PreventUpdate   # (the picker showing the upload just opened: not a choice)
 
         def failed(exc):
             keep = store.get(sid)
-            # in the red bar too, as every error the page shows (the status line alone read as a note)
+            # in the red bar, as every error the page shows; the status line goes on saying what
+            # is open (it kept the error through every later edit)
             set_props(ids.ALERT, {"children": f"error: {user_message(exc)}", "className": "alert"})
-            return _status(f"error: {exc}" + (f" — still showing {keep.name}" if keep else ""))
+            return _status(_open_line(keep.graph, keep.name) if keep else f"error: {exc}")
 
         if trig == ids.MODEL_POLL:
             return _poll(sid, view_state, failed)
@@ -167,7 +171,10 @@ def register(app, store, options) -> None:
                                upload_dir=upload.directory if upload is not None else None,
                                ranges=store.ranges_for(graph)))
         view_state = view_state if isinstance(view_state, dict) else {"mode": "layer", "direction": "LR"}
-        return dict(status=f"{origin.name}: {len(graph)} ops, {len(graph.layers)} layers", figure=no_update,
+        if origin.kind == "upload":   # the picker names what is open (it went on naming the last pick)
+            set_props(ids.MODEL_PICKER, {"options": model_options(options.get("model_name") if options.get("served")
+                                                                  else None, origin.name), "value": UPLOADED_MODEL})
+        return dict(status=_open_line(graph, origin.name), figure=no_update,
                     version={"name": origin.name, "sid": sid, "n": len(graph), "t": time.monotonic()},
                     history=no_update if keep_recipe else services.new_history(_start_recipe(origin)),
                     view_state={**view_state, "expanded": [], "opened": [],
@@ -178,6 +185,11 @@ def register(app, store, options) -> None:
 NO_GRAPH = {"data": [], "layout": {"xaxis": {"visible": False}, "yaxis": {"visible": False},
                                    "annotations": [{"text": "the model could not be opened (see above)",
                                                     "showarrow": False, "font": {"color": "#888"}}]}}
+
+
+def _open_line(graph, name: str) -> str:
+    """The status line of an open model."""
+    return f"{name}: {len(graph)} ops, {len(graph.layers)} layers"
 
 
 def _status(status, *, polling: bool = False) -> dict:

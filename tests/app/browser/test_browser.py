@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import badge_texts, choose, click, edit_cell, figure_nodes, halos, needs_browser, set_cell, shot, start_app, wait_for, wait_open
+from .helpers import (badge_texts, choose, click, edit_cell, figure_nodes, halos, needs_browser, set_cell, shot,
+                      start_app, text_of, wait_for, wait_open)
 
 pytestmark = needs_browser
 
@@ -158,11 +159,22 @@ def test_bad_upload_shows_error_and_app_keeps_working(dash_duo, tmp_path):
     bad = tmp_path / "broken.pb"
     bad.write_bytes(b"this is not a protobuf")
     dash_duo.wait_for_element("#model-upload input[type=file]", timeout=30).send_keys(str(bad))
-    wait_for(lambda: "error: broken.pb" in dash_duo.find_element("#model-status").text, what="upload error")
-    assert "still showing lenet_digits" in dash_duo.find_element("#model-status").text
     wait_for(lambda: dash_duo.find_element("#alert").text.startswith("error: broken.pb"), what="the error in the red bar")
+    # the status line goes on naming what is open (it kept the error through every later edit)
+    wait_for(lambda: dash_duo.find_element("#model-status").text.startswith("lenet_digits: "),
+             what=lambda: f"lenet_digits still open; status {dash_duo.find_element('#model-status').text!r}")
     click(dash_duo, "#bulk-fold-all")
     wait_for(lambda: "removed" in dash_duo.find_element("#diff-summary").text, what="still working")
+    # a model uploaded is named in the picker (it went on naming the last one picked)
+    from qviz.samples import sample_path
+
+    good = tmp_path / "mine.keras"
+    good.write_bytes(sample_path("resnet_block").read_bytes())
+    dash_duo.find_element("#model-upload input[type=file]").send_keys(str(good))
+    wait_for(lambda: dash_duo.find_element("#model-status").text.startswith("mine.keras: "),
+             timeout=60, what=lambda: f"the upload open; status {dash_duo.find_element('#model-status').text!r}")
+    wait_for(lambda: text_of(dash_duo, "#model-picker").startswith("mine.keras (uploaded)"),
+             what=lambda: f"the picker names the upload: {text_of(dash_duo, '#model-picker')!r}")
 
 
 def test_two_sessions_do_not_share_state(dash_duo):
