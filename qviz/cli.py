@@ -309,7 +309,7 @@ def _cmd_apply(args) -> int:
         print(f"skipped {s}")
     from .analysis.deployability import deployability
 
-    for line in deployability(graph, recipe, result).warnings:
+    for line in deployability(graph, recipe, result).grouped_warnings():
         print(f"qviz: warning: TFLite: {line}", file=sys.stderr)
     print(result.report.format())
     if args.report:
@@ -340,7 +340,7 @@ def _cmd_export_tflite(args) -> int:
     io = "int8" if args.int8_io else "float (QUANTIZE/DEQUANTIZE inside)"
     print(f"wrote {args.output}: {d.size_bytes / 1024:.1f} KB, {sum(d.ops.values())} ops, inputs/outputs {io}")
     print(done.check.summary())
-    for line in done.check.warnings:
+    for line in done.check.grouped_warnings():
         print(f"qviz: warning: TFLite: {line}", file=sys.stderr)
     if d.float_ops:
         print(f"runs in float on the device: {', '.join(d.float_ops)}")

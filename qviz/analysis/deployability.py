@@ -40,7 +40,7 @@ from ..passes.quant_points import (FIXED_RANGE_OPS, REGRID_OPS, SAME_GRID_OPS, g
                                    quantizable_units)
 from ..passes.recipe import Recipe
 
-__all__ = ["Fate", "DeployCheck", "deployability", "weight_fate", "activation_fate", "STATUSES"]
+__all__ = ["Fate", "DeployCheck", "deployability", "weight_fate", "activation_fate", "STATUSES", "group_by_reason"]
 
 #: honoured: runs as simulated; widened / regridded: runs, but not as simulated;
 #: refused: will not convert or load; dynamic: weight-only quantization, not simulated;
@@ -116,11 +116,46 @@ class DeployCheck:
         """Every way the device will differ from the simulation, one line each."""
         return tuple(f.message for f in self.fates if f.status != "honoured") + self.notes
 
+    def grouped_warnings(self, names: int = 4) -> tuple[str, ...]:
+        """:attr:`warnings` with the layers that differ for the same reason on one line, in the
+        model's order, the first ``names`` of them named (52 unfolded batch norms were 52 lines).
+
+        >>> import qviz
+        >>> from qviz.samples import sample_path
+        >>> g = qviz.load(sample_path("lenet_digits"))
+        >>> for line in deployability(g, qviz.Recipe.default(g, qviz.LayerBits(6, 8))).grouped_warnings(names=2):
+        ...     print(line)
+        conv1, conv2 and 2 more: weights at 6 bits: TFLite re-rounds them onto its int8 grid, an extra rounding qviz does not simulate
+        """
+        return group_by_reason([(f.layer, f.message) for f in self.fates if f.status != "honoured"], names) \
+            + self.notes
+
     def summary(self) -> str:
         honoured = sum(f.status == "honoured" for f in self.fates)
         return (f"TFLite: {honoured} of {len(self.fates)} quantized parts run as simulated, "
                 f"{len(self.warnings)} warning(s); {self.boundaries} float↔int conversion(s); weights "
                 f"{self.weight_bytes / 1024:.1f} KB (float {self.float_weight_bytes / 1024:.1f} KB)")
+
+
+def group_by_reason(messages, names: int = 4) -> tuple[str, ...]:
+    """``(layer, "layer …reason")`` pairs as one line per reason, its layers in order, the
+    first ``names`` named and the rest counted; the reasons in order of first appearance.
+
+    >>> group_by_reason([("a", "a is slow"), ("b", "b is slow"), ("c", "c is odd")])
+    ('a, b: is slow', 'c is odd')
+    """
+    by_reason: dict[str, list[str]] = {}
+    for layer, message in messages:
+        reason = message[len(layer) + 1:] if message.startswith(f"{layer} ") else message
+        by_reason.setdefault(reason, []).append(layer)
+    lines = []
+    for reason, layers in by_reason.items():
+        if len(layers) == 1:
+            lines.append(f"{layers[0]} {reason}")
+            continue
+        shown = ", ".join(layers[:names]) + (f" and {len(layers) - names} more" if len(layers) > names else "")
+        lines.append(f"{shown}: {reason}")
+    return tuple(lines)
 
 
 def deployability(graph: Graph, recipe: Recipe, result=None, *, int8_io: bool = False) -> DeployCheck:

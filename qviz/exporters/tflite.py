@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..analysis.deployability import DeployCheck, deployability
+from ..analysis.deployability import DeployCheck, deployability, group_by_reason
 from ..metrics import VERIFY_EXAMPLES, sqnr_db
 from ..ir import Graph
 from ..ir.ops import FAKE_QUANT, FAKE_QUANT_OPS, FAKE_QUANT_PER_CHANNEL, TFLITE_FUSED_CHAIN
@@ -398,10 +398,9 @@ def export_tflite(graph: Graph, recipe: Recipe, path, *, int8_io: bool = False, 
         raise ExportError(f"{path}: a TensorFlow Lite model is written as .tflite")
     result = apply(graph, recipe, calibration=calibration, report=False)
     check = deployability(graph, recipe, result, int8_io=int8_io)
-    if check.refused:
-        more = sorted({f.layer for f in check.refused[1:]} - {check.refused[0].layer})
-        raise TFLiteError(f"TFLite cannot run this recipe: {check.refused[0].message}"
-                          + (f" (and {', '.join(more)})" if more else ""))
+    if check.refused:   # (the layers in the model's order, by reason: it was 50 names in a paragraph)
+        raise TFLiteError("TFLite cannot run this recipe: "
+                          + "; ".join(group_by_reason([(f.layer, f.message) for f in check.refused])))
     if int8_io and not check.quantized_io:
         raise TFLiteError("--int8-io needs the graph's input and output quantized: quantize the first "
                           "and last layers' activations in the recipe")

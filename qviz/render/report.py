@@ -147,7 +147,7 @@ def _device_section(check) -> str:
            "interpreter.</p>")
     if check.warnings:
         out += '<p class="warn">TFLite will run this differently:</p><ul>' + "".join(
-            f"<li>{escape(w)}</li>" for w in check.warnings) + "</ul>"
+            f"<li>{escape(w)}</li>" for w in check.grouped_warnings(names=12)) + "</ul>"
     if check.fates:
         out += ('<div class="scroll"><table><tr><th>layer</th><th>part</th><th>bits</th><th>on TFLite</th>'
                 "<th>as simulated?</th></tr>" + "".join(

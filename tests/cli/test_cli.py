@@ -102,3 +102,17 @@ def test_apply_counts_the_changes_the_page_draws(tmp_path, capsys, samples):
     assert said == "changes: 0 ops added, 2 removed, 3 modified (not counting constants)"
     session = Session(qviz.load(samples["lenet_digits"]), "lenet")
     assert said.removeprefix("changes: ") in services.change_line(session, session.result(recipe))
+
+
+def test_apply_says_each_tflite_difference_once_with_its_layers(tmp_path, capsys, samples):
+    """Every unfolded batch norm of MobileNetV2 made a line of its own: 52 near-identical
+    warnings. One line per reason, its layers in the model's order."""
+    import qviz
+
+    g = qviz.load(samples["lenet_digits"])
+    path = tmp_path / "r.json"
+    path.write_text(qviz.Recipe.default(g, qviz.LayerBits(6, 8)).to_json())
+    assert main(["apply", str(samples["lenet_digits"]), "--recipe", str(path)]) == 0
+    lines = [line for line in capsys.readouterr().err.splitlines() if "weights at 6 bits" in line]
+    assert lines == ["qviz: warning: TFLite: conv1, conv2, fc1, logits: weights at 6 bits: TFLite re-rounds them "
+                     "onto its int8 grid, an extra rounding qviz does not simulate"], lines

@@ -98,7 +98,7 @@ def test_every_width_is_faithful_on_the_device_or_warned(part):
 
 def test_export_refuses_what_tflite_cannot_run_and_says_why(tmp_path):
     g = qviz.load(sample_path("lenet_digits"))
-    with pytest.raises(TFLiteError, match=r"conv1 activations at 4 bits: TFLite's converter refuses"):
+    with pytest.raises(TFLiteError, match=r"conv1, conv2, fc1, logits: activations at 4 bits: TFLite.s converter refuses"):
         export_tflite(g, qviz.Recipe.default(g, LayerBits(8, 4)), tmp_path / "m.tflite")
     assert not (tmp_path / "m.tflite").exists()
 
@@ -152,7 +152,7 @@ def test_cli_export_tflite(tmp_path, capsys):
     assert main(["export-tflite", str(sample_path("lenet_digits")), "--recipe", str(recipe), "-o", str(out)]) == 0
     captured = capsys.readouterr()
     assert out.exists() and "TFLite vs qviz on 450 examples" in captured.out
-    assert "qviz: warning: TFLite: conv1 weights at 6 bits: TFLite re-rounds them" in captured.err
+    assert "qviz: warning: TFLite: conv1, conv2, fc1, logits: weights at 6 bits: TFLite re-rounds them" in captured.err
     recipe.write_text(qviz.Recipe.default(g, LayerBits(8, 3)).to_json())
     assert main(["export-tflite", str(sample_path("lenet_digits")), "--recipe", str(recipe),
                  "-o", str(tmp_path / "x.tflite")]) == 2
@@ -214,7 +214,7 @@ def test_a_layer_run_in_float_still_has_its_activation_width_refused(tmp_path):
         convert(result.graph)
     message = str(converter.value)
     assert "pool_1/MaxPool2d: 'tfl.max_pool_2d' op" in message and "loc(" not in message and "\n" not in message
-    with pytest.raises(TFLiteError, match=r"conv2 activations at 4 bits: TFLite's converter refuses"):
+    with pytest.raises(TFLiteError, match=r"conv2, fc1: activations at 4 bits: TFLite.s converter refuses"):
         export_tflite(g, recipe, tmp_path / "m.tflite")   # one line, before the converter
 
 

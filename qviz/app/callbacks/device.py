@@ -38,7 +38,7 @@ def device_view(check, device) -> list:
     parts = [html.Div(device.summary(), className="device-summary"), table]
     if check.warnings:
         parts.append(html.Div([html.Div("⚠ TFLite will not run all of this recipe as simulated:"),
-                               html.Ul([html.Li(w) for w in check.warnings])], className="warning"))
+                               html.Ul([html.Li(w) for w in check.grouped_warnings(names=8)])], className="warning"))
     if device.float_ops:
         parts.append(html.Div("runs in float on the device: " + ", ".join(device.float_ops), className="warning"))
     worst = sorted(device.layers, key=lambda t: t.within_1_lsb)[:5]
