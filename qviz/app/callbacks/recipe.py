@@ -12,6 +12,7 @@ import logging
 
 from dash import ALL, Input, Output, State, ctx, dcc, no_update
 
+from ..._text import quote_name
 from ...passes import Recipe, RecipeError
 from ...render.marks import (BIT_COLORS, FLOAT_BADGE_COLOR, GHOST_OPACITY, PLAIN_OUTLINE, SELECTED_OUTLINE, STATUS_COLORS,
                              STATUS_OUTLINE_WIDTH)
@@ -240,12 +241,12 @@ def register(app, store) -> None:
                     upload=Input(ids.RECIPE_UPLOAD, "contents"),
                     _rule_button=Input(ids.RULE_APPLY, "n_clicks"), _rule_enter=Input(ids.RULE_INPUT, "n_submit")),
         state=dict(history=State(ids.RECIPE, "data"), session=State(ids.SESSION, "data"),
-                   rule=State(ids.RULE_INPUT, "value"),
+                   rule=State(ids.RULE_INPUT, "value"), upload_name=State(ids.RECIPE_UPLOAD, "filename"),
                    version=State(ids.MODEL_VERSION, "data")),
         prevent_initial_call=True,
     )
     def edit(edit_log, presets, _undo, _redo, _controls, upload, _rule_button, _rule_enter, history, session, rule,
-             version):
+             upload_name, version):
         s = store.require(session)
         trig = ctx.triggered_id
         if s is None or not history or trig is None:
@@ -273,7 +274,8 @@ def register(app, store) -> None:
             try:
                 edited = services.push(history, services.recipe_from_upload(upload, s.graph))
             except RecipeError as exc:
-                return dict(history=no_update, error=f"recipe not loaded: {exc}")
+                name = quote_name(upload_name) if isinstance(upload_name, str) else "the file"
+                return dict(history=no_update, error=f"recipe not loaded: {name}: {exc}")
         elif trig in (ids.RULE_APPLY, ids.RULE_INPUT):
             try:
                 edited = services.push(history, services.with_rule(current(history), rule, s.graph))

@@ -125,11 +125,13 @@ def test_hostile_recipe_upload_is_one_line(app, lenet, recipe_text):
     recipe = {"history": [qviz.Recipe().to_dict()], "pos": 0}
     answer = _post(app, _body(app, "recipe-error.children",
                               {"session-store.data": {"sid": sid}, "recipe-store.data": recipe,
-                               "recipe-upload.contents": _payload(recipe_text.encode())},
+                               "recipe-upload.contents": _payload(recipe_text.encode()),
+                               "recipe-upload.filename": "my\nrecipe.json"},
                               ["recipe-upload.contents"]))
     texts = _texts(answer)
     message = texts.get("recipe-error") or texts.get("alert")
-    assert "recipe" in _one_line(message)
+    # one line, naming the file (quoted: its name holds a newline)
+    assert _one_line(message).startswith("recipe not loaded: 'my\\nrecipe.json': "), message
 
 
 def test_malformed_dash_request_is_answered_in_the_page(app):
