@@ -10,6 +10,7 @@ from dash import Input, Output, Patch, State, ctx, no_update
 from dash.exceptions import PreventUpdate
 
 from ...passes import Recipe
+from ...passes.recipe import FLOAT_RECIPE
 from ...render import graph_figure
 from ...render.image import recipe_badges
 from .. import ids, navigation, services
@@ -85,7 +86,8 @@ def register(app, store) -> None:
         key, pairs = (selected or {}).get("key"), folded_pairs(s, recipe, other)
         chosen = counterparts(key, a, b, pairs) if key else []
         graph = s.graph if other is None else s.drawn_result(other).graph
-        hover = services.hover_lines(s, graph, b.graph, other or recipe, services.hover_shapes(s.graph, graph))
+        # (the float model's hover says it folds and quantizes nothing: it said pane A's recipe)
+        hover = services.hover_lines(s, graph, b.graph, other or FLOAT_RECIPE, services.hover_shapes(s.graph, graph))
         # (no empty badge slots: the page previews an edit's badge in pane A only)
         badges = recipe_badges(s.graph, b.graph, other) if other is not None else {}
         # coloured as pane A is, for pane B's own model, and its opened blocks framed too

@@ -55,6 +55,11 @@ def test_two_panes_select_and_pan_together(dash_duo):
         what="pane B drawn")
     assert text_of(dash_duo, "#pane-b-caption").startswith("B: the float model")
     assert text_of(dash_duo, "#pane-a-caption").startswith("A: this recipe")
+    # the float model's hover says what the float model does (it said pane A's recipe)
+    hover = dash_duo.driver.execute_script(
+        f"const t = {_pane('graph-b')}.data.find(d => d.name === 'nodes');"
+        "return t.hovertext[t.customdata.indexOf('layer:conv2')];")
+    assert "BN fold: off" in hover and "bits: float" in hover, hover
     # "original" draws the float model in pane A too: its caption says so, not "this recipe"
     click(dash_duo, "#show-graph input[value=original]")
     wait_for(lambda: text_of(dash_duo, "#pane-a-caption").startswith("A: the float model"),
