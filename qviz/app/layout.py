@@ -35,8 +35,8 @@ NO_FIGURE = {"data": [], "layout": {"xaxis": {"visible": False}, "yaxis": {"visi
 PANE_B_EMPTY = {"data": [], "layout": {"xaxis": {"visible": False}, "yaxis": {"visible": False}}}
 
 
-def _panel(title, *children):
-    return html.Div([html.H4(title, className="panel-title"), *children], className="panel")
+def _panel(title, *children, className=""):
+    return html.Div([html.H4(title, className="panel-title"), *children], className=f"panel {className}".strip())
 
 
 #: The model picker's value for the model given to ``qviz serve FILE``.
@@ -228,7 +228,9 @@ def page(default_sample: str | None, session_id: str, max_upload_bytes: int = 20
                        html.Button("apply rule", id=ids.RULE_APPLY),
                        html.Span(id=ids.RULES_APPLIED, className="rules-applied"),
                    ], className="toolbar rules", title=RULE_HELP),
-                   dag.AgGrid(id=ids.GRID, columnDefs=[   # minimum widths: below them the table scrolls sideways
+                   # the table fills the panel, as tall as the verification beside it, ~9 rows at
+                   # least: at 260 px it showed 4½ of MobileNetV2's 63, above an empty half-panel
+                   html.Div(dag.AgGrid(id=ids.GRID, columnDefs=[   # minimum widths: below them the table scrolls sideways
                        {"field": "layer", "pinned": "left", "minWidth": 130},
                        {"field": "batch_norm", "headerName": "batch norm", "minWidth": 95},
                        {"field": "foldable", "minWidth": 100},
@@ -249,7 +251,8 @@ def page(default_sample: str | None, session_id: str, max_upload_bytes: int = 20
                        dashGridOptions={"rowSelection": {"mode": "singleRow", "checkboxes": False,
                                                          "enableClickSelection": True},
                                         "singleClickEdit": True},
-                       style={"height": "260px"})),
+                       style={"position": "absolute", "inset": "0", "height": "auto"}), className="layer-grid-box"),
+                   className="layers-panel"),
             _panel("Verification", html.Div(id=ids.VERIFY_PANEL),
                    dcc.Interval(id=ids.VERIFY_POLL, interval=300, disabled=True),
                    html.Div([

@@ -421,7 +421,10 @@ def layer_error_figure(layers, sqnr, *, quantized=(), limit: int | None = WORST_
     fig.update_layout(title=f"per-layer SQNR, {mode}<br><sub>◆ blue: quantized, green: exact{shown}</sub>",
                       height=72 + 22 * max(len(rows), 1), margin=dict(l=10, r=10, t=52, b=20),
                       yaxis=dict(autorange="reversed", automargin=True, title=dict(text="layer", standoff=4)),
-                      xaxis=dict(rangemode="tozero", title=dict(text="SQNR (dB, higher is better)", standoff=4)))
+                      # room beside the bars for the labels put there, a negative one's on its left
+                      xaxis=dict(range=[min(0.0, min(x, default=0.0)) - (0.25 * span if min(x, default=0.0) < 0 else 0.0),
+                                        max(0.0, max(x, default=0.0)) + 0.2 * span],
+                                 title=dict(text="SQNR (dB, higher is better)", standoff=4)))
     return fig
 
 

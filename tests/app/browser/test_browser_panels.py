@@ -117,6 +117,12 @@ def test_every_panel_fits_at_both_window_sizes(dash_duo):
                  what=lambda: f"at {width}×{height}: " + "; ".join(dash_duo.driver.execute_script(MEASURE)[:8]))
         top = dash_duo.driver.execute_script(CONTROLS_TOP)
         assert top is not None and top < 120, f"at {width}×{height} the fold checkbox is {top} px down its panel"
+        # the layer table shows a good part of a model (it showed 4½ rows above an empty half-panel)
+        rows = dash_duo.driver.execute_script(
+            "const box = document.querySelector('#layer-grid .ag-body-viewport').getBoundingClientRect();"
+            "const row = document.querySelector('#layer-grid .ag-row').getBoundingClientRect();"
+            "return box.height / row.height;")
+        assert rows >= 8, f"at {width}×{height} the layer table shows {rows:.1f} rows"
         dash_duo.driver.execute_script("document.getElementById('fold-explainer-panel').scrollIntoView()")
         shot(dash_duo, f"fold_explainer_{width}.png")
         dash_duo.driver.execute_script("document.getElementById('layer-errors').scrollIntoView()")
