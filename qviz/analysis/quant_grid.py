@@ -196,7 +196,7 @@ def activation_samples(graph: Graph, inputs, keep: int = 16384) -> dict[str, np.
     """
     tensors = activation_tensors(graph)
     total = len(inputs[0]) if tensors else 0
-    parts: dict[str, list] = {t: [] for t in tensors}
+    parts: dict[str, list] = {t: [np.zeros(0, np.float32)] for t in tensors}   # (no examples: none)
     start, step = 0, 1
     while start < total:
         part = [x[start:start + step] for x in inputs]

@@ -103,7 +103,7 @@ def _weights(session, name: str, recipe: Recipe | None) -> NodeData:
     """
     if recipe is None or not recipe.fold_selection(session.graph):
         return weight_metrics(session.graph)[name]
-    data = weight_metrics(session.drawn_result(recipe).folded.graph)[name]
+    data = weight_metrics(session.folded(recipe))[name]   # (memoized on it: once per fold selection)
     return replace(data, name=f"{name} (batch norms folded in)")
 
 

@@ -472,7 +472,6 @@ def _serve(conn, name: str = "") -> None:
             answer = ("done", JOBS[kind](*args, progress=progress))
         except BaseException as exc:  # sent to the app, which shows it in one line
             answer = ("error", exc)
-        _give_back_memory()
         try:
             conn.send(answer)
         except OSError:   # the app is gone (stopped, killed): nobody is waiting for answers
@@ -483,6 +482,7 @@ def _serve(conn, name: str = "") -> None:
                                                  f"{type(exc).__name__}: {exc}")))
             except OSError:
                 return
+        _give_back_memory()   # (after the answer: no reply waits for it)
 
 
 def _give_back_memory() -> None:

@@ -89,6 +89,7 @@ class Session:
     # Per-recipe caches, least recently used first out: undo/redo and re-selection are instant.
     results: LRUCache = field(default_factory=lambda: LRUCache(8))   # recipe json → Result (no report)
     previews: LRUCache = field(default_factory=lambda: LRUCache(4))  # recipe json → Result to draw meanwhile
+    folds: LRUCache = field(default_factory=lambda: LRUCache(4))     # fold selection → the graph folded so
     checks: LRUCache = field(default_factory=lambda: LRUCache(8))    # recipe json → DeployCheck
     reports: LRUCache = field(default_factory=lambda: LRUCache(8))   # recipe json → Future[Report]
     # recipe json → Future[Report] with each layer's own error too (asked for apart: it costs seconds more)
@@ -164,6 +165,14 @@ class Session:
             return self.result(recipe)
         return _cached(self.previews, recipe, lambda: self._apply(recipe, lambda _: derived))
 
+    def folded(self, recipe: Recipe):
+        """The graph with the recipe's batch norms folded and nothing quantized, cached per fold
+        selection: what its weights are quantized from (no calibration: it runs no TensorFlow)."""
+        from ..passes import fold_batch_norms
+
+        folds = tuple(recipe.fold_selection(self.graph))
+        return _cached(self.folds, folds, lambda: fold_batch_norms(self.graph, layers=list(folds)).graph)
+
     def _apply(self, recipe: Recipe, ranges_of):
         from ..pipeline import apply
 
@@ -195,16 +204,31 @@ class Session:
         try:
             return fut.result()
         except Exception:   # not kept: the next recipe with these folds tries again
-            self.ranges.pop(tuple(recipe.fold_selection(self.graph)), None)
+            self._forget_calibration(recipe, fut)
             raise
+
+    def _calibration_key(self, recipe: Recipe):
+        """What a calibration is made for: the fold selection, and an EMA's decay if the recipe
+        asks for one (its ranges are an average over the batches, not their extremes)."""
+        folds = tuple(recipe.fold_selection(self.graph))
+        ema = recipe.quantize_config(self.graph).ema_decay
+        return folds if ema is None else (folds, ("ema", ema))
+
+    def _forget_calibration(self, recipe: Recipe, failed: Future) -> None:
+        """Drop a failed calibration (the next ask tries again), unless a newer one replaced it."""
+        key = self._calibration_key(recipe)
+        with _CACHES:
+            if self.ranges.get(key) is failed:
+                del self.ranges[key]
 
     def ranges_future(self, recipe: Recipe) -> Future:
         """The calibration of this fold selection, running or done in the runner."""
-        folds = tuple(recipe.fold_selection(self.graph))
+        key = self._calibration_key(recipe)
         with _CACHES:
-            if folds in self.ranges:
-                return self.ranges[folds]
-        return self._submit_once(self.ranges, folds, "calibrate", self.key, self.graph, folds)
+            if key in self.ranges:
+                return self.ranges[key]
+        return self._submit_once(self.ranges, key, "calibrate", self.key, self.graph,
+                                 tuple(recipe.fold_selection(self.graph)), recipe.quantize_config(self.graph).ema_decay)
 
     def _derived_ranges(self, recipe: Recipe) -> dict | None:
         """This fold selection's ranges read off a calibration made for other folds (a fold
@@ -212,9 +236,12 @@ class Session:
         None when none is done. Its own calibration is started meanwhile."""
         folds = tuple(recipe.fold_selection(self.graph))
         self.ranges_future(recipe)
-        with _CACHES:
+        if recipe.quantize_config(self.graph).ema_decay is not None:
+            return None   # (an average over batches is not read off another calibration)
+        with _CACHES:   # (keys of EMA calibrations are not fold selections: not read off either)
             done = [(other, fut) for other, fut in self.ranges.items()
-                    if other != folds and fut.done() and not fut.cancelled() and fut.exception() is None]
+                    if other != folds and not (other and isinstance(other[-1], tuple)) and fut.done()
+                    and not fut.cancelled() and fut.exception() is None]
         for other, fut in done[-2:]:   # the newest: most likely one toggle away
             derived = ranges_across_folds(self.graph, fut.result(), other, folds)
             if derived is not None:
@@ -262,42 +289,52 @@ class Session:
         """A job for ``key``, cached; if another callback submitted one meanwhile, that one.
         An argument :data:`_RANGES` is the recipe's activation ranges (None if it quantizes
         nothing): the job is sent once its calibration is done, and asking never waits for it."""
-        fut = self._after_ranges(recipe, kind, args) if _RANGES in args else self.runner.submit(kind, *args)
+        start = None
+        if any(a is _RANGES for a in args):
+            fut, start = self._after_ranges(recipe, kind, args, forget=lambda failed: _drop(cache, key, failed))
+        else:
+            fut = self.runner.submit(kind, *args)
         with _CACHES:
             kept = cache.setdefault(key, fut)
         if kept is not fut:
             fut.cancel()
+        elif start is not None:
+            start()   # (once cached: a calibration failing at once finds it there to drop)
         return kept
 
-    def _after_ranges(self, recipe: Recipe, kind: str, args: tuple) -> Future:
-        """The job ``kind`` with the recipe's ranges for :data:`_RANGES`, submitted when they are
-        in; the future answers for both (cancelled before then, the job is never sent)."""
+    def _after_ranges(self, recipe: Recipe, kind: str, args: tuple, forget):
+        """``(answer, start)``: the job ``kind`` with the recipe's ranges for :data:`_RANGES`,
+        submitted by ``start()`` once they are in; the future answers for both (cancelled before
+        then, the job is never sent). A failed calibration fails it, and ``forget(answer)``
+        first drops it from its cache: asked again, both are tried again."""
         answer = _AfterRanges()
 
         def send(ranges) -> None:
             if not answer.set_running_or_notify_cancel():
                 return
-            answer.job = self.runner.submit(kind, *(ranges if a is _RANGES else a for a in args))
+            try:
+                answer.job = self.runner.submit(kind, *(ranges if a is _RANGES else a for a in args))
+            except BaseException as exc:   # (the runner closed, Redis gone): said, not "verifying…" forever
+                answer.set_exception(exc)
+                return
             answer.job.add_done_callback(lambda done: _copy(done, answer))
 
         if not recipe.quantize_config(self.graph).layers:
-            send(None)
-            return answer
+            return answer, lambda: send(None)
         calibration = self.ranges_future(recipe)
 
         def calibrated(done: Future) -> None:
             try:
                 ranges = done.result()
             except BaseException as exc:   # the calibration failed or was cancelled: so does this job
-                with _CACHES:
-                    self.ranges.pop(tuple(recipe.fold_selection(self.graph)), None)   # (tried again next time)
+                self._forget_calibration(recipe, done)
+                forget(answer)   # (first: whoever sees the failure and asks again gets a new try)
                 if answer.set_running_or_notify_cancel():
                     answer.set_exception(exc)
                 return
             send(ranges)
 
-        calibration.add_done_callback(calibrated)
-        return answer
+        return answer, lambda: calibration.add_done_callback(calibrated)
 
     def start(self, name: str, kind: str, *args, key=None) -> Job:
         """Start the page's job ``name`` (a ``kind`` of :data:`qviz.app.jobs.KINDS`),
@@ -394,6 +431,16 @@ class _AfterRanges(Future):
 
     def cancel(self) -> bool:
         return self.job.cancel() if self.job is not None else super().cancel()
+
+    def cancelled(self) -> bool:
+        return super().cancelled() or (self.job is not None and self.job.cancelled())
+
+
+def _drop(cache: LRUCache, key, fut: Future) -> None:
+    """Remove ``cache[key]`` if it is still ``fut``."""
+    with _CACHES:
+        if cache.get(key) is fut:
+            del cache[key]
 
 
 def _copy(done: Future, answer: Future) -> None:

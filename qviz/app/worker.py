@@ -85,16 +85,17 @@ def _calibration(graph) -> list:
     return list(calibration) if calibration is not None else noise_inputs(graph)   # raises, saying why
 
 
-def calibrate(key, graph, fold_layers, progress=None):
+def calibrate(key, graph, fold_layers, ema_decay=None, progress=None):
     """Activation ranges of every quantizable layer of the graph folded as asked
-    (:func:`qviz.passes.refold.calibration_tensors`)."""
+    (:func:`qviz.passes.refold.calibration_tensors`); ``ema_decay``: the recipe's moving
+    average of each batch's extremes, as ``qviz apply`` calibrates it."""
     from ..passes import fold_batch_norms
     from ..passes.calibration import activation_ranges
     from ..passes.refold import calibration_tensors
 
     graph = _graph(key, graph)
     folded = fold_batch_norms(graph, layers=list(fold_layers)).graph
-    return activation_ranges(folded, calibration_tensors(folded), _calibration(graph))
+    return activation_ranges(folded, calibration_tensors(folded), _calibration(graph), ema_decay=ema_decay)
 
 
 def report(key, graph, recipe_json, ranges, local=False, progress=None):

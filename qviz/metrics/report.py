@@ -71,6 +71,8 @@ class ErrorSums:
     >>> sums = ErrorSums().add(np.array([1.1]), np.array([1.0])).add(np.array([2.0]), np.array([2.0]))
     >>> sums.figures() == error_figures(np.array([1.1, 2.0]), np.array([1.0, 2.0]))
     True
+    >>> [math.isnan(v) for v in ErrorSums().add(np.array([np.nan]), np.array([1.0])).add(np.ones(1), np.ones(1)).figures()]
+    [True, True]
     """
 
     def __init__(self):
@@ -85,8 +87,9 @@ class ErrorSums:
         if want.size:
             diff = np.asarray(got, np.float64).ravel() - want
             self.size += want.size
-            self.peak = max(self.peak, float(want.max()), -float(want.min()))
-            self.worst = max(self.worst, float(diff.max()), -float(diff.min()))
+            # (np.max, not max(): a NaN anywhere must stay NaN, as one difference had it)
+            self.peak = float(np.max([self.peak, want.max(), -want.min()])) + 0.0   # (+ 0.0: not -0.0)
+            self.worst = float(np.max([self.worst, diff.max(), -diff.min()])) + 0.0
             self.noise += float(np.dot(diff, diff))
             self.signal += float(np.dot(want, want))
         return self

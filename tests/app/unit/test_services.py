@@ -274,3 +274,36 @@ def _walk(component):
     for child in children if isinstance(children, (list, tuple)) else [children] if children is not None else []:
         if hasattr(child, "to_plotly_json"):
             yield from _walk(child)
+
+
+def test_a_failed_calibration_fails_the_report_once_and_is_tried_again(samples):
+    """The report waits for the recipe's calibration without holding a request thread; a
+    calibration that fails (a worker killed) fails that report, and asking again tries both
+    again instead of answering the cached failure for good."""
+    import qviz
+    from qviz.app import worker
+    from qviz.app.jobs import ThreadRunner
+    from qviz.app.session import Session
+
+    calls = []
+
+    def calibrate(*args, progress=None):
+        calls.append("calibrate")
+        if len(calls) == 1:
+            raise RuntimeError("the worker process stopped during the calibrate job")
+        return worker.calibrate(*args)
+
+    runner = ThreadRunner(functions={"calibrate": calibrate, "report": worker.report})
+    try:
+        g = qviz.load(samples["lenet_digits"])
+        s = Session(g, "lenet", runner=runner)
+        recipe = Recipe.default(g)
+        with pytest.raises(RuntimeError, match="worker process stopped"):
+            s.report_future(recipe).result(timeout=60)
+        report = s.report_future(recipe).result(timeout=120)
+        assert calls == ["calibrate", "calibrate"] and report.layers
+        assert s.report_future(recipe).result(timeout=1) is report     # kept once it is in
+        float_report = s.report_future(Recipe(fold_default=False, quantize_default=None)).result(timeout=120)
+        assert calls == ["calibrate", "calibrate"] and float_report.sqnr_db > 100   # nothing to calibrate
+    finally:
+        runner.close()
