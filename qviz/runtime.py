@@ -122,30 +122,30 @@ def _wrapped(graph: Graph):
     return graph.memo("runtime.wrapped", build)
 
 
-def _pruned(graph: Graph, fetches: tuple[str, ...] | None, extrema: bool = False):
+def _pruned(graph: Graph, fetches: tuple[str, ...] | None, reduced: bool = False):
     """``(function of the inputs → fetches, the inputs' placeholders)``, memoized;
-    ``extrema``: the function returns each fetch's minimum and maximum instead, in turn.
+    ``reduced``: the function returns each fetch's minimum and maximum instead, in turn.
 
     Pruning adds to the wrapped graph, so it is done once per fetches, under the
     lock, checked again there (two threads running a graph for the first time
     must not both prune it)."""
-    pruned = graph.memo("runtime.pruned", dict)   # (fetches, extrema) → (fn, feed tensors), filled under _lock
-    found = pruned.get((fetches, extrema))
+    pruned = graph.memo("runtime.pruned", dict)   # (fetches, reduced) → (fn, feed tensors), filled under _lock
+    found = pruned.get((fetches, reduced))
     if found is not None:
         return found
     tf = _tf()  # imported (and configured) before taking the lock
     with _lock:
-        found = pruned.get((fetches, extrema))
+        found = pruned.get((fetches, reduced))
         if found is None:
             wrapped = _wrapped(graph)
             try:
                 tfg = wrapped.graph
                 feeds = [tfg.get_tensor_by_name(t) for t in graph.inputs]
                 targets = [tfg.get_tensor_by_name(t) for t in (fetches or graph.outputs)]
-                if extrema:
+                if reduced:
                     with tfg.as_default():
                         targets = [r(t) for t in targets for r in (tf.reduce_min, tf.reduce_max)]
-                found = pruned[(fetches, extrema)] = wrapped.prune(feeds=feeds, fetches=targets), feeds
+                found = pruned[(fetches, reduced)] = wrapped.prune(feeds=feeds, fetches=targets), feeds
             except Exception as exc:
                 raise _import_error(graph, exc) from exc
         return found
@@ -203,9 +203,7 @@ def run(graph: Graph, *arrays, feeds: Mapping | None = None,
             raise RunError(f"feeds do not match the graph inputs {list(graph.inputs)}: "
                            f"missing {missing}, unknown {extra}")
         arrays = tuple(keyed[t] for t in graph.inputs)
-    if len(arrays) != len(graph.inputs):
-        raise RunError(f"the graph has {len(graph.inputs)} input(s) {list(graph.inputs)}, "
-                       f"but {len(arrays)} array(s) were given")
+    _check_arity(graph, arrays)
     if fetches is not None:
         fetches = tuple(graph.checked_tensor(t, "fetch") for t in fetches)
         if not fetches:
@@ -242,21 +240,27 @@ def extrema(graph: Graph, *arrays, tensors: Sequence[str]) -> tuple[np.ndarray, 
     >>> float(lo[0]) == 0.0 < float(hi[0]), (float(lo[1]), float(hi[1]))     # a ReLU's range; the input's
     (True, (-1.0, 1.0))
     """
-    if len(arrays) != len(graph.inputs):
-        raise RunError(f"the graph has {len(graph.inputs)} input(s) {list(graph.inputs)}, "
-                       f"but {len(arrays)} array(s) were given")
+    _check_arity(graph, arrays)
     tensors = [graph.checked_tensor(t, "fetch") for t in tensors]
     fed = {t: i for i, t in enumerate(graph.inputs)}
     computed = tuple(dict.fromkeys(t for t in tensors if t not in fed))
-    values = dict(zip(computed, zip(*[iter(_execute(graph, arrays, computed, extrema=True))] * 2))) if computed else {}
+    flat = _execute(graph, arrays, computed, reduced=True) if computed else []   # min, max, min, max…
+    values = {t: (flat[2 * i], flat[2 * i + 1]) for i, t in enumerate(computed)}
     pairs = [(np.min(arrays[fed[t]]), np.max(arrays[fed[t]])) if t in fed else values[t] for t in tensors]
     return (np.array([float(np.asarray(lo)) for lo, _ in pairs]),
             np.array([float(np.asarray(hi)) for _, hi in pairs]))
 
 
-def _execute(graph: Graph, arrays, fetches: tuple[str, ...] | None, extrema: bool = False) -> list:
-    """The pruned function of ``fetches`` called on ``arrays``: TensorFlow's tensors, in a list."""
-    fn, placeholders = _pruned(graph, fetches, extrema)
+def _check_arity(graph: Graph, arrays) -> None:
+    if len(arrays) != len(graph.inputs):
+        raise RunError(f"the graph has {len(graph.inputs)} input(s) {list(graph.inputs)}, "
+                       f"but {len(arrays)} array(s) were given")
+
+
+def _execute(graph: Graph, arrays, fetches: tuple[str, ...] | None, reduced: bool = False) -> list:
+    """The pruned function of ``fetches`` called on ``arrays``: TensorFlow's tensors, in a list
+    (``reduced``: each fetch's minimum and maximum, in turn)."""
+    fn, placeholders = _pruned(graph, fetches, reduced)
     tf = _tf()
     try:
         tensors = [tf.convert_to_tensor(np.asarray(a), dtype=p.dtype) for a, p in zip(arrays, placeholders)]

@@ -99,7 +99,7 @@ class Session:
     latest: str = ""   # the recipe last drawn: reports for older ones are not worth computing
     warmed: bool = False   # the starting calibration has been asked for (services.warm_up)
     sweep_target: float = 30.0   # the sweep panel's target SQNR (dB): its suggestion colours the graph
-    ranges: dict = field(default_factory=dict)   # fold selection → Future of activation ranges (shared per graph)
+    ranges: dict = field(default_factory=dict)   # (folds, EMA decay) → Future of activation ranges (shared per graph)
     key: str = field(default_factory=lambda: uuid.uuid4().hex)  # names this model in the worker
     # Jobs the page started and polls, by name ("sweep", "qat", "tflite", "explain", "training"): one
     # each, replaced by the next start, cancelled when the session goes.
@@ -207,12 +207,10 @@ class Session:
             self._forget_calibration(recipe, fut)
             raise
 
-    def _calibration_key(self, recipe: Recipe):
-        """What a calibration is made for: the fold selection, and an EMA's decay if the recipe
-        asks for one (its ranges are an average over the batches, not their extremes)."""
-        folds = tuple(recipe.fold_selection(self.graph))
-        ema = recipe.quantize_config(self.graph).ema_decay
-        return folds if ema is None else (folds, ("ema", ema))
+    def _calibration_key(self, recipe: Recipe) -> tuple[tuple[str, ...], float | None]:
+        """What a calibration is made for: ``(fold selection, EMA decay or None)`` (an EMA's
+        ranges are an average over the batches, not their extremes). Also the job's arguments."""
+        return tuple(recipe.fold_selection(self.graph)), recipe.quantize_config(self.graph).ema_decay
 
     def _forget_calibration(self, recipe: Recipe, failed: Future) -> None:
         """Drop a failed calibration (the next ask tries again), unless a newer one replaced it."""
@@ -227,20 +225,19 @@ class Session:
         with _CACHES:
             if key in self.ranges:
                 return self.ranges[key]
-        return self._submit_once(self.ranges, key, "calibrate", self.key, self.graph,
-                                 tuple(recipe.fold_selection(self.graph)), recipe.quantize_config(self.graph).ema_decay)
+        return self._submit_once(self.ranges, key, "calibrate", self.key, self.graph, *key)
 
     def _derived_ranges(self, recipe: Recipe) -> dict | None:
         """This fold selection's ranges read off a calibration made for other folds (a fold
         toggle: :func:`qviz.passes.refold.ranges_across_folds`), for :meth:`drawn_result`;
         None when none is done. Its own calibration is started meanwhile."""
-        folds = tuple(recipe.fold_selection(self.graph))
+        folds, ema = self._calibration_key(recipe)
         self.ranges_future(recipe)
-        if recipe.quantize_config(self.graph).ema_decay is not None:
+        if ema is not None:
             return None   # (an average over batches is not read off another calibration)
-        with _CACHES:   # (keys of EMA calibrations are not fold selections: not read off either)
-            done = [(other, fut) for other, fut in self.ranges.items()
-                    if other != folds and not (other and isinstance(other[-1], tuple)) and fut.done()
+        with _CACHES:
+            done = [(other, fut) for (other, other_ema), fut in self.ranges.items()
+                    if other != folds and other_ema is None and fut.done()
                     and not fut.cancelled() and fut.exception() is None]
         for other, fut in done[-2:]:   # the newest: most likely one toggle away
             derived = ranges_across_folds(self.graph, fut.result(), other, folds)

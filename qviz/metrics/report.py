@@ -131,8 +131,7 @@ def output_chunk(inputs: Sequence[np.ndarray]) -> int:
     >>> output_chunk([np.zeros((100, 8, 8, 1), np.float32)]), output_chunk([np.zeros((64, 224, 224, 3), np.float32)])
     (64, 6)
     """
-    per_example = sum(np.asarray(x[:1]).nbytes for x in inputs)
-    return int(max(1, min(OUTPUT_CHUNK, INPUT_CHUNK_BYTES // max(per_example, 1))))
+    return _examples_within(INPUT_CHUNK_BYTES, sum(np.asarray(x[:1]).nbytes for x in inputs))
 
 
 def layer_chunk(values: Sequence[np.ndarray], examples: int) -> int:
@@ -142,8 +141,12 @@ def layer_chunk(values: Sequence[np.ndarray], examples: int) -> int:
     >>> layer_chunk([np.zeros((1, 4096, 4096), np.float32)], 1), layer_chunk([np.zeros((2, 10))], 2)
     (4, 64)
     """
-    per_example = sum(np.asarray(v).nbytes for v in values) / max(examples, 1)
-    return int(max(1, min(OUTPUT_CHUNK, LAYER_CHUNK_BYTES // max(per_example, 1))))
+    return _examples_within(LAYER_CHUNK_BYTES, sum(np.asarray(v).nbytes for v in values) / max(examples, 1))
+
+
+def _examples_within(budget: int, per_example: float) -> int:
+    """How many examples of ``per_example`` bytes ``budget`` holds, 1 to :data:`OUTPUT_CHUNK`."""
+    return int(max(1, min(OUTPUT_CHUNK, budget // max(per_example, 1))))
 
 
 def constant_output(outputs: Sequence[np.ndarray]) -> str | None:
