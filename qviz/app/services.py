@@ -310,7 +310,7 @@ def draw_view(session, recipe: Recipe, choice: ViewChoice) -> DrawnView:
     key = (id(graph), choice)
     cached = session.layouts.get(key)
     if cached is None:
-        status, removed = diff_status(result.changes, session.graph) if not choice.original else ({}, [])
+        status, removed = diff_status(result) if not choice.original else ({}, [])
         closed = closed_blocks(session.blocks, choice.opened) if choice.blocks else ()
         vg = view_graph(graph, choice.mode, choice.expanded, removed=removed, status=status, blocks=closed,
                         original=session.graph)

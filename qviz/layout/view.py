@@ -108,16 +108,14 @@ class ViewKey(str):
         return graph.node(self.name).layer if self.name in graph else None
 
 
-def diff_status(changes, original: Graph) -> tuple[dict[str, str], list[Node]]:
-    """``(status, removed)`` for :func:`view_graph` from a change record: added and
-    modified node names (a NoOp's control edges are not a change), and the non-constant
-    nodes of ``original`` removed."""
-    status = {n: "added" for n in changes.added}
-    # (not a NoOp: freezing leaves one holding control edges to every op; a fold removing the
-    # ops it pointed at is not a change to the layer it is in, which would be outlined)
-    status.update({n: "modified" for n in changes.modified if n not in original or original.node(n).op != NO_OP})
-    removed = [original.node(n) for n in changes.removed if not original.is_constant(n)]
-    return status, removed
+def diff_status(result) -> tuple[dict[str, str], list[Node]]:
+    """``(status, removed)`` for :func:`view_graph` from a rewrite's result
+    (:class:`qviz.pipeline.Result`): the ops it added and modified, and the ops of the
+    original it removed, as a reader sees them (:meth:`qviz.passes.Changes.seen`: no
+    constants, and no NoOp, whose control edges a fold rewires)."""
+    seen = result.changes.seen(result.original, result.graph)
+    status = {**{n: "added" for n in seen.added}, **{n: "modified" for n in seen.modified}}
+    return status, [result.original.node(n) for n in seen.removed]
 
 
 def key_showing(vg: nx.DiGraph, graph: Graph, name: str) -> ViewKey | None:

@@ -113,7 +113,7 @@ def rewrite_view(original: Graph, result=None, view: str = "layer", direction: s
     """``(view graph, positions, edge routes)`` of ``result``'s rewrite of ``original``,
     its changes marked (removed ops kept as ghosts), or of ``original`` when ``result`` is None;
     with ``around_layers``, only what lies within ``hops`` edges of them (:func:`qviz.layout.around`)."""
-    status, removed = diff_status(result.changes, original) if result is not None else ({}, [])
+    status, removed = diff_status(result) if result is not None else ({}, [])
     vg = view_graph(result.graph if result is not None else original, view, removed=removed, status=status,
                     original=original)
     if around_layers:

@@ -78,7 +78,7 @@ def test_the_view_draws_closed_blocks_with_their_members_changes_and_matches():
     result = qviz.apply(graph, qviz.Recipe(fold_default=True, quantize_default=None), report=False)
     from qviz.layout import diff_status
 
-    status, removed = diff_status(result.changes, graph)
+    status, removed = diff_status(result)
     vg = view_graph(result.graph, "layer", removed=removed, status=status, blocks=blocks[:1])
     key = f"block:{blocks[0].id}"
     d = vg.nodes[key]

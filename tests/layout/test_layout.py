@@ -195,7 +195,7 @@ def test_a_quantized_relu_stays_an_activation_and_a_folded_batch_norm_a_batch_no
 
     g = qviz.load(samples["lenet_digits"])
     result = qviz.apply(g, qviz.Recipe.default(g), report=False)
-    status, removed = diff_status(result.changes, g)
+    status, removed = diff_status(result)
     vg = view_graph(result.graph, mode, removed=removed, status=status, original=g)
     kinds = {}
     for _, d in vg.nodes(data=True):
@@ -213,7 +213,7 @@ def test_the_change_line_counts_what_the_graph_draws(samples):
     g = qviz.load(samples["lenet_digits"])
     result = qviz.apply(g, qviz.Recipe(fold_default=False).with_preset("first-last-8-rest-4", g), report=False)
     assert result.changes.removed                       # constants the quantizer replaced
-    status, removed = diff_status(result.changes, g)
+    status, removed = diff_status(result)
     vg = view_graph(result.graph, "op", removed=removed, status=status, original=g)
     faded = [k for k, d in vg.nodes(data=True) if d["status"] == "removed"]
     added = [k for k, d in vg.nodes(data=True) if d["status"] == "added"]

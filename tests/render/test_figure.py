@@ -114,7 +114,7 @@ def test_a_fold_moves_no_other_name_to_its_nodes_other_side(samples, name):
     for candidate in (c for c in fold_candidates(g) if c.foldable):
         result = qviz.apply(g, qviz.Recipe(fold_default=False, quantize_default=None,
                                            fold_layers={candidate.layer: True}), report=False)
-        status, removed = diff_status(result.changes, g)
+        status, removed = diff_status(result)
         vg = view_graph(result.graph, "layer", removed=removed, status=status, original=g)
         sides = label_sides(vg, routes_in_place(vg, float_view)[0])
         assert sides == float_sides, (candidate.layer, {k: (float_sides.get(k), v) for k, v in sides.items()

@@ -42,7 +42,7 @@ def test_report_opens_from_disk_and_draws_with_no_network(dash_duo, tmp_path):
     assert page["fetched"] == []            # nothing loaded from anywhere: plotly.js is in the file
     # the graph: the rewritten layer view, the removed batch norms drawn faded where they were
     result = qviz.apply(g, recipe)
-    status, removed = diff_status(result.changes, g)
+    status, removed = diff_status(result)
     assert page["nodes"] == len(view_graph(result.graph, "layer", removed=removed, status=status))
     assert sorted(page["badges"]) == sorted(["w8a8+bn", "w4a8+bn", "w8a8+bn", "w8a8"])
     assert page["headings"][:5] == ["Recipe", "Graph (layer view, rewritten)",
