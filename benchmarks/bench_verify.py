@@ -55,7 +55,7 @@ def main() -> None:
                 ranges = activation_ranges(refolded, calibration_tensors(refolded), data.calibration)
             else:   # its ranges read off the opening's calibration (refold)
                 ranges = ranges_across_folds(graph, measured, folds, toggled)
-            result = apply(graph, recipe, ranges=ranges, calibration=data.calibration, report=False)
+            result = apply(graph, recipe, ranges=ranges, calibration=lambda: data.calibration, report=False)
             t1 = time.perf_counter()
             report = report_for(graph, recipe, result, data.verification, data.labels)
             t2 = time.perf_counter()

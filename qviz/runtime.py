@@ -1,8 +1,8 @@
 """Running a :class:`~qviz.ir.Graph` in TensorFlow.
 
-The graph is exported to a GraphDef, imported into a ``tf.function`` once, and
-the pruned concrete function is cached on the graph (graphs are immutable, so
-the cache can never go stale). TensorFlow is imported on first use only.
+The graph is exported to a GraphDef and imported into a concrete function per set
+of fetches, cached on the graph (graphs are immutable, so the cache can never go
+stale). TensorFlow is imported on first use only.
 """
 
 from __future__ import annotations
@@ -123,13 +123,16 @@ def _wrapped(graph: Graph):
 
 
 def _pruned(graph: Graph, fetches: tuple[str, ...] | None, reduced: bool = False):
-    """``(function of the inputs → fetches, the inputs' placeholders)``, memoized;
+    """``(function of the inputs → fetches, the inputs' specs)``, memoized;
     ``reduced``: the function returns each fetch's minimum and maximum instead, in turn.
 
-    Pruning adds to the wrapped graph, so it is done once per fetches, under the
-    lock, checked again there (two threads running a graph for the first time
-    must not both prune it)."""
-    pruned = graph.memo("runtime.pruned", dict)   # (fetches, reduced) → (fn, feed tensors), filled under _lock
+    Each function imports the GraphDef with the inputs mapped to its arguments and
+    returns the fetches: TensorFlow keeps only what they need. (Pruning one imported
+    function per fetch set, as qviz did to stop 39, cost MobileNetV2 ~0.3 s of Python
+    per set and its first call ~0.4 s more: 1.1–1.5 s a new graph, against ~0.45 s.)
+    Built under the lock, checked again there: two threads running a graph for the
+    first time build it once."""
+    pruned = graph.memo("runtime.pruned", dict)   # (fetches, reduced) → (fn, input specs), filled under _lock
     found = pruned.get((fetches, reduced))
     if found is not None:
         return found
@@ -137,22 +140,65 @@ def _pruned(graph: Graph, fetches: tuple[str, ...] | None, reduced: bool = False
     with _lock:
         found = pruned.get((fetches, reduced))
         if found is None:
-            wrapped = _wrapped(graph)
-            try:
-                tfg = wrapped.graph
-                feeds = [tfg.get_tensor_by_name(t) for t in graph.inputs]
-                targets = [tfg.get_tensor_by_name(t) for t in (fetches or graph.outputs)]
-                if reduced:
-                    with tfg.as_default():
-                        targets = [r(t) for t in targets for r in (tf.reduce_min, tf.reduce_max)]
-                found = pruned[(fetches, reduced)] = wrapped.prune(feeds=feeds, fetches=targets), feeds
-            except Exception as exc:
-                raise _import_error(graph, exc) from exc
+            specs = _input_specs(graph, tf)
+            if specs is None:      # an input that is no placeholder: no signature to give
+                found = _pruned_from_wrapped(graph, fetches, reduced, tf)
+            else:
+                found = _imported(graph, fetches, reduced, specs, tf), specs
+            pruned[(fetches, reduced)] = found
         return found
 
 
-def _call(fn, feeds: list, tensors: list):
-    """Call a pruned function with its inputs (``tensors``, for the placeholders ``feeds``) in order.
+def _input_specs(graph: Graph, tf) -> list | None:
+    """A ``tf.TensorSpec`` per graph input (its placeholder's name with ``_qviz_arg``: the
+    function's argument, beside the imported placeholder it replaces); None if an input
+    is not a placeholder's output."""
+    specs = []
+    for t in graph.inputs:
+        node = graph.node(t.split(":")[0])
+        if node.op != "Placeholder" or "dtype" not in node.raw_attrs:
+            return None
+        shape = node.raw_attrs["shape"].shape if "shape" in node.raw_attrs else None
+        specs.append(tf.TensorSpec(tf.TensorShape(shape), tf.dtypes.as_dtype(node.raw_attrs["dtype"].type),
+                                   name=f"{node.name}_qviz_arg"))
+    return specs
+
+
+def _imported(graph: Graph, fetches, reduced: bool, specs: list, tf):
+    """The GraphDef imported, its ops keeping their names (a TFLite export made from the
+    function names its tensors after them), into a function of ``specs`` returning ``fetches``."""
+    graph_def = graph.to_graph_def()
+    targets = list(fetches or graph.outputs)
+
+    def body(*args):
+        out = tf.compat.v1.import_graph_def(graph_def, input_map=dict(zip(graph.inputs, args)),
+                                            return_elements=targets, name="")
+        return [r(t) for t in out for r in (tf.reduce_min, tf.reduce_max)] if reduced else out
+
+    try:
+        return tf.compat.v1.wrap_function(body, specs)
+    except Exception as exc:  # TF raises many types here; all mean "cannot build"
+        raise _import_error(graph, exc) from exc
+
+
+def _pruned_from_wrapped(graph: Graph, fetches, reduced: bool, tf):
+    """The slower way, for inputs that are not placeholders: prune the imported graph."""
+    wrapped = _wrapped(graph)
+    try:
+        tfg = wrapped.graph
+        feeds = [tfg.get_tensor_by_name(t) for t in graph.inputs]
+        targets = [tfg.get_tensor_by_name(t) for t in (fetches or graph.outputs)]
+        if reduced:
+            with tfg.as_default():
+                targets = [r(t) for t in targets for r in (tf.reduce_min, tf.reduce_max)]
+        return wrapped.prune(feeds=feeds, fetches=targets), feeds
+    except Exception as exc:
+        raise _import_error(graph, exc) from exc
+
+
+def _call(fn, feeds: list, tensors: list, names: Sequence[str] = ()):
+    """Call a pruned function with its inputs (``tensors``, for the placeholders or specs
+    ``feeds``, named ``names`` in errors: the feeds' own names by default) in order.
 
     ``fn(*tensors)`` first tries the wrapped function's structured signature, which
     takes no arguments; the TypeError it raises (and drops) formats every input
@@ -161,11 +207,11 @@ def _call(fn, feeds: list, tensors: list):
     less its checks: a shape the placeholder does not allow aborts the process in
     some kernels (oneDNN's conv), so shapes are checked here (all but the batch).
     """
-    for feed, t in zip(feeds, tensors):
+    for feed, t, name in zip(feeds, tensors, names or [f.name for f in feeds]):
         # the batch is not checked: a graph frozen at batch 1 runs on more examples, as TF allows
         if feed.shape.rank is not None and (t.shape.rank != feed.shape.rank
                                             or not feed.shape[1:].is_compatible_with(t.shape[1:])):
-            raise ValueError(f"the input {feed.name} takes shape {feed.shape}, not {t.shape}")
+            raise ValueError(f"the input {name} takes shape {feed.shape}, not {t.shape}")
     call_flat = getattr(fn, "_call_flat", None)
     if call_flat is None:   # a TensorFlow without it: the slow public path
         return fn(*tensors)
@@ -264,7 +310,7 @@ def _execute(graph: Graph, arrays, fetches: tuple[str, ...] | None, reduced: boo
     tf = _tf()
     try:
         tensors = [tf.convert_to_tensor(np.asarray(a), dtype=p.dtype) for a, p in zip(arrays, placeholders)]
-        out = _call(fn, placeholders, tensors)
+        out = _call(fn, placeholders, tensors, graph.inputs)
     except (tf.errors.InvalidArgumentError, ValueError, TypeError) as exc:
         raise RunError(f"running the graph failed: {first_line(exc)}") from exc
     return list(out) if isinstance(out, (list, tuple)) else [out]

@@ -55,8 +55,8 @@ def save_saved_model(graph: Graph, directory) -> Path:
     if directory.exists() and any(directory.iterdir()):
         raise ExportError(f"{directory}: exists and is not empty")
     fn = compiled(graph)
-    specs = [tf.TensorSpec(s.shape, s.dtype, name=s.name.split(":")[0].replace("/", "_"))
-             for s in fn.inputs]
+    specs = [tf.TensorSpec(s.shape, s.dtype, name=t.split(":")[0].replace("/", "_"))
+             for s, t in zip(fn.inputs, graph.inputs)]
 
     def serve(*xs):
         out = fn(*xs)
