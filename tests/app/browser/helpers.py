@@ -51,6 +51,22 @@ def wait_for(cond, timeout=30, what="condition"):
     raise AssertionError(f"timed out waiting for {what() if callable(what) else what}")
 
 
+def store_data(dash_duo, store_id):
+    """A ``dcc.Store``'s data as the page holds it (read from Dash's own state)."""
+    return dash_duo.driver.execute_script(
+        "const s = window.dash_stores[0].getState(); let n = s.layout;"
+        "for (const k of s.paths.strs[arguments[0]]) n = n[k]; return n.props.data;", store_id)
+
+
+def wait_window_kept(dash_duo, x_range):
+    """Wait until the page has kept the window pane A was moved to (``x_range``: a
+    clientside callback stores it; a draw after it keeps that window)."""
+    from qviz.app import ids
+
+    wait_for(lambda: store_data(dash_duo, ids.VIEW_WINDOW)["x"] == list(x_range),
+             what=lambda: f"the window {list(x_range)} kept; the page holds {store_data(dash_duo, ids.VIEW_WINDOW)}")
+
+
 def is_open(dash_duo, name) -> bool:
     """Whether the status line says model ``name`` is open ("name: N ops, M layers"),
     not only drawn from its file."""

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from .helpers import (badge_texts, choose, click, edit_cell, figure_nodes, halos, needs_browser, set_cell, shot,
-                      start_app, text_of, wait_for, wait_open)
+                      start_app, text_of, wait_for, wait_idle, wait_open)
 
 pytestmark = needs_browser
 
@@ -213,7 +213,7 @@ def test_fold_explainer_shows_this_models_numbers(dash_duo):
     # quantization grid: conv1 at 4-bit weights shows 15 levels (narrow range) over the histogram
     set_cell(dash_duo, "conv1", "weight_bits", "4")
     wait_for(lambda: len(dash_duo.find_elements("#node-panel .quant-grid")) == 1, what="weights grid")
-    time.sleep(0.5)
+    wait_idle(dash_duo)   # (the next edit is a request of its own, not merged into this one's)
     set_cell(dash_duo, "conv1", "activation_bits", "8")
     # activations are sampled in the worker and polled: as long as the other waits on a loaded machine
     wait_for(lambda: len(dash_duo.find_elements("#node-panel .quant-grid")) == 2, timeout=120, what="activation grid")

@@ -6,7 +6,7 @@ brings the same node into view in the other."""
 import time
 
 from .helpers import (choose, click, click_node, edit_cell, needs_browser, shot, start_app, text_of, wait_for,
-                      wait_idle)
+                      wait_idle, wait_window_kept)
 
 pytestmark = needs_browser
 
@@ -118,7 +118,7 @@ def test_two_panes_select_and_pan_together(dash_duo):
     x, y = a["layer:fc1"]
     dash_duo.driver.execute_script(
         f"Plotly.relayout({_pane('graph')}, {{'xaxis.range': [{x - 2}, {x + 2}], 'yaxis.range': [{y - 1}, {y + 1}]}});")
-    time.sleep(0.5)    # the page keeps the window it was moved to (a clientside callback)
+    wait_window_kept(dash_duo, [x - 2, x + 2])
     click(dash_duo, "#side-by-side input")
     wait_for(lambda: dash_duo.find_element("#pane-b").is_displayed(), what="pane B shown again")
     wait_for(lambda: abs(sum(_x_range(dash_duo, "graph-b")) / 2 - b["layer:fc1"][0]) < 0.01,
@@ -324,7 +324,7 @@ def test_a_click_in_pane_b_keeps_the_zoom_the_user_chose(dash_duo):
         f"Plotly.relayout({_pane('graph')}, {{'xaxis.range': [{x - 1.5}, {x + 1.5}], 'yaxis.range': [{y - 1}, {y + 1}]}});")
     wait_for(lambda: abs(_x_range(dash_duo, "graph")[0] - (x - 1.5)) < 0.01, what="pane A zoomed in on conv1")
     width = _x_range(dash_duo, "graph")[1] - _x_range(dash_duo, "graph")[0]
-    time.sleep(0.5)    # the page keeps the window it was moved to (a clientside callback)
+    wait_window_kept(dash_duo, [x - 1.5, x + 1.5])
     click_node(dash_duo, "layer:fc1", "graph-b")
     fc1 = _positions(dash_duo, "graph")["layer:fc1"]
     wait_for(lambda: "layer:fc1" in _outlined(dash_duo, "graph"), what="fc1 selected in pane A")
