@@ -482,7 +482,7 @@ def graph_svg_file(session, recipe: Recipe, choice: ViewChoice, around_layer: st
     """
     view = draw_view(session, recipe, choice)
     vg, pos, routes = view.graph, view.pos, view.routes
-    stem = f"{session.name.rsplit('.', 1)[0]}_{choice.mode}_{choice.show}"
+    stem = f"{session.file_stem}_{choice.mode}_{choice.show}"
     title = f"{session.name}: {choice.mode} view, {'float' if choice.original else 'rewritten by the recipe'}"
     if around_layer is not None:
         vg = around(vg, [around_layer], hops)

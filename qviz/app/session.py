@@ -107,6 +107,16 @@ class Session:
     matches: LRUCache = field(default_factory=lambda: LRUCache(8))   # (pattern, recipe json) → [MatchFate]
     node_data: dict = field(default_factory=dict)   # menu name → NodeData by layer (uploaded node-data files)
 
+    @property
+    def file_stem(self) -> str:
+        """What the page's downloads are named after: the model file's name, no folders (a
+        served model's name is the path it was served from) and no suffix.
+
+        >>> Session(None, "/srv/models/mnv2.keras").file_stem, Session(None, "lenet_digits").file_stem
+        ('mnv2', 'lenet_digits')
+        """
+        return Path(self.name).stem or "model"
+
     @cached_property
     def blocks(self):
         """The float graph's blocks (:func:`qviz.layout.blocks.find_blocks`): its rewrites

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 from dash import Input, Output, State, ctx, dcc, html, no_update
 
@@ -197,7 +196,7 @@ def register(app, store) -> None:
                 return dict(idle, status=f"{s.name} was not opened from a .keras/.h5 file: a frozen graph "
                                          "has no trainable layers to rebuild")
             s.start_qat(current(history), mode)
-        name = f"{Path(s.name).stem}_qat.keras"
+        name = f"{s.file_stem}_qat.keras"
         answer = poll(
             s.jobs.get("qat"), running=dict(file=no_update, stop_polling=False, status="building the QAT model…"),
             done=lambda blob: dict(file=dcc.send_bytes(blob, name), stop_polling=True,
@@ -219,7 +218,7 @@ def register(app, store) -> None:
         idle = dict(file=no_update, stop_polling=True, status="", notes=no_update)
         if s is None or not history:
             return idle
-        stem = Path(s.name).stem
+        stem = s.file_stem
         if ctx.triggered_id == ids.CODE_BUTTON:
             if not s.graph.source:
                 return dict(idle, status=f"{s.name} was not opened from a file: there is nothing to write code for")
@@ -258,7 +257,7 @@ def register(app, store) -> None:
             done = sweep.handle.result() if sweep is not None and sweep.state is JobState.DONE else None
             s.start_report(recipe, services.report_explains(s, (selected or {}).get("key"), recipe), done,
                            30.0 if target is None else float(target))
-        name = f"{Path(s.name).stem}_report.html"
+        name = f"{s.file_stem}_report.html"
         answer = poll(
             s.jobs.get("html_report"),
             running=dict(file=no_update, stop_polling=False, status="making the report: running the recipe…"),

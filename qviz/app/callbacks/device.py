@@ -8,7 +8,6 @@ thread), polled by an interval like the QAT export.
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 from dash import Input, Output, State, ctx, dcc, html, no_update
 
@@ -78,7 +77,7 @@ def register(app, store) -> None:
             return idle
         if ctx.triggered_id == ids.TFLITE_BUTTON:
             s.start_tflite(current(history), bool(int8_io))
-        name = f"{Path(s.name).stem}.tflite"
+        name = f"{s.file_stem}.tflite"
 
         def done(answer):
             blob, check, device = answer

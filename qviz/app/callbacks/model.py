@@ -171,6 +171,10 @@ def register(app, store, options) -> None:
                                upload_dir=upload.directory if upload is not None else None,
                                ranges=store.ranges_for(graph)))
         view_state = view_state if isinstance(view_state, dict) else {"mode": "layer", "direction": "LR"}
+        if not keep_recipe:   # another model: what the page said of the last one goes with it
+            set_props(ids.SELECTED, {"data": None})
+            for line in _MODEL_LINES:
+                set_props(line, {"children": ""})
         if origin.kind == "upload":   # the picker names what is open (it went on naming the last pick)
             set_props(ids.MODEL_PICKER, {"options": model_options(options.get("model_name") if options.get("served")
                                                                   else None, origin.name), "value": UPLOADED_MODEL})
@@ -179,6 +183,12 @@ def register(app, store, options) -> None:
                     history=no_update if keep_recipe else services.new_history(_start_recipe(origin)),
                     view_state={**view_state, "expanded": [], "opened": [],
                                 "blocks": default_grouping(len(graph.layers))}, stop_polling=True)
+
+
+#: Status lines about the open model (a search, a saved image, a download, an uploaded
+#: recipe): cleared when another model opens.
+_MODEL_LINES = (ids.SEARCH_STATUS, ids.SAVE_SVG_STATUS, ids.REPORT_STATUS, ids.RECIPE_ERROR, ids.CODE_STATUS,
+                ids.CODE_NOTES, ids.QAT_STATUS)
 
 
 #: The graph area when a model drawn from its file then failed to open, and nothing else is open.

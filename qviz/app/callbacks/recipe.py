@@ -302,4 +302,4 @@ def register(app, store) -> None:
         if s is None:
             return no_update
         graph = s.result(current(data)).graph
-        return dcc.send_bytes(graph.to_graph_def().SerializeToString(), f"{s.name.rsplit('.', 1)[0]}_qviz.pb")
+        return dcc.send_bytes(graph.to_graph_def().SerializeToString(), f"{s.file_stem}_qviz.pb")

@@ -59,11 +59,10 @@ def register(app, store, options) -> None:
     )
     def sync_url(fragment, _version, history, mode, show, direction, selected, view, color, query, restored,
                  session):
-        trig = ctx.triggered_id
-        if trig == ids.URL or (trig == ids.MODEL_VERSION and not restored):
+        # (a model opened sets its recipe and clears the selection in the same answer: all fire at once)
+        fired = {prop.split(".")[0] for prop in ctx.triggered_prop_ids}
+        if ids.URL in fired or (ids.MODEL_VERSION in fired and not restored):
             return _read(fragment, query, history, mode, show, direction, selected, view, color, restored, session)
-        if trig == ids.MODEL_VERSION:
-            return nothing     # the user opened a model: the URL follows once its recipe is set
         return _write(fragment, query, history, mode, show, direction, selected, view, color, restored, session)
 
     def _write(fragment, query, history, mode, show, direction, selected, view, color, restored, session):

@@ -91,3 +91,22 @@ def test_expanded_layers_and_the_colouring_are_in_the_link_and_come_back_on_relo
              what="the graph painted by fold status again")
     click(dash_duo, "#collapse-all-button")
     wait_for(lambda: "x" not in _fragment(dash_duo), what=lambda: f"x= gone; {_fragment(dash_duo)}")
+
+
+def test_another_model_picked_is_in_the_link_without_the_last_ones_selection(dash_duo):
+    """A sample picked after edits and a selection: the link names it (a reload opens it, not
+    the last model), and nothing of the last model is selected or said."""
+    start_app(dash_duo)
+    edit_cell(dash_duo, "conv2", "weight_bits", "4")
+    dash_duo.find_element("#search").send_keys("conv2\n")
+    wait_for(lambda: _fragment(dash_duo).get("sel") == "layer:conv2", what=lambda: f"the URL; {_fragment(dash_duo)}")
+    choose(dash_duo, "#model-picker", "mobilenet_block")
+    wait_open(dash_duo, "mobilenet_block")
+    wait_for(lambda: dash_duo.driver.execute_script("return location.search") == "?m=mobilenet_block",
+             what=lambda: f"the link naming mobilenet_block; it is {dash_duo.driver.current_url}")
+    wait_for(lambda: "click a node" in dash_duo.find_element("#node-panel").text,
+             what=lambda: f"no node selected; the panel reads {dash_duo.find_element('#node-panel').text[:120]!r}")
+    assert "sel" not in _fragment(dash_duo) and "r" not in _fragment(dash_duo), _fragment(dash_duo)
+    assert dash_duo.find_element("#search-status").text == ""
+    dash_duo.driver.refresh()
+    wait_open(dash_duo, "mobilenet_block")
