@@ -58,9 +58,10 @@ __all__ = ["Recipe", "RecipeError", "MAX_NESTING", "PRESETS", "FLOAT_RECIPE"]
 
 #: The one-click recipes, by name: what each does to the recipe it is applied to.
 PRESETS = {
-    "all-8": "every layer at 8-bit weights and activations (folds kept)",
-    "first-last-8-rest-4": "the first and last layers at 8 bits, the rest at 4-bit weights and 8-bit activations "
-                           "(folds kept)",
+    "all-8": "every layer at 8-bit weights and activations, every batch norm folded that was not unfolded by name "
+             "or rule",
+    "first-last-8-rest-4": "the first and last layers at 8 bits, the rest at 4-bit weights and 8-bit activations, "
+                           "every batch norm folded that was not unfolded by name or rule",
     "fold-all": "every batch norm folded (bits kept)",
     "float": "nothing folded, nothing quantized",
 }
@@ -333,6 +334,8 @@ class Recipe:
         >>> r = Recipe().with_preset("first-last-8-rest-4", g)
         >>> {name: b.weight_bits for name, b in r.quantize_layers.items()}
         {'conv1': 8, 'conv2': 4, 'fc1': 4, 'logits': 8}
+        >>> r.folds("conv1"), r.with_fold("conv1", False).with_preset("all-8", g).folds("conv1")   # a fold turned off stays off
+        (True, False)
         >>> Recipe().with_preset("int3", g)
         Traceback (most recent call last):
         ...
@@ -340,14 +343,18 @@ class Recipe:
         """
         from .rules import surviving_rules   # the rules module builds on this one
 
-        # a preset overwrites what rules chose for every layer's bits or folds: those actions go
+        # A preset overwrites what rules chose for every layer's bits or folds: those actions go.
+        # The quantizing ones fold by default (TFLite runs a conv whose batch norm is not folded
+        # in float: a one-click recipe the device runs in float is a trap); a fold the user
+        # turned off, by name or by rule, stays off.
         if name == "all-8":
-            return replace(self, quantize_default=LayerBits(8, 8), quantize_layers={},
+            return replace(self, quantize_default=LayerBits(8, 8), quantize_layers={}, fold_default=True,
                            rules=surviving_rules(self.rules, bits=True, folds=False))
         if name == "first-last-8-rest-4":
             layers = list(quantizable_layers(graph))
             edge = {layers[0], layers[-1]} if layers else set()
-            return replace(self, rules=surviving_rules(self.rules, bits=True, folds=False), quantize_layers={
+            return replace(self, rules=surviving_rules(self.rules, bits=True, folds=False), fold_default=True,
+                           quantize_layers={
                 # (4-bit activations: TFLite's converter refuses them, and a one-click recipe
                 # the device cannot run is a trap; 4-bit weights it runs)
                 layer: LayerBits(8, 8) if layer in edge else LayerBits(4, 8) for layer in layers})

@@ -211,7 +211,10 @@ def test_the_change_line_counts_what_the_graph_draws(samples):
     from qviz.layout.view import diff_status
 
     g = qviz.load(samples["lenet_digits"])
-    result = qviz.apply(g, qviz.Recipe(fold_default=False).with_preset("first-last-8-rest-4", g), report=False)
+    from dataclasses import replace
+
+    unfolded = replace(qviz.Recipe().with_preset("first-last-8-rest-4", g), fold_default=False)
+    result = qviz.apply(g, unfolded, report=False)
     assert result.changes.removed                       # constants the quantizer replaced
     status, removed = diff_status(result)
     vg = view_graph(result.graph, "op", removed=removed, status=status, original=g)
