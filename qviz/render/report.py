@@ -31,7 +31,7 @@ from ..analysis.channel_ranges import SCHEMES, STAGES, channel_ranges_of
 from ..analysis.deployability import deployability
 from ..analysis.node_data import SQNR_GRADIENT, layer_sqnr
 from ..ir import Graph
-from ..passes import Recipe, fold_candidates
+from ..passes import Recipe, fold_candidates, quantizable_layers
 from .explainer import channel_ranges_figure, fold_channels_figure, fold_orders_figure
 from .metric import metric_fill
 from .figure import graph_figure, layer_error_figure, sensitivity_figure
@@ -70,7 +70,8 @@ def _db(x: float) -> str:
 def _recipe_section(original: Graph, recipe: Recipe) -> str:
     config = recipe.quantize_config(original)
     folded = [c.layer for c in fold_candidates(original) if c.foldable and recipe.folds(c.layer)]
-    rows = "".join(f"<tr><td>{escape(layer)}</td><td>{b.weight_bits or 'float'}</td>"
+    weighted = set(quantizable_layers(original))   # a bypass Add has activations only: no weight bits
+    rows = "".join(f"<tr><td>{escape(layer)}</td><td>{(b.weight_bits or 'float') if layer in weighted else '—'}</td>"
                    f"<td>{b.activation_bits or 'float'}</td><td>{'yes' if layer in folded else ''}</td></tr>"
                    for layer, b in config.layers.items())
     rules = "".join(f"<li><code>{escape(r)}</code></li>" for r in recipe.rules)

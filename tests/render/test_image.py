@@ -96,3 +96,17 @@ def test_cli_render_around_a_layer_draws_only_its_neighbourhood(samples, tmp_pat
     assert main(["render", model, "-o", str(out), "--around", "nope"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--around: no layer named 'nope'" in err
+
+
+def test_the_reports_recipe_table_gives_weight_bits_only_to_layers_with_weights():
+    """A bypass Add is quantized (its output) but has no weights: the report's table said
+    "8" weight bits for it, where the app's table says "—"."""
+    import re
+
+    import qviz
+    from qviz.render.report import _recipe_section
+    from qviz.samples import sample_path
+
+    g = qviz.load(sample_path("resnet_block"))
+    rows = dict(re.findall(r"<tr><td>([^<]*)</td><td>([^<]*)</td>", _recipe_section(g, qviz.Recipe.default(g))))
+    assert rows["add1"] == rows["add2"] == "—" and rows["conv1"] == rows["logits"] == "8", rows
