@@ -103,7 +103,8 @@ class Changes:
 
     def summary(self) -> str:
         """``"N ops added, M removed, K modified"``."""
-        return f"{len(self.added)} ops added, {len(self.removed)} removed, {len(self.modified)} modified"
+        ops = len(self.added)
+        return f"{ops} op{'' if ops == 1 else 's'} added, {len(self.removed)} removed, {len(self.modified)} modified"
 
     def to_dict(self) -> dict:
         """JSON-ready: ``{"added": [...], "removed": [...], "modified": [...], "layers": {...}}``."""

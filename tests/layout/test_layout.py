@@ -221,7 +221,7 @@ def test_the_change_line_counts_what_the_graph_draws(samples):
     faded = [k for k, d in vg.nodes(data=True) if d["status"] == "removed"]
     added = [k for k, d in vg.nodes(data=True) if d["status"] == "added"]
     line = result.change_summary()
-    assert line.startswith(f"{len(added)} ops added, {len(faded)} removed,") and not faded
+    assert line.startswith(f"{len(added)} op{'' if len(added) == 1 else 's'} added, {len(faded)} removed,") and not faded
 
 
 def test_a_layer_that_only_quantizes_is_filled_as_a_fake_quant():
