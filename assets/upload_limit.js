@@ -1,4 +1,4 @@
-// Refuse a model file over the server's upload limit before the browser sends it:
+// Uploads. Refuse a model file over the server's upload limit before the browser sends it:
 // the server would answer a request that large with HTTP 413, which a page cannot show.
 // The message is the one the server gives a file just under the limit's size check.
 (function () {
@@ -38,6 +38,16 @@
         var file = tooLarge(event.target.files);
         if (file) { refuse(event, file); }
     }, true);
+    // Any file input of the page: once its change has been read (dcc.Upload reads the files
+    // as the event passes), its value is emptied, so choosing the same file again is a change
+    // too (a browser fires none for the value it already holds: a broken file chosen twice
+    // said nothing the second time).
+    document.addEventListener("change", function (event) {
+        var input = event.target;
+        if (input && input.type === "file") {
+            setTimeout(function () { input.value = ""; }, 0);
+        }
+    });
     document.addEventListener("drop", function (event) {
         if (!inUpload(event.target)) { return; }
         var file = tooLarge(event.dataTransfer && event.dataTransfer.files);

@@ -13,7 +13,7 @@ import math
 import time
 from html import escape
 
-from dash import ALL, Input, Output, State, ctx, dcc, html, no_update
+from dash import ALL, Input, Output, State, ctx, dcc, html, no_update, set_props
 from dash.exceptions import PreventUpdate
 
 from ...analysis.match_fates import summary as summarize_matches
@@ -360,6 +360,7 @@ def register(app, store) -> None:
         s = store.require(session)
         if s is None or not upload:
             return dict(options=no_update, value=no_update)
+        set_props(ids.NODE_DATA_UPLOAD, {"contents": None})   # the same file again is a change (as a model's)
         name, missing = services.node_data_from_upload(s, upload, filename)
         log.info("session %s: painted %s (%d keys not in the model)", session["sid"][:8], name, missing)
         return dict(options=color_options(services.painted(s)), value=name)

@@ -90,6 +90,12 @@ def register(app, store, options) -> None:
         trig = ctx.triggered_id
         if trig == ids.MODEL_PICKER and sample == UPLOADED_MODEL:
             raise PreventUpdate   # (the picker showing the upload just opened: not a choice)
+        if trig == ids.UPLOAD:
+            if not contents:
+                raise PreventUpdate   # (emptied below)
+            # emptied once read, so that the same file chosen again is a change (assets/upload_limit.js
+            # empties the file input for the same reason): a broken file chosen twice said nothing
+            set_props(ids.UPLOAD, {"contents": None})
 
         def failed(exc):
             keep = store.get(sid)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 
-from dash import ALL, Input, Output, State, ctx, dcc, no_update
+from dash import ALL, Input, Output, State, ctx, dcc, no_update, set_props
 
 from ..._text import quote_name
 from ...passes import Recipe, RecipeError
@@ -271,6 +271,9 @@ def register(app, store) -> None:
         elif trig in PRESET_OF_BUTTON:
             edited = services.push(history, current(history).with_preset(PRESET_OF_BUTTON[trig], s.graph))
         elif trig == ids.RECIPE_UPLOAD:
+            if not upload:
+                return dict(history=no_update, error=no_update)   # (emptied below)
+            set_props(ids.RECIPE_UPLOAD, {"contents": None})    # the same file again is a change (as a model's)
             try:
                 edited = services.push(history, services.recipe_from_upload(upload, s.graph))
             except RecipeError as exc:

@@ -163,6 +163,11 @@ def test_bad_upload_shows_error_and_app_keeps_working(dash_duo, tmp_path):
     # the status line goes on naming what is open (it kept the error through every later edit)
     wait_for(lambda: dash_duo.find_element("#model-status").text.startswith("lenet_digits: "),
              what=lambda: f"lenet_digits still open; status {dash_duo.find_element('#model-status').text!r}")
+    # the red bar clicked away, the same file chosen again says it again (the browser saw no change)
+    click(dash_duo, "#alert")
+    wait_for(lambda: dash_duo.find_element("#alert").text == "", what="the red bar cleared")
+    dash_duo.find_element("#model-upload input[type=file]").send_keys(str(bad))
+    wait_for(lambda: dash_duo.find_element("#alert").text.startswith("error: broken.pb"), what="the error again")
     click(dash_duo, "#bulk-fold-all")
     wait_for(lambda: "removed" in dash_duo.find_element("#diff-summary").text, what="still working")
     # a model uploaded is named in the picker (it went on naming the last one picked)
