@@ -68,6 +68,36 @@ def test_the_page_holds_the_layer_view_before_tensorflow_has_opened_the_model(da
     assert drawn[3][1] - drawn[3][0] < 12
 
 
+def _box(dash_duo, selector):
+    return [round(v) for v in dash_duo.driver.execute_script(
+        "const r = document.querySelector(arguments[0]).getBoundingClientRect();"
+        "return [r.x, r.y, r.width, r.height];", selector)]
+
+
+@pytest.mark.parametrize("width", [1280, 1600])
+def test_the_first_view_is_where_the_graph_will_be_before_the_page_is_built(dash_duo, mobilenet_file, width):
+    """The HTML's own first view sat at the top of the page, full width, until the page was
+    built around it: then it jumped 170 px down and shrank to the graph's column."""
+    app = create_app(str(mobilenet_file), worker=False)
+    dash_duo.start_server(app)
+    wait_for(lambda: figure_nodes(dash_duo) > 0, timeout=60, what="the graph drawn")
+    driver = dash_duo.driver
+    driver.set_window_size(width, 800)
+    driver.get(dash_duo.server_url)     # the page built: where the graph is
+    wait_for(lambda: figure_nodes(dash_duo) > 0, timeout=60, what="the graph drawn again")
+    built = _box(dash_duo, ".graph-wrap")
+    driver.execute_cdp_cmd("Network.enable", {})
+    driver.execute_cdp_cmd("Network.setBlockedURLs", {"urls": ["*dash_renderer*", "*dash-renderer*"]})
+    try:   # the page's HTML alone, as it is before its scripts have built anything
+        driver.get(dash_duo.server_url)
+        wait_for(lambda: dash_duo.find_element("#first-view").is_displayed(), what="the HTML's first view")
+        before = _box(dash_duo, "#first-view")
+        assert not dash_duo.find_element("._dash-loading").is_displayed()   # no stray "Loading..."
+    finally:
+        driver.execute_cdp_cmd("Network.setBlockedURLs", {"urls": []})
+    assert all(abs(a - b) <= 2 for a, b in zip(before, built)), (before, built)
+
+
 def _names_in_view(dash_duo, graph_id="graph"):
     """(the names of the nodes in view, the names drawn) of a graph in the page."""
     return dash_duo.driver.execute_script(
