@@ -417,8 +417,12 @@ def layer_error_figure(layers, sqnr, *, quantized=(), limit: int | None = WORST_
                            textposition=where, customdata=[ViewKey.layer(name) for _, name in rows],
                            hovertemplate="%{y}: %{text}<extra></extra>"))
     shown = "" if len(rows) == total else f", the worst {len(rows)} of {total}"
+    # the key names only the colours drawn (it said "blue: quantized" over grey bars alone)
+    key = [k for k, on in (("◆ blue: quantized", "#4363d8" in colors),
+                           ("grey: not quantized", "#9aa7c7" in colors),
+                           ("green: exact", "#2e8b57" in colors)) if on]
     # the key on a line of its own: in one line it ran out of a 1280-px window's chart
-    fig.update_layout(title=f"per-layer SQNR, {mode}<br><sub>◆ blue: quantized, green: exact{shown}</sub>",
+    fig.update_layout(title=f"per-layer SQNR, {mode}<br><sub>{' · '.join(key)}{shown}</sub>",
                       height=72 + 22 * max(len(rows), 1), margin=dict(l=10, r=10, t=52, b=20),
                       yaxis=dict(autorange="reversed", automargin=True, title=dict(text="layer", standoff=4)),
                       # room beside the bars for the labels put there, a negative one's on its left

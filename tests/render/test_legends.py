@@ -68,3 +68,7 @@ def test_the_layer_error_chart_spells_out_its_bar_colours():
     fig = layer_error_figure(["a", "b", "c"], [40.0, float("inf"), 12.5], quantized={"c"})
     assert set(fig.data[0].marker.color) == {"#2e8b57", "#4363d8", "#9aa7c7"}
     assert "blue: quantized" in fig.layout.title.text and "green: exact" in fig.layout.title.text
+    assert "grey: not quantized" in fig.layout.title.text
+    # only the colours drawn: a fold alone quantizes nothing (the key said "blue" over grey bars)
+    folded = layer_error_figure(["a", "b"], [40.0, 12.5]).layout.title.text
+    assert "grey: not quantized" in folded and "blue" not in folded and "green" not in folded
