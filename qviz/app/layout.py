@@ -122,21 +122,24 @@ def page(default_sample: str | None, session_id: str, max_upload_bytes: int = 20
                     html.Span(id=ids.SEARCH_STATUS, className="status"),
                     dcc.Checklist(id=ids.SIDE_BY_SIDE, options=[{"label": " side by side", "value": "on"}],
                                   value=[], inline=True, className="side-toggle"),
-                    html.Button("expand", id=ids.EXPAND,
-                                title="draw the selected layer as its ops, or the selected block as its layers"),
-                    html.Button("collapse all", id=ids.COLLAPSE_ALL,
-                                title="every layer drawn whole again, every block closed"),
-                    html.Button("group into blocks", id=ids.BLOCKS_BUTTON,
-                                title="draw runs of layers (MobileNetV2's block_N, a NASNet cell) as one node "
-                                      "each; a model of more than 400 layers opens grouped"),
-                    html.Button("save SVG", id=ids.SAVE_SVG_BUTTON,
-                                title="the whole graph as drawn (view, changes, bits) as an SVG file; the camera "
-                                      "above the graph saves what is in view as PNG"),
-                    html.Button("save selection SVG", id=ids.SAVE_AROUND_SVG_BUTTON,
-                                title="the selected layer and its neighbours two steps either way, laid out "
-                                      "on their own, as an SVG file: a sub-graph for a slide"),
-                    html.Span(id=ids.SAVE_SVG_STATUS, className="status"),
-                    dcc.Download(id=ids.SAVE_SVG),
+                    # the graph's actions wrap as one (at 1600 px "expand" ended a line, "collapse all" began the next)
+                    html.Span([
+                        html.Button("expand", id=ids.EXPAND,
+                                    title="draw the selected layer as its ops, or the selected block as its layers"),
+                        html.Button("collapse all", id=ids.COLLAPSE_ALL,
+                                    title="every layer drawn whole again, every block closed"),
+                        html.Button("group into blocks", id=ids.BLOCKS_BUTTON,
+                                    title="draw runs of layers (MobileNetV2's block_N, a NASNet cell) as one node "
+                                          "each; a model of more than 400 layers opens grouped"),
+                        html.Button("save SVG", id=ids.SAVE_SVG_BUTTON,
+                                    title="the whole graph as drawn (view, changes, bits) as an SVG file; the camera "
+                                          "above the graph saves what is in view as PNG"),
+                        html.Button("save selection SVG", id=ids.SAVE_AROUND_SVG_BUTTON,
+                                    title="the selected layer and its neighbours two steps either way, laid out "
+                                          "on their own, as an SVG file: a sub-graph for a slide"),
+                        html.Span(id=ids.SAVE_SVG_STATUS, className="status"),
+                        dcc.Download(id=ids.SAVE_SVG),
+                    ], className="graph-actions"),
                     html.Span([
                         html.Label("colour by", htmlFor=ids.COLOR_BY),
                         dcc.Dropdown(id=ids.COLOR_BY, options=color_options(), value="", clearable=False,
@@ -218,7 +221,8 @@ def page(default_sample: str | None, session_id: str, max_upload_bytes: int = 20
                        html.Span(id=ids.REPORT_STATUS, className="status"),
                        dcc.Interval(id=ids.REPORT_POLL, interval=400, disabled=True),
                        dcc.Download(id=ids.REPORT_DOWNLOAD),
-                       dcc.Upload(id=ids.RECIPE_UPLOAD, children=html.A("upload recipe"), className="inline-upload"),
+                       dcc.Upload(id=ids.RECIPE_UPLOAD, children=html.Span("upload recipe", className="linkish"),
+                                  className="inline-upload"),
                        html.Span(id=ids.RECIPE_ERROR, className="error"),
                    ], className="toolbar"),
                    html.Div([
@@ -231,9 +235,9 @@ def page(default_sample: str | None, session_id: str, max_upload_bytes: int = 20
                    # the table fills the panel, as tall as the verification beside it, ~9 rows at
                    # least: at 260 px it showed 4½ of MobileNetV2's 63, above an empty half-panel
                    html.Div(dag.AgGrid(id=ids.GRID, columnDefs=[   # minimum widths: below them the table scrolls sideways
+                       # what is chosen first (at 1280 px the bits and "on TFLite" were off the panel's edge,
+                       # behind the batch norm's name and "foldable"), what explains it after
                        {"field": "layer", "pinned": "left", "minWidth": 130},
-                       {"field": "batch_norm", "headerName": "batch norm", "minWidth": 95},
-                       {"field": "foldable", "minWidth": 100},
                        # a fold only where it can fold; weight bits only where there are weights
                        {"field": "fold", "editable": {"function": "params.data.foldable === 'yes'"},
                         "cellDataType": "boolean", "minWidth": 75},
@@ -243,6 +247,8 @@ def page(default_sample: str | None, session_id: str, max_upload_bytes: int = 20
                        {"field": "activation_bits", "headerName": "activation bits", "editable": True,
                         "minWidth": 115, "cellEditor": "agSelectCellEditor", "cellEditorParams": {"values": BITS}},
                        {"field": "tflite", "headerName": "on TFLite", "tooltipField": "tflite_why", "minWidth": 150},
+                       {"field": "batch_norm", "headerName": "batch norm", "minWidth": 95},
+                       {"field": "foldable", "minWidth": 100},
                        {"field": "why", "headerName": "why not foldable", "tooltipField": "why", "flex": 2,
                         "minWidth": 180},
                    ], rowData=[], getRowId="params.data.layer",
