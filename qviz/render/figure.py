@@ -20,7 +20,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ..layout.view import BLOCK_KIND, ViewKey
-from .marks import (CHAR_PX, CLEAR_PX, LABEL_GAP_PX, LINE_PX, COLORS, FRAME_FILL, GHOST_OPACITY, HALO_COLORS, HALO_OPACITY, LABEL_PX, LABELS_IN_VIEW, MAX_ARROWS,
+from .marks import (CHAR_PX, CLEAR_PX, LABEL_GAP_PX, LINE_PX, COLORS, FRAME_FILL, GHOST_OPACITY, HALO_COLORS, HALO_OPACITY, HALO_SIZE, LABEL_PX, LABELS_IN_VIEW, MAX_ARROWS,
                     MAX_LABELS, MAX_SVG_NODES, NO_VALUE_COLOR, PLAIN_OUTLINE, SELECTED_OUTLINE, STATUS_COLORS,
                     STATUS_OUTLINE_WIDTH, Badge, Frame,
                     first_view_range, shows_whole, label_position, label_sides, opposite_side, short_label)
@@ -188,7 +188,7 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
         traces.insert(1, scatter(
             x=[pos[k][0] for k in hk], y=[pos[k][1] for k in hk], mode="markers", hoverinfo="skip",
             name="matches", showlegend=False, customdata=hk,
-            marker=dict(size=30, opacity=HALO_OPACITY,
+            marker=dict(size=HALO_SIZE, opacity=HALO_OPACITY,
                         color=[HALO_COLORS[highlights[k] % len(HALO_COLORS)] for k in hk])))
     if flags:
         fk = [k for k in keys if k in flags]
@@ -200,9 +200,11 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
     if badges:
         bk = [k for k in keys if k in badges]
         traces.append(go.Scatter(
-            # an invisible marker of the node's size: text is placed off a marker's edge, not its centre
+            # an invisible marker of the node's size (of its halo's, if it has one: the badge was
+            # half under a selected match's ring): text is placed off a marker's edge, not its centre
             **_UNCHECKED, x=[pos[k][0] for k in bk], y=[pos[k][1] for k in bk], mode="markers+text",
-            marker=dict(size=_node_sizes(bk), opacity=0),
+            marker=dict(size=[max(size, HALO_SIZE) if k in (highlights or ()) else size
+                              for k, size in zip(bk, _node_sizes(bk))], opacity=0),
             text=[badges[k].text for k in bk], meta={"texts": [badges[k].text for k in bk]},
             customdata=bk, name="bits", showlegend=False,
             textposition=[opposite_side(sides.get(k) or label_position(pos[k], g.nodes[k], direction)) for k in bk],

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from ..layout.view import BLOCK_KIND
 
-__all__ = ["COLORS", "KIND_NAMES", "NO_VALUE_COLOR", "SELECTED_OUTLINE", "FRAME_FILL", "HALO_OPACITY",
+__all__ = ["COLORS", "KIND_NAMES", "NO_VALUE_COLOR", "SELECTED_OUTLINE", "FRAME_FILL", "HALO_OPACITY", "HALO_SIZE",
            "GHOST_OPACITY", "STATUS_COLORS", "STATUS_OUTLINE_WIDTH", "PLAIN_OUTLINE", "HALO_COLORS", "MAX_LABELS", "LABELS_IN_VIEW", "LABEL_PX",
            "FIRST_VIEW_RANKS", "shows_whole", "MAX_ARROWS", "MAX_SVG_NODES", "BIT_COLORS", "FLOAT_BADGE_COLOR", "bits_color",
            "Frame", "Badge", "MAX_LABEL_CHARS", "SHORT_WORD", "ABBREVIATIONS", "short_label", "label_position",
@@ -38,6 +38,7 @@ SELECTED_OUTLINE = ("#000", 4)
 #: An opened block's outline (:class:`Frame`): the closed block's colour (COLORS), its fill barely there.
 FRAME_FILL = "rgba(92, 107, 192, 0.06)"
 HALO_OPACITY = 0.45
+HALO_SIZE = 30   # px across, as a plotly marker's size
 GHOST_OPACITY = 0.35
 #: A node's outline: its diff status's colour (:data:`STATUS_OUTLINE_WIDTH` wide), else plain.
 STATUS_COLORS = {"added": "#00a651", "modified": "#f5a623", "removed": "#d0021b"}

@@ -124,6 +124,14 @@ def _extents(window) -> tuple[float, float] | None:
     return (width, height) if math.isfinite(width + height) and width > 0 and height > 0 else None
 
 
+def _unbroken_parts(line: str) -> list:
+    """A line of parts joined by " · ", each part kept whole where it wraps ("57.6 G bit-" /
+    "ops" was split at its hyphen)."""
+    parts = line.split(" · ")
+    return [x for i, part in enumerate(parts)
+            for x in ([" · "] if i else []) + [html.Span(part, className="whole")]]
+
+
 _DRAWN_NOTHING = dict(figure=no_update, nodes="", blocks_hint="", match_count="", matches="", pattern_error="", diff="",
                       drawn=no_update, metric_legend=[], metric_poll=True, window=no_update)
 
@@ -254,7 +262,7 @@ def register(app, store) -> None:
                     pattern_error=error, drawn=drawn,
                     metric_legend=metric_legend(metric, len(fill or ()), waiting=waiting, name=color_by),
                     metric_poll=not waiting.startswith("waiting"),
-                    diff=services.change_line(s, result))
+                    diff=_unbroken_parts(services.change_line(s, result)))
 
     app.clientside_callback(KEEP_WINDOW, Output(ids.VIEW_WINDOW, "data"), Input(ids.GRAPH, "relayoutData"),
                             prevent_initial_call=True)
