@@ -28,7 +28,7 @@ from cachetools import LRUCache
 
 from .. import runtime
 
-__all__ = ["JOBS", "init_worker", "open_model", "calibrate", "activation_samples", "report", "sweep", "qat_export",
+__all__ = ["JOBS", "init_worker", "worker_graph", "open_model", "calibrate", "activation_samples", "report", "sweep", "qat_export",
            "tflite_export", "explain_fold", "explain_training"]
 
 _GRAPHS: LRUCache = LRUCache(maxsize=8)   # in the worker process: key → Graph
@@ -68,6 +68,11 @@ def open_model(path, name, directory=None, queued=None, load_options=None, progr
     finally:
         logging.getLogger(__name__).info("opened %s in %.2f s after %.2f s in line", name,
                                          time.monotonic() - started, started - (queued or started))
+
+
+def worker_graph(key: str):
+    """The graph this worker was sent under ``key``, if it still keeps it (else None)."""
+    return _GRAPHS.get(key)
 
 
 def _graph(key, graph):
