@@ -83,14 +83,17 @@ class ErrorSums:
         self.signal = 0.0      # Σ want²
 
     def add(self, got: np.ndarray, want: np.ndarray) -> "ErrorSums":
-        want = np.asarray(want, np.float64).ravel()
+        want, got = np.asarray(want).ravel(), np.asarray(got).ravel()
         if want.size:
-            diff = np.asarray(got, np.float64).ravel() - want
+            # in float64 from the arrays as they are (no float64 copy of ``got`` first: a
+            # verification does this for every layer); a float32 extreme is exact in float64
+            diff = np.subtract(got, want, dtype=np.float64)
             self.size += want.size
             # (np.max, not max(): a NaN anywhere must stay NaN, as one difference had it)
-            self.peak = float(np.max([self.peak, want.max(), -want.min()])) + 0.0   # (+ 0.0: not -0.0)
+            self.peak = float(np.max([self.peak, float(want.max()), -float(want.min())])) + 0.0   # (+ 0.0: not -0.0)
             self.worst = float(np.max([self.worst, diff.max(), -diff.min()])) + 0.0
             self.noise += float(np.dot(diff, diff))
+            want = want.astype(np.float64, copy=False)
             self.signal += float(np.dot(want, want))
         return self
 
