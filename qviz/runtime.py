@@ -166,9 +166,11 @@ def _input_specs(graph: Graph, tf) -> list | None:
 
 def _imported(graph: Graph, fetches, reduced: bool, specs: list, tf):
     """The GraphDef imported, its ops keeping their names (a TFLite export made from the
-    function names its tensors after them), into a function of ``specs`` returning ``fetches``."""
-    graph_def = graph.to_graph_def()
+    function names its tensors after them), into a function of ``specs`` returning ``fetches``:
+    only the nodes the fetches need (a function holds every constant imported, and a graph
+    keeps one function per fetch set: an explainer's early fetches held all the weights)."""
     targets = list(fetches or graph.outputs)
+    graph_def = graph.to_graph_def(needed_by=[*targets, *graph.inputs])
 
     def body(*args):
         out = tf.compat.v1.import_graph_def(graph_def, input_map=dict(zip(graph.inputs, args)),

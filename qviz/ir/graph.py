@@ -148,12 +148,30 @@ class Graph:
             source=source,
         )
 
-    def to_graph_def(self):
-        """A fresh ``GraphDef`` with this graph's nodes, in graph order.
+    def to_graph_def(self, needed_by: Iterable[str] | None = None):
+        """A fresh ``GraphDef`` with this graph's nodes, in graph order; with ``needed_by``
+        (tensor or node names), only the nodes they depend on, through data and control
+        inputs.
 
         Output 0 is written as the bare node name, as TensorFlow itself does.
+
+        >>> g = Graph([Node("x", "Placeholder"), Node("a", "Neg", ["x"]), Node("b", "Abs", ["x"])])
+        >>> [n.name for n in g.to_graph_def().node], [n.name for n in g.to_graph_def(needed_by=["a:0"]).node]
+        (['x', 'a', 'b'], ['x', 'a'])
         """
-        return graph_def_from_nodes(self._order, self._versions, self._library)
+        nodes = self._order
+        if needed_by is not None:
+            keep: set[str] = set()
+            stack = [parse_tensor_name(t)[0] for t in needed_by]
+            while stack:
+                name = stack.pop()
+                if name not in keep and name in self._nodes:
+                    keep.add(name)
+                    node = self._nodes[name]
+                    stack.extend(parse_tensor_name(t)[0] for t in node.inputs)
+                    stack.extend(node.control_inputs)
+            nodes = [n for n in self._order if n.name in keep]
+        return graph_def_from_nodes(nodes, self._versions, self._library)
 
     def with_nodes(
         self,
