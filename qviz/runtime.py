@@ -202,12 +202,12 @@ def _call(fn, feeds: list, tensors: list, names: Sequence[str] = ()):
     """Call a pruned function with its inputs (``tensors``, for the placeholders or specs
     ``feeds``, named ``names`` in errors: the feeds' own names by default) in order.
 
-    ``fn(*tensors)`` first tries the wrapped function's structured signature, which
-    takes no arguments; the TypeError it raises (and drops) formats every input
-    tensor's values, which cost ~6 ms a call on a small model and dominated a
-    sensitivity sweep (11 of 15 s on lenet). The flat call is what it falls back to,
-    less its checks: a shape the placeholder does not allow aborts the process in
-    some kernels (oneDNN's conv), so shapes are checked here (all but the batch).
+    The flat call, not ``fn(*tensors)``: through a pruned function's structured signature
+    (no arguments) the call raised and dropped a TypeError that formatted every input
+    tensor's values, ~6 ms a call on a small model (11 of 15 s of a sensitivity sweep on
+    lenet); and the structured call checks what the flat one does not need. A shape the
+    function does not allow aborts the process in some kernels (oneDNN's conv), so shapes
+    are checked here (all but the batch).
     """
     for feed, t, name in zip(feeds, tensors, names or [f.name for f in feeds]):
         # the batch is not checked: a graph frozen at batch 1 runs on more examples, as TF allows

@@ -399,6 +399,11 @@ class _Lane:
                     if message[0] == "missing graph":   # the worker let it go (it keeps a few): send it whole
                         with self._sending:
                             conn.send((kind, args))
+                            # a stop asked for meanwhile reached the worker before this job did,
+                            # which dropped it as late: it is sent again, after the job
+                            self._current = None if fut.stop_requested else fut
+                            if fut.stop_requested:
+                                conn.send(_STOP)
                         continue
                     if key is not None:
                         self._graphs_sent.add(key)

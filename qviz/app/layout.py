@@ -137,9 +137,9 @@ def page(default_sample: str | None, session_id: str, max_upload_bytes: int = 20
                         html.Button("save selection SVG", id=ids.SAVE_AROUND_SVG_BUTTON,
                                     title="the selected layer and its neighbours two steps either way, laid out "
                                           "on their own, as an SVG file: a sub-graph for a slide"),
-                        html.Span(id=ids.SAVE_SVG_STATUS, className="status"),
                         dcc.Download(id=ids.SAVE_SVG),
                     ], className="graph-actions"),
+                    html.Span(id=ids.SAVE_SVG_STATUS, className="status"),   # (wraps apart from the buttons)
                     html.Span([
                         html.Label("colour by", htmlFor=ids.COLOR_BY),
                         dcc.Dropdown(id=ids.COLOR_BY, options=color_options(), value="", clearable=False,

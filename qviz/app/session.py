@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from cachetools import LRUCache
 
+from ..choices import MODEL_SUFFIXES
 from ..ir import Graph
 from ..layout import view_graph
 from ..layout.blocks import find_blocks, layer_graph
@@ -110,12 +111,15 @@ class Session:
     @property
     def file_stem(self) -> str:
         """What the page's downloads are named after: the model file's name, no folders (a
-        served model's name is the path it was served from) and no suffix.
+        served model's name is the path it was served from) and no model suffix (a
+        SavedModel directory's dots are its name's).
 
-        >>> Session(None, "/srv/models/mnv2.keras").file_stem, Session(None, "lenet_digits").file_stem
-        ('mnv2', 'lenet_digits')
+        >>> [Session(None, n).file_stem for n in ("/srv/models/mnv2.keras", "lenet_digits", "/m/mobilenet_v2_1.0_224")]
+        ['mnv2', 'lenet_digits', 'mobilenet_v2_1.0_224']
         """
-        return Path(self.name).stem or "model"
+        name = Path(self.name).name
+        suffix = Path(name).suffix.lower()
+        return (name[:-len(suffix)] if suffix in MODEL_SUFFIXES + (".zip",) else name) or "model"
 
     @cached_property
     def blocks(self):
