@@ -13,6 +13,7 @@ import threading
 from collections.abc import Mapping, Sequence
 
 import numpy as np
+from cachetools import LRUCache
 
 from .errors import QvizError
 from ._text import first_line
@@ -22,6 +23,9 @@ __all__ = ["RunError", "run", "extrema", "run_from", "compiled", "evaluate", "te
            "limit_threads", "shapes_known"]
 
 _lock = threading.Lock()
+
+#: TensorFlow functions kept per graph (one per set of fetches), the least recently used going.
+FUNCTIONS_PER_GRAPH = 8
 
 
 class RunError(QvizError, RuntimeError):
@@ -132,8 +136,12 @@ def _pruned(graph: Graph, fetches: tuple[str, ...] | None, reduced: bool = False
     per set and its first call ~0.4 s more: 1.1–1.5 s a new graph, against ~0.45 s.)
     Built under the lock, checked again there: two threads running a graph for the
     first time build it once."""
-    pruned = graph.memo("runtime.pruned", dict)   # (fetches, reduced) → (fn, input specs), filled under _lock
-    found = pruned.get((fetches, reduced))
+    # (fetches, reduced) → (fn, input specs), used and filled under _lock; the last few only:
+    # a graph a worker keeps (the model's) is asked for other fetches by each local-error
+    # report and fold explained, and a function holds the constants its fetches need
+    pruned = graph.memo("runtime.pruned", lambda: LRUCache(FUNCTIONS_PER_GRAPH))
+    with _lock:
+        found = pruned.get((fetches, reduced))
     if found is not None:
         return found
     tf = _tf()  # imported (and configured) before taking the lock
