@@ -80,11 +80,15 @@ def worked_channel(v: FoldValues, op: str, c: int = 0) -> list[str]:
     col, col2 = w.reshape(-1, w.shape[-1])[:, c], w2.reshape(-1, w.shape[-1])[:, c]
     k = int(np.argmax(np.abs(col)))
     root = float(np.sqrt(var + v.epsilon))
+    # √(1 + 0.001) to 4 digits is "1", and "1 / 1 = 0.9995" reads as false arithmetic
+    shown_root = f"{root:.4g}"
+    if float(shown_root) != root and float(shown_root).is_integer():
+        shown_root = f"{root:.6g}"
 
     def f(x: float) -> str:
         return f"{x:.4g}" if x >= 0 else f"({x:.4g})"
 
-    return [f"s{n} = γ{n} / √(σ²{n} + ε) = {g:.4g} / √({var:.4g} + {v.epsilon:g}) = {g:.4g} / {root:.4g} = {s:.4g}",
+    return [f"s{n} = γ{n} / √(σ²{n} + ε) = {g:.4g} / √({var:.4g} + {v.epsilon:g}) = {g:.4g} / {shown_root} = {s:.4g}",
             f"t{n} = β{n} − μ{n}·s{n} = {b:.4g} − {f(mu)}·{s:.4g} = {t:.4g}",
             f"b′{n} = s{n}·b{n} + t{n} = {s:.4g}·{f(bias)} + {f(t)} = {new_bias:.4g}",
             f"w′{n} = s{n}·w{n}: each of channel {c}'s {col.size} weights times {s:.4g}; its largest, "
@@ -97,12 +101,15 @@ def _channel_norms(w: np.ndarray, op: str) -> np.ndarray:
 
 
 def foldable_candidate(graph: Graph, layer: str):
-    """The fold candidate of ``layer`` (:func:`qviz.passes.fold_candidates`), if it folds.
+    """The fold candidate of ``layer`` (:func:`qviz.passes.fold_candidates`), if it folds:
+    the conv/dense layer, or its batch norm (as the app's selection of either explains it).
 
     Raises:
         ValueError: the layer has no batch norm after it, or that one cannot be folded (why).
     """
-    cand = next((c for c in fold_candidates(graph) if c.layer == layer), None)
+    candidates = fold_candidates(graph)
+    cand = next((c for c in candidates if c.layer == layer), None) or \
+        next((c for c in candidates if c.bn_layer == layer and c.layer is not None), None)
     if cand is None:
         raise ValueError(f"layer {layer!r} has no batch norm after it")
     if not cand.foldable:

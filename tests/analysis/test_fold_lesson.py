@@ -23,3 +23,25 @@ def test_worked_channel_is_the_fold_passs_numbers(samples, sample, channel):
     assert lines[0].startswith("s" + str(channel).translate(str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")))
     before, after = map(float, re.search(r"largest, (\S+), becomes (\S+)$", lines[3]).groups())
     assert after == pytest.approx(before * np.ravel(v.multiplier)[channel], rel=2e-3)
+
+
+def test_a_root_near_one_is_shown_precisely_enough_to_divide():
+    """A batch norm at its start (σ² = 1, ε = 0.001) read "1 / √(1 + 0.001) = 1 / 1 = 0.9995"."""
+    from dataclasses import replace
+
+    g = qviz.load(qviz.samples.sample_path("lenet_digits"))
+    cand = next(c for c in fold_candidates(g) if c.foldable)
+    v = replace(cand.values, gamma=np.ones_like(cand.values.gamma), variance=np.ones_like(cand.values.variance),
+                epsilon=0.001)
+    line = worked_channel(v, cand.match.layer_op.op, 0)[0]
+    assert "/ 1.0005 = " in line, line
+
+
+def test_a_batch_norm_named_explains_its_own_fold():
+    """``--explain bn2`` said "layer 'bn2' has no batch norm after it"."""
+    from qviz.analysis.fold_explainer import foldable_candidate
+
+    g = qviz.load(qviz.samples.sample_path("lenet_digits"))
+    assert foldable_candidate(g, "bn2").layer == "conv2"
+    with pytest.raises(ValueError, match="'logits' has no batch norm after it"):
+        foldable_candidate(g, "logits")
