@@ -88,17 +88,23 @@ class FoldOrders:
     def widths(self) -> tuple[int, ...]:
         return tuple(dict.fromkeys(r.bits for r in self.results))
 
-    def deploys(self, order: str, scheme: str) -> str:
-        """What TFLite stores for this order's kernel."""
+    def deploys(self, order: str, scheme: str, bits: int = 8) -> str:
+        """What TFLite stores for this order's kernel, its weights at ``bits``
+        (:func:`qviz.analysis.deployability.weight_fate`: int8, int4, or refused)."""
+        from .deployability import weight_fate
+
+        stored = weight_fate(self.layer, bits).runs_as
         if self.op == "MatMul" and scheme == "per-channel":
             return "refused: TFLite's converter takes no per-channel dense weights (qviz keeps them per-tensor)"
+        if stored == "—":
+            return f"refused: TFLite's converter takes no {bits}-bit weights"
         if order != "quantize, then fold":
-            return "int8 (the folded kernel)" if order == "fold, then quantize" else "int8 after the freeze (order 1)"
+            return f"{stored} (the folded kernel)" if order == "fold, then quantize" else f"{stored} after the freeze (order 1)"
         if self.op == "MatMul":
             return "float: the converter folds no batch norm into tfmot's dense weights"
         if scheme == "per-tensor":
             return "float: one per-tensor scale cannot absorb a per-channel s, so the converter leaves the conv float"
-        return "int8: s moves into the per-channel scales, the same kernel as order 1"
+        return f"{stored}: s moves into the per-channel scales, the same kernel as order 1"
 
     def summary(self, bits: int) -> str:
         """One sentence on the user's numbers at ``bits``."""

@@ -207,7 +207,7 @@ def _orders_section(orders, bits: int, recipe: Recipe, n: int) -> str:
     scheme = "per-channel" if recipe.per_channel else "per-tensor"
     rows = "".join(f"<tr><th>{escape(o)}</th><td>{escape(who)}</td><td>{escape(ref)}</td>"
                    + "".join(f"<td>{_db(orders.result(o, k, bits).sqnr_db)}</td>" for k in SCHEMES)
-                   + f"<td>{escape(orders.deploys(o, scheme))}</td></tr>" for o, (who, ref) in ORDERS.items())
+                   + f"<td>{escape(orders.deploys(o, scheme, bits))}</td></tr>" for o, (who, ref) in ORDERS.items())
     return ("<h4>Fold first, or quantize first?</h4>"
             f"<p>{escape(orders.summary(bits))}</p>"
             f"<table><tr><th>order (weights at {bits} bits)</th><th>who runs it</th><th>compared with</th>"

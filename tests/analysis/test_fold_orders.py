@@ -53,6 +53,9 @@ def test_per_channel_the_two_orders_give_one_kernel_per_tensor_they_differ(lenet
     assert "loses" in o.summary(4) and "only folding first runs in int8" in o.summary(4)
     assert o.deploys("quantize, then fold", "per-tensor").startswith("float")
     assert o.deploys("quantize, then fold", "per-channel").startswith("int8")
+    # what it stores is what the device table says for those bits (the report said int8 at 4)
+    assert o.deploys("fold, then quantize", "per-tensor", 4).startswith("int4")
+    assert o.deploys("fold, then quantize", "per-tensor", 6).startswith("int8")
 
 
 def test_fewer_bits_more_error_in_every_order(lenet):

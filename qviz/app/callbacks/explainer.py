@@ -178,7 +178,7 @@ def _orders_view(orders, history):
     prose = {"textAlign": "left"}
     rows = [html.Tr([html.Th(order), html.Td(who, style=prose), html.Td(ref, style=prose),
                      *[html.Td(_db(orders.result(order, s, bits).sqnr_db)) for s in ("per-tensor", "per-channel")],
-                     html.Td(orders.deploys(order, scheme), style=prose)]) for order, (who, ref) in ORDERS.items()]
+                     html.Td(orders.deploys(order, scheme, bits), style=prose)]) for order, (who, ref) in ORDERS.items()]
     return [html.Div([
         html.H5("Fold first, or quantize first? Three orders on this layer"),
         html.P(["The fold and the quantizer do not commute. ", html.B("Fold, then quantize"), " puts the folded "
