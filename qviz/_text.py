@@ -17,8 +17,19 @@ def first_line(exc: BaseException, limit: int = 300) -> str:
     'ValueError: expected (None, 8)'
     >>> first_line(ValueError("x" * 10), limit=5)
     'xxxx…'
+
+    Keras 3 puts its reason in bold (terminal codes) above a list of the call's arguments
+    ("• kwargs=…", what the last line was): the bold line, without the codes.
+
+    >>> first_line(ValueError('in user code:\\n    ValueError: Exception encountered\\n    \\x1b[1mInput 0 is '
+    ...                       'incompatible\\x1b[0m\\n    Arguments received:\\n      • training=False\\n'))
+    'Input 0 is incompatible'
     """
-    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    text = str(exc).strip()
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    bold = re.search(r"\x1b\[1m(.+?)\x1b\[0m", text, re.S)
+    if lines and lines[0] == "in user code:" and bold:
+        lines = [" ".join(bold.group(1).split())]
     line = (lines[-1] if lines[0] == "in user code:" else lines[0]) if lines else type(exc).__name__
     line = one_line(line)
     return line if len(line) <= limit else line[:limit - 1] + "…"

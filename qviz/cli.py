@@ -256,6 +256,8 @@ def _cmd_report(args) -> int:
 def _cmd_recipe(args) -> int:
     from .passes import LayerBits, Recipe, apply_rules, parse_rule
 
+    if args.float and (args.weight_bits is not None or args.activation_bits is not None):
+        raise _UsageError("--float quantizes nothing: give it or --weight-bits/--activation-bits, not both")
     rules = list(args.rule or ())
     for rule in rules:
         parse_rule(rule)   # a typo is said before seconds of loading
@@ -266,7 +268,7 @@ def _cmd_recipe(args) -> int:
             raise _UsageError(f"--rules-from {args.rules_from}: the recipe has no rules to carry over")
         rules = [*carried, *rules]
     graph = _load(args)
-    bits = None if args.float else LayerBits(args.weight_bits, args.activation_bits)
+    bits = None if args.float else LayerBits(args.weight_bits or 8, args.activation_bits or 8)
     recipe = Recipe.default(graph, bits)
     if rules:
         recipe = apply_rules(recipe, rules, graph)
@@ -652,9 +654,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("recipe", help="print the default recipe (JSON): every foldable and quantizable layer")
     _add_model_args(p)
-    p.add_argument("--weight-bits", type=_bits, default=8, help="bits for every layer's weights (default 8)")
-    p.add_argument("--activation-bits", type=_bits, default=8, help="bits for activations (default 8)")
-    p.add_argument("--float", action="store_true", help="list layers but quantize none")
+    p.add_argument("--weight-bits", type=_bits, default=None, help="bits for every layer's weights (default 8)")
+    p.add_argument("--activation-bits", type=_bits, default=None, help="bits for activations (default 8)")
+    p.add_argument("--float", action="store_true", help="list layers but quantize none (not with the two above)")
     p.add_argument("--rule", action="append", metavar="'SELECTORS: ACTIONS'",
                    help="then set layers by rule, later ones winning, e.g. 'name~block_1[0-3]: w4a8', "
                         "'op=DepthwiseConv2dNative: w8a8', 'pattern=conv_bn & name~^block: nofold' "

@@ -116,3 +116,18 @@ def test_apply_says_each_tflite_difference_once_with_its_layers(tmp_path, capsys
     lines = [line for line in capsys.readouterr().err.splitlines() if "weights at 6 bits" in line]
     assert lines == ["qviz: warning: TFLite: conv1, conv2, fc1, logits: weights at 6 bits: TFLite re-rounds them "
                      "onto its int8 grid, an extra rounding qviz does not simulate"], lines
+
+
+def test_float_and_bits_together_are_refused(capsys, samples):
+    """``qviz recipe M --float --weight-bits 4`` quietly ignored the bits."""
+    assert main(["recipe", str(samples["lenet_digits"]), "--float", "--weight-bits", "4"]) == 2
+    assert "--float quantizes nothing" in capsys.readouterr().err
+
+
+def test_a_wrong_channel_count_says_which_the_layer_takes(capsys, samples):
+    """Keras 3's reason is a bold line above the call's arguments: the line shown was the
+    last argument, "• kwargs=<class 'inspect._empty'>"."""
+    assert main(["info", str(samples["lenet_digits"]), "--input-shape", "8,8,2"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "\x1b" not in err and err.endswith(
+        "expected axis -1 of input shape to have value 1, but received input with shape (None, 8, 8, 2)"), err
