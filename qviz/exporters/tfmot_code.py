@@ -194,7 +194,7 @@ def tfmot_script(plan: QATPlan, layer_classes: dict[str, str], model_file: str, 
                      "ones; leave the fold out of the recipe, or fold before training")
     if narrow_outputs:
         notes.append(f"{', '.join(map(repr, narrow_outputs))}: outputs below 8 bits train, but TFLite's converter "
-                     "REFUSES them (its conv kernels take int8 or int16 tensors, not int4): to_tflite fails until "
+                     "REFUSES them (its kernels take int8 or int16 tensors, nothing narrower): to_tflite fails until "
                      "they are 8 bits")
     text = _TEMPLATE.format(
         source=docstring_safe(source), script=docstring_safe(script), notes=comment_lines(notes or ["nothing: every choice carries over"], "- "),

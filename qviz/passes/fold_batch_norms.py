@@ -111,6 +111,9 @@ class FoldValues:
     folded_weights: np.ndarray
     folded_bias: np.ndarray
 
+    def __repr__(self) -> str:   # (not every array: a candidate printed ran to hundreds of lines)
+        return f"<FoldValues: {np.size(self.multiplier)} channels, weights {tuple(np.shape(self.weights))}>"
+
 
 # -- finding ---------------------------------------------------------------------
 
