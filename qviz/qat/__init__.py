@@ -25,7 +25,8 @@ def export_qat(model, recipe, out=None, *, folding_mode: str = "ema_stats_foldin
     """Build (and with ``out``, save as .keras) the QAT model of a Keras ``model``.
 
     Args:
-        model: a ``keras.Model`` or the path of a ``.keras`` / ``.h5`` file.
+        model: a ``keras.Model``, the path of a ``.keras`` / ``.h5`` file, or a graph
+            :func:`qviz.load` read from one (its file is used).
         recipe: a :class:`qviz.Recipe`.
         out: where to write the ``.keras`` file (optional).
         calibration: what the activation quantizers' initial ranges are
@@ -45,6 +46,14 @@ def export_qat(model, recipe, out=None, *, folding_mode: str = "ema_stats_foldin
     from ..importers.errors import LoadError
     from .build import build_qat_model, save_qat_model
 
+    from ..ir import Graph
+
+    if isinstance(model, Graph):   # (it has .layers too: it was taken for a Keras model)
+        if not (model.source and is_keras_file(str(model.source))):
+            raise QATPlanError("export-qat needs a Keras model or its file, not a frozen graph: a graph "
+                               "has no trainable layers to rebuild (a graph loaded from a .keras file: "
+                               "pass that file)")
+        model = model.source   # the file it was loaded from
     keras_model = model
     if not hasattr(model, "layers"):
         import keras

@@ -224,3 +224,15 @@ def test_export_qat_works_on_a_stock_classifier_with_the_default_recipe(tmp_path
     recipe = qviz.Recipe.default(qviz.load(path))
     qat = export_qat(path, recipe, tmp_path / "qat.keras")
     assert qat.layers[-1].name == "predictions_out_quant" and (tmp_path / "qat.keras").exists()
+
+
+def test_a_graph_qviz_loaded_is_exported_from_its_file_and_a_frozen_one_is_refused_in_a_line():
+    """``export_qat(qviz.load(path), …)`` raised a bare AttributeError (a graph has ``.layers`` too)."""
+    import qviz
+    from qviz.ir import Graph, Node
+    from qviz.qat import QATPlanError, export_qat
+
+    g = qviz.load(qviz.samples.sample_path("lenet_digits"))
+    assert {layer.name for layer in export_qat(g, qviz.Recipe.default(g)).layers} >= {"conv1", "conv2", "logits"}
+    with pytest.raises(QATPlanError, match="not a frozen graph"):
+        export_qat(Graph([Node("x", "Placeholder")]), qviz.Recipe())
