@@ -323,6 +323,7 @@ def _cmd_apply(args) -> int:
 
 
 def _cmd_export_tflite(args) -> int:
+    from ._text import floor_percent
     from .samples import data_for
 
     from .exporters.tflite import export_tflite
@@ -351,9 +352,10 @@ def _cmd_export_tflite(args) -> int:
     if worst:
         print(f"each integer op given the device's own inputs ({len(d.layers)} ops), the least faithful "
               "(within 1 LSB; max LSBs apart; within 1 LSB run from the model input):")
+        width = max(len(t.layer) for t in worst)
         for t in worst:
-            print(f"  {t.layer:<24} {100 * t.within_1_lsb:6.2f} %  {t.max_lsb:5.1f}  "
-                  f"{100 * t.chained_within_1_lsb:6.2f} %{t.how}")
+            print(f"  {t.layer:<{width}} {floor_percent(t.within_1_lsb):>6} %  {t.max_lsb:5.1f}  "
+                  f"{floor_percent(t.chained_within_1_lsb):>6} %{t.how}")
     return 0
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._text import floor_percent
 from ..analysis.deployability import DeployCheck, deployability, group_by_reason
 from ..metrics import VERIFY_EXAMPLES, sqnr_db
 from ..ir import Graph
@@ -98,7 +99,7 @@ class DeviceReport:
         def db(v):
             return "∞" if math.isinf(v) else f"{v:.2f}"
         lsb = ("" if self.max_lsb is None else
-               f"max {self.max_lsb:.2g} LSB apart, {100 * self.within_1_lsb:.1f} % of outputs within 1 LSB, ")
+               f"max {self.max_lsb:.2g} LSB apart, {floor_percent(self.within_1_lsb, 1)} % of outputs within 1 LSB, ")
         agree = "" if self.agreement is None else f"predictions agree on {100 * self.agreement:.1f} %, "
         return (f"TFLite vs qviz on {self.examples} examples: {lsb}{agree}"
                 f"SQNR vs float: qviz {db(self.sqnr_qviz_db)} dB, TFLite {db(self.sqnr_device_db)} dB")
