@@ -128,12 +128,15 @@ class Sensitivity:
         return out
 
     def format(self) -> str:
-        head = "layer".ljust(16) + "".join(f"{'w' + str(b):>8}" for b in self.bits) + \
+        # the names whole (cut at 15 characters, "block_1_depthwi" and "expanded_conv_d" were
+        # not names), as wide as the longest
+        width = max((len(name) for name in self.layers), default=5) + 1
+        head = "layer".ljust(width) + "".join(f"{'w' + str(b):>8}" for b in self.bits) + \
             "".join(f"{'a' + str(b):>8}" for b in self.bits)
         rows = ([f"warning: {self.warning}"] if self.warning else []) + [head]
         for i, name in enumerate(self.layers):
             cells = [*self.weight_sqnr[i], *self.activation_sqnr[i]]
-            rows.append(name[:15].ljust(16) + "".join(
+            rows.append(name.ljust(width) + "".join(
                 f"{'inf' if math.isinf(c) else f'{c:.1f}':>8}" for c in cells))
         return "\n".join(rows)
 
