@@ -347,6 +347,8 @@ def _cmd_export_tflite(args) -> int:
         print(f"qviz: warning: TFLite: {line}", file=sys.stderr)
     if d.float_ops:
         print(f"runs in float on the device: {', '.join(d.float_ops)}")
+    if d.warning:   # (as qviz apply says it: SQNR 0.00 dB alone read as a result)
+        print(f"qviz: warning: {d.warning}", file=sys.stderr)
     print(d.summary())
     worst = sorted(d.layers, key=lambda t: t.within_1_lsb)[:5]
     if worst:

@@ -28,6 +28,7 @@ import numpy as np
 from .._text import floor_percent
 from ..analysis.deployability import DeployCheck, deployability, group_by_reason
 from ..metrics import VERIFY_EXAMPLES, sqnr_db
+from ..metrics.report import constant_output
 from ..ir import Graph
 from ..ir.ops import FAKE_QUANT, FAKE_QUANT_OPS, FAKE_QUANT_PER_CHANNEL, TFLITE_FUSED_CHAIN
 from ..passes.calibration import as_input_list, noise_inputs
@@ -93,6 +94,7 @@ class DeviceReport:
     layers: tuple[TensorAgreement, ...] = ()
     float_ops: tuple[str, ...] = ()   # "OP tensor" of the ops (besides QUANTIZE/DEQUANTIZE) that run in float
     integer_ops: tuple[str, ...] = ()  # "OP tensor" of the ops that run in integer
+    warning: str | None = None   # the float outputs cannot measure error (metrics.report.constant_output)
 
     def summary(self) -> str:
         """One line: how close the simulation is to the device."""
@@ -376,7 +378,7 @@ def compare_with_device(model: bytes, graph: Graph, float_graph: Graph, inputs, 
         agreement=agreement,
         sqnr_qviz_db=min(sqnr_db(s, r) for s, r in zip(sim, ref)),
         sqnr_device_db=min(sqnr_db(d, r) for d, r in zip(device, ref)),
-        layers=layers, float_ops=tuple(float_ops), integer_ops=tuple(integer_ops))
+        layers=layers, float_ops=tuple(float_ops), integer_ops=tuple(integer_ops), warning=constant_output(ref))
 
 
 def export_tflite(graph: Graph, recipe: Recipe, path, *, int8_io: bool = False, calibration=None,

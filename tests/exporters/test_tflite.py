@@ -254,3 +254,21 @@ def test_every_integer_op_is_compared_given_the_devices_own_inputs(tmp_path):
     assert {t.layer for t in rows} >= {"r0", "r1", "r2", "d"}
     assert all(t.given_device_inputs for t in rows), [(t.layer, t.given_device_inputs) for t in rows]
     assert all(t.max_lsb <= 1.01 for t in rows), [(t.layer, t.max_lsb) for t in rows]
+
+
+def test_a_model_whose_output_is_constant_is_said_so_beside_the_devices_sqnr(tmp_path, capsys):
+    """``export-tflite`` printed "SQNR vs float: qviz 0.00 dB, TFLite 0.00 dB" on an untrained
+    MobileNetV2 without the warning ``qviz apply`` gives for the same model."""
+    import keras
+
+    model = keras.Sequential([keras.Input((4,), name="x"),
+                              keras.layers.Dense(3, kernel_initializer="zeros", bias_initializer="ones", name="d")])
+    path = tmp_path / "flat.keras"
+    model.save(path)
+    g = qviz.load(path)
+    done = export_tflite(g, qviz.Recipe.default(g), tmp_path / "flat.tflite")
+    assert "the same for every input" in done.device.warning
+    recipe = tmp_path / "r.json"
+    recipe.write_text(qviz.Recipe.default(g).to_json())
+    assert main(["export-tflite", str(path), "--recipe", str(recipe), "-o", str(tmp_path / "c.tflite")]) == 0
+    assert "qviz: warning: output 0 of the float model is the same for every input" in capsys.readouterr().err

@@ -35,6 +35,8 @@ def device_view(check, device) -> list:
                        + [html.Tr([html.Td(a), html.Td(b), html.Td(c)]) for a, b, c in rows],
                        className="device-table")
     parts = [html.Div(device.summary(), className="device-summary"), table]
+    if device.warning:
+        parts.insert(0, html.Div(f"⚠ {device.warning}", className="warning"))
     if check.warnings:
         parts.append(html.Div([html.Div("⚠ TFLite will not run all of this recipe as simulated:"),
                                html.Ul([html.Li(w) for w in check.grouped_warnings(names=8)])], className="warning"))
