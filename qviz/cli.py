@@ -473,7 +473,7 @@ def _pareto(args, graph, sens, data) -> int:
           f"saved first; activations at {front.activation_bits} bits; {len(front.points)} recipes, each measured):")
     print(front.format())
     best = [p.weight_bits for p in front.front()]
-    print(f"on the {'bit-ops' if by_ops else 'size'}-vs-SQNR front: {len(best)} of them")
+    print(f"on the {'bit-ops' if by_ops else 'size'}-vs-SQNR front: {len(best)} of them (marked *)")
     if args.size_kb is not None:
         chosen = front.within(args.size_kb * 1024)
         if chosen is None:

@@ -112,7 +112,8 @@ class MixedPrecision:
     def format(self) -> str:
         accuracy = any(p.accuracy is not None for p in self.points)
         bops = any(p.bops is not None for p in self.points)
-        rows = [f"{'weights':>10} {'of float':>9}" + (f" {'bit-ops':>9} {'of float':>9}" if bops else "")
+        on_front = {id(p) for p in self.front()}   # marked "*": the CLI counts them
+        rows = [f"  {'weights':>10} {'of float':>9}" + (f" {'bit-ops':>9} {'of float':>9}" if bops else "")
                 + f" {'est. dB':>8} {'meas. dB':>9}" + (f" {'accuracy':>9}" if accuracy else "")
                 + "  weight bits per layer"]
         for p in self.points:
@@ -125,7 +126,7 @@ class MixedPrecision:
             if bops:
                 of = 100 * p.bops / self.float_bops if p.bops is not None and self.float_bops else math.nan
                 ops = f" {count_text(p.bops) if p.bops is not None else '':>9} {of:8.2f}%"
-            rows.append(f"{_kb(p.weight_bytes):>10} {share:8.1f}%{ops} "
+            rows.append(f"{'*' if id(p) in on_front else ' '} {_kb(p.weight_bytes):>10} {share:8.1f}%{ops} "
                         f"{p.estimated_sqnr_db:8.1f} {measured:>9}{acc}  {per_layer}")
         return "\n".join(rows)
 
