@@ -186,7 +186,7 @@ def _imported(graph: Graph, fetches, reduced: bool, specs: list, tf):
     def body(*args):
         out = tf.compat.v1.import_graph_def(held[0], input_map=dict(zip(inputs, args)),
                                             return_elements=targets, name="")
-        return [r(t) for t in out for r in (tf.reduce_min, tf.reduce_max)] if reduced else out
+        return _extremes(tf, out) if reduced else out
 
     try:
         return tf.compat.v1.wrap_function(body, specs)
@@ -194,6 +194,11 @@ def _imported(graph: Graph, fetches, reduced: bool, specs: list, tf):
         raise _import_error(graph, exc) from exc
     finally:
         held.clear()
+
+
+def _extremes(tf, tensors) -> list:
+    """Each tensor's minimum and maximum, in turn (what :func:`extrema` fetches)."""
+    return [r(t) for t in tensors for r in (tf.reduce_min, tf.reduce_max)]
 
 
 def _pruned_from_wrapped(graph: Graph, fetches, reduced: bool, tf):
@@ -205,7 +210,7 @@ def _pruned_from_wrapped(graph: Graph, fetches, reduced: bool, tf):
         targets = [tfg.get_tensor_by_name(t) for t in (fetches or graph.outputs)]
         if reduced:
             with tfg.as_default():
-                targets = [r(t) for t in targets for r in (tf.reduce_min, tf.reduce_max)]
+                targets = _extremes(tf, targets)
         return wrapped.prune(feeds=feeds, fetches=targets), feeds
     except Exception as exc:
         raise _import_error(graph, exc) from exc

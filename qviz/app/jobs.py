@@ -505,7 +505,7 @@ def _serve(conn, name: str = "") -> None:
             if conn.poll() and conn.recv() == _STOP:   # nothing else is sent while a job runs
                 raise JobStopped(f"stopped after {done} of {total}")
 
-        if _graph_key(args) is not None and isinstance(args[1], GraphReference):
+        if len(args) >= 2 and isinstance(args[1], GraphReference):
             kept = worker_graph(args[0])
             if kept is None:
                 conn.send(("missing graph",))

@@ -11,6 +11,7 @@ import math
 
 from dash import Input, Output, State, ctx, dcc, html, no_update
 
+from ..._text import floor_percent
 from .. import ids
 from ..jobs import poll
 from ..services import current
@@ -24,7 +25,7 @@ def device_view(check, device) -> list:
     """What TFLite runs and how close qviz's simulation is, as page content."""
     rows = [("SQNR vs float", _db(device.sqnr_qviz_db), _db(device.sqnr_device_db))]
     if device.max_lsb is not None:
-        rows.append(("outputs within 1 LSB of qviz", "", f"{100 * device.within_1_lsb:.1f} % "
+        rows.append(("outputs within 1 LSB of qviz", "", f"{floor_percent(device.within_1_lsb, 1)} % "
                                                           f"(max {device.max_lsb:.0f} LSB)"))
     if device.agreement is not None:
         rows.append(("predictions agreeing with qviz", "", f"{100 * device.agreement:.1f} %"))
@@ -45,7 +46,7 @@ def device_view(check, device) -> list:
     worst = sorted(device.layers, key=lambda t: t.within_1_lsb)[:5]
     if worst:
         parts.append(html.Div(f"each of the {len(device.layers)} integer ops given the device's own inputs — the "
-                              "least faithful: " + ", ".join(f"{t.layer} {100 * t.within_1_lsb:.1f} % within 1 LSB{t.how}"
+                              "least faithful: " + ", ".join(f"{t.layer} {floor_percent(t.within_1_lsb, 1)} % within 1 LSB{t.how}"
                                                              for t in worst), className="device-layers"))
     return parts
 
