@@ -381,6 +381,11 @@ def histogram_figure(values: np.ndarray, title: str, levels: np.ndarray | None =
 WORST_LAYERS = 20
 
 
+#: The per-layer SQNR chart's bar colours, and what its key says of each.
+_QUANTIZED_BAR, _UNQUANTIZED_BAR, _EXACT_BAR = (("#4363d8", "◆ blue: quantized"), ("#9aa7c7", "grey: not quantized"),
+                                                ("#2e8b57", "green: exact"))
+
+
 def layer_error_figure(layers, sqnr, *, quantized=(), limit: int | None = WORST_LAYERS,
                        mode: str = "accumulated") -> go.Figure:
     """Per-layer SQNR (dB) as labelled horizontal bars, worst first; ``mode`` names
@@ -408,7 +413,7 @@ def layer_error_figure(layers, sqnr, *, quantized=(), limit: int | None = WORST_
     quantized = set(quantized)
     x = [exact_at if math.isinf(v) else v for v, _ in rows]
     names = [f"◆ {name}" if name in quantized else name for _, name in rows]
-    colors = ["#2e8b57" if math.isinf(v) else ("#4363d8" if name in quantized else "#9aa7c7")
+    colors = [_EXACT_BAR[0] if math.isinf(v) else (_QUANTIZED_BAR if name in quantized else _UNQUANTIZED_BAR)[0]
               for v, name in rows]
     text = ["∞ (exact)" if math.isinf(v) else f"{v:.1f} dB" for v, _ in rows]
     # a label goes beside a bar too short to hold it ("auto" hid it: 14 of a report's worst
@@ -420,9 +425,7 @@ def layer_error_figure(layers, sqnr, *, quantized=(), limit: int | None = WORST_
                            hovertemplate="%{y}: %{text}<extra></extra>"))
     shown = "" if len(rows) == total else f", the worst {len(rows)} of {total}"
     # the key names only the colours drawn (it said "blue: quantized" over grey bars alone)
-    key = [k for k, on in (("◆ blue: quantized", "#4363d8" in colors),
-                           ("grey: not quantized", "#9aa7c7" in colors),
-                           ("green: exact", "#2e8b57" in colors)) if on]
+    key = [said for colour, said in (_QUANTIZED_BAR, _UNQUANTIZED_BAR, _EXACT_BAR) if colour in colors]
     # the key on a line of its own: in one line it ran out of a 1280-px window's chart
     fig.update_layout(title=f"per-layer SQNR, {mode}<br><sub>{' · '.join(key)}{shown}</sub>",
                       height=72 + 22 * max(len(rows), 1), margin=dict(l=10, r=10, t=52, b=20),
