@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 import os
 import threading
@@ -44,6 +45,8 @@ from .. import runtime
 from ..choices import SWEEP_BITS
 
 __all__ = ["Sensitivity", "sensitivity", "measured_already"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -235,7 +238,9 @@ def sensitivity(graph: Graph, *, bits: Sequence[int] = SWEEP_BITS,
         graph: the original graph (batch norms are folded first, as ``apply`` does).
         inputs, labels: what to measure on (default: fixed-seed noise, no labels).
         calibration: what activation ranges are measured on (default: noise).
-        progress: called with ``(done, total)`` after each measurement.
+        progress: called with ``(done, total)`` after each measurement made;
+            ``total`` counts only the measurements ``checkpoint`` does not hold
+            (a resumed sweep's bar and time left are those of the work left).
         checkpoint: a JSON file the measurements are written to as they are
             made; measurements already in it (for the same graph and inputs)
             are not made again, so a stopped sweep resumes where it stopped.
@@ -264,10 +269,14 @@ def sensitivity(graph: Graph, *, bits: Sequence[int] = SWEEP_BITS,
     shape = (len(layers), len(bits))
     sq = {"w": np.zeros(shape), "a": np.zeros(shape)}
     acc = {"w": np.zeros(shape), "a": np.zeros(shape)}
-    total, done = 2 * len(layers) * len(bits), 0
     path = Path(checkpoint) if checkpoint is not None else None
     fingerprint = _fingerprint(graph, inputs) if path is not None else ""
     cells = _read_checkpoint(path, fingerprint) if path is not None else {}
+    total = sum(_cell(which, layer, b) not in cells for layer in layers for which in ("w", "a") for b in bits)
+    done = 0
+    if path is not None and total < 2 * len(layers) * len(bits):
+        log.info("%d of %d measurements read from %s", 2 * len(layers) * len(bits) - total,
+                 2 * len(layers) * len(bits), path)
     for i, layer in enumerate(layers):
         for which in ("w", "a"):
             for j, b in enumerate(bits):
@@ -282,12 +291,12 @@ def sensitivity(graph: Graph, *, bits: Sequence[int] = SWEEP_BITS,
                     cells[key] = [None if math.isinf(rep.sqnr_db) else rep.sqnr_db, rep.accuracy]
                     if path is not None:
                         _write_checkpoint(path, fingerprint, cells)
+                    done += 1
+                    if progress is not None:
+                        progress(done, total)
                 sqnr, accuracy = cells[key]
                 sq[which][i, j] = math.inf if sqnr is None else sqnr
                 acc[which][i, j] = np.nan if accuracy is None else accuracy
-                done += 1
-                if progress is not None:
-                    progress(done, total)
     has_acc = labels is not None
     return Sensitivity(tuple(layers), bits, sq["w"], sq["a"],
                        acc["w"] if has_acc else None, acc["a"] if has_acc else None,

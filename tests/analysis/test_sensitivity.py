@@ -65,9 +65,13 @@ def test_a_stopped_sweep_resumes_from_its_checkpoint(tmp_path, samples):
     key = json.dumps(["w", first.layers[0], 8])
     data["cells"][key] = [12.5, None]                         # a value no measurement would give
     ckpt.write_text(json.dumps(data))
+    del data["cells"][json.dumps(["a", first.layers[-1], 8])]   # as if stopped before the last measurement
+    ckpt.write_text(json.dumps(data))
     calls = []
-    again = sensitivity(g, bits=(8,), inputs=[x], checkpoint=ckpt, progress=lambda d, t: calls.append(d))
-    assert again.weight_sqnr[0, 0] == 12.5 and calls[-1] == 2 * len(first.layers)   # read back, not re-measured
+    again = sensitivity(g, bits=(8,), inputs=[x], checkpoint=ckpt, progress=lambda d, t: calls.append((d, t)))
+    assert again.weight_sqnr[0, 0] == 12.5                    # read back, not re-measured
+    assert calls == [(1, 1)]   # the bar counts the one measurement left, not the ones read
+    assert again.activation_sqnr[-1, 0] == first.activation_sqnr[-1, 0]   # measured again, as before
     other = sensitivity(g, bits=(8,), inputs=[x + 1], checkpoint=ckpt)               # other inputs: measured anew
     assert other.weight_sqnr[0, 0] != 12.5
 
