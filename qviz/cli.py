@@ -732,8 +732,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "a rerun resumes from it")
     p.set_defaults(func=_cmd_sensitivity)
 
-    p = sub.add_parser("node-data", help="a per-layer metric as Model Explorer node-data JSON (no data, no "
-                                         "TensorFlow run): paint it in Model Explorer or in qviz")
+    p = sub.add_parser("node-data", help="a per-layer metric of the weights as Model Explorer node-data JSON "
+                                         "(no data; the model is loaded, not run): paint it in Model Explorer or qviz")
     _add_model_args(p)
     p.add_argument("--metric", required=True, choices=WEIGHT_METRICS, help="what to measure per layer")
     p.add_argument("-o", "--output", help="the JSON file to write (default: print it)")
