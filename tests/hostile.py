@@ -551,18 +551,18 @@ node {{ name: "y" op: "Identity" input: "x" input: "^dump" attr {{ key: "T" valu
 
 def _pbtxt_read_file_in_function(d: Path) -> Path:
     """ReadFile hidden in the function library, called through PartitionedCall."""
-    return write(d / "libfn.pbtxt", f'''
-node {{ name: "x" op: "Placeholder" attr {{ key: "dtype" value {{ type: DT_STRING }} }} }}
-node {{ name: "call" op: "StatefulPartitionedCall" input: "x"
-       attr {{ key: "f" value {{ func {{ name: "reader" }} }} }}
-       attr {{ key: "Tin" value {{ list {{ type: DT_STRING }} }} }}
-       attr {{ key: "Tout" value {{ list {{ type: DT_STRING }} }} }} }}
-library {{ function {{
-  signature {{ name: "reader" input_arg {{ name: "path" type: DT_STRING }}
-               output_arg {{ name: "out" type: DT_STRING }} is_stateful: true }}
-  node_def {{ name: "rf" op: "ReadFile" input: "path" }}
-  ret {{ key: "out" value: "rf:contents:0" }}
-}} }}
+    return write(d / "libfn.pbtxt", '''
+node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_STRING } } }
+node { name: "call" op: "StatefulPartitionedCall" input: "x"
+       attr { key: "f" value { func { name: "reader" } } }
+       attr { key: "Tin" value { list { type: DT_STRING } } }
+       attr { key: "Tout" value { list { type: DT_STRING } } } }
+library { function {
+  signature { name: "reader" input_arg { name: "path" type: DT_STRING }
+               output_arg { name: "out" type: DT_STRING } is_stateful: true }
+  node_def { name: "rf" op: "ReadFile" input: "path" }
+  ret { key: "out" value: "rf:contents:0" }
+} }
 ''')
 
 

@@ -39,8 +39,6 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
-import numpy as np
-
 from ..ir import Graph
 from ..passes import LayerBits, Recipe
 from .budget import FLOAT_BITS, budget, count_text, weighted_ops

@@ -2,7 +2,6 @@
 recipes measured, the size-vs-SQNR front, and a size or bit-operations budget
 picking a recipe."""
 
-import json
 
 import numpy as np
 import pytest

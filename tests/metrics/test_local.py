@@ -2,7 +2,6 @@
 layer's error in; local feeds each layer the float model's values, so a layer the
 recipe did not touch is exact (to float round-off) however much error reaches it."""
 
-import math
 
 import pytest
 
