@@ -115,7 +115,8 @@ def register(app, store, options) -> None:
             if trig == ids.UPLOAD and contents:
                 upload = save_upload(contents, filename, options["max_upload_bytes"])
                 origin = Origin("upload", upload.name)
-            elif served is not None and (trig != ids.MODEL_PICKER or sample == SERVED_MODEL):
+            elif served is not None and sample in (SERVED_MODEL, None):
+                # (the page's first call too: a link naming a sample has the picker on it)
                 origin, upload = Origin("served", options["model_name"]), None
                 fut = served.future()
                 if fut.done() and not failed_future(fut):

@@ -110,3 +110,25 @@ def test_another_model_picked_is_in_the_link_without_the_last_ones_selection(das
     assert dash_duo.find_element("#search-status").text == ""
     dash_duo.driver.refresh()
     wait_open(dash_duo, "mobilenet_block")
+
+
+def test_a_link_to_a_sample_opens_that_sample_on_a_server_started_with_a_file(dash_duo):
+    """``qviz serve model.keras`` then a link (or a reload) naming lenet_digits: the page
+    opened the served model under a picker reading lenet_digits."""
+    from qviz.app import create_app
+    from qviz.samples import sample_path
+
+    def table_layers(dash_duo):
+        return dash_duo.driver.execute_script(
+            "const api = dash_ag_grid.getApi('layer-grid'); const out = [];"
+            "if (api) api.forEachNode(n => out.push(n.data.layer)); return out;")
+
+    dash_duo.start_server(create_app(str(sample_path("resnet_block")), model_name="resnet_block", worker=False))
+    wait_open(dash_duo, "resnet_block")
+    base = dash_duo.driver.current_url.split("?")[0].split("#")[0]
+    dash_duo.driver.get("about:blank")
+    dash_duo.driver.get(base + "?m=lenet_digits")
+    wait_open(dash_duo, "lenet_digits")
+    wait_for(lambda: "conv1" in table_layers(dash_duo) and "stem_conv" not in table_layers(dash_duo),
+             what=lambda: f"lenet's layers in the table; it lists {table_layers(dash_duo)[:6]}")
+    assert "resnet_block" not in dash_duo.find_element("#model-status").text
