@@ -25,7 +25,7 @@ import uuid
 from .._text import hide_temp_paths, one_line
 from ..errors import QvizError
 
-__all__ = ["make_error_handler", "user_message", "USER_ERRORS"]
+__all__ = ["make_error_handler", "user_message", "reported", "failure_of", "USER_ERRORS"]
 
 log = logging.getLogger("qviz.app")
 
@@ -50,6 +50,40 @@ def user_message(exc: BaseException, limit: int = 400) -> str:
         return text[:limit]
     ref = uuid.uuid4().hex[:8]
     return f"internal error ({type(exc).__name__}); the server log has the details under ref {ref}"
+
+
+def reported(exc: BaseException, what: str) -> str:
+    """:func:`user_message` for a job that failed (``what``: "the verification", …), logged:
+    qviz's own errors as a warning, anything else with its traceback (the page's line
+    names the reference to find it by).
+
+    >>> reported(ValueError("list index out of range"), "the verification").startswith("internal error (ValueError)")
+    True
+    """
+    message = user_message(exc)
+    if isinstance(exc, USER_ERRORS):
+        log.warning("%s refused: %s", what, message)
+    else:
+        log.error("%s failed: %s", what, message, exc_info=exc)
+    return message
+
+
+def failure_of(future, what: str) -> str | None:
+    """The one line for a finished ``future`` that failed (None if it did not), logged by
+    :func:`reported` the first time it is asked for: a panel redrawn at each edit reads the
+    same failed job again.
+
+    >>> from concurrent.futures import Future
+    >>> f = Future(); f.set_exception(IndexError("list index out of range"))
+    >>> failure_of(f, "the verification") == failure_of(f, "the verification")   # (logged once)
+    True
+    """
+    exc = future.exception()
+    if exc is None:
+        return None
+    if getattr(future, "_qviz_failure", None) is None:
+        future._qviz_failure = reported(exc, what)
+    return future._qviz_failure
 
 
 def make_error_handler(store, options):

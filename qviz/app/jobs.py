@@ -46,6 +46,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from .errors import reported
+
 __all__ = ["KINDS", "INTERACTIVE", "JobFuture", "JobStopped", "JobState", "Job", "poll", "JobRunner", "ThreadRunner",
            "ProcessRunner", "shared_thread_runner"]
 
@@ -188,7 +190,9 @@ class Job:
 
 def poll(job: Job | None, *, running, done: Callable, failed: Callable):
     """The callback's answer for ``job``: ``running`` while it runs, ``done(result)``
-    or ``failed(exception)`` once it ended (computed once, then replayed), None for no job."""
+    or ``failed(message)`` once it ended (computed once, then replayed), None for no job.
+    ``message`` is one line for the page (:func:`qviz.app.errors.reported`: a failure that
+    is not qviz's own error is logged with its traceback)."""
     if job is None:
         return None
     if job.answer is not None:
@@ -198,7 +202,7 @@ def poll(job: Job | None, *, running, done: Callable, failed: Callable):
     try:
         answer = done(job.handle.result())
     except Exception as exc:  # the job's own error (QATPlanError, TFLiteError, RecipeError…), one line
-        answer = failed(exc)
+        answer = failed(reported(exc, f"job {job.kind}"))
     job.answer = answer
     return answer
 

@@ -259,6 +259,9 @@ def verify(original: Graph, rewritten: Graph, inputs: Sequence[np.ndarray] | Non
     test accuracy of output 0 before and after. With ``local``, each layer's own
     error too (:func:`qviz.metrics.local.local_layer_errors`).
     """
+    if not original.inputs:
+        raise runtime.RunError("the model has no inputs (no Placeholder): there are no examples to compare "
+                               "it on")
     if inputs is None:
         inputs = noise_inputs(original, count=VERIFY_EXAMPLES, seed=1)
     old, new = layer_outputs(original), layer_outputs(rewritten)

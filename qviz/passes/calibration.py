@@ -54,7 +54,8 @@ def noise_inputs(graph: Graph, count: int = 64, seed: int = 0) -> list[np.ndarra
         shape = node.attrs.get("shape")
         dtype = node.attrs.get("dtype")
         if shape is None or shape.rank is None:
-            raise CalibrationError(f"input {tensor} has an unknown shape; give calibration inputs")
+            raise CalibrationError(f"input {tensor} has an unknown shape: give it (--input-shape, or input_shape= "
+                                   "to qviz.load) or give calibration inputs")
         dims = list(shape)
         if dims and dims[0] is None:
             dims[0] = count

@@ -131,3 +131,21 @@ def test_a_wrong_channel_count_says_which_the_layer_takes(capsys, samples):
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "\x1b" not in err and err.endswith(
         "expected axis -1 of input shape to have value 1, but received input with shape (None, 8, 8, 2)"), err
+
+
+@pytest.mark.parametrize("text, cause", [
+    ('node { name: "x" op: "Bogus" }', "has no inputs (no Placeholder)"),
+    ('node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }\n'
+     'node { name: "b" op: "Relu" input: "x" attr { key: "T" value { type: DT_FLOAT } } }',
+     "input x:0 has an unknown shape: give it (--input-shape"),
+])
+def test_a_graph_that_cannot_be_run_is_one_line_naming_the_file(tmp_path, capsys, text, cause):
+    """A graph qviz can draw but not run (no inputs to verify on, an input of unknown shape):
+    `apply` says so in one line naming the file (it raised IndexError from the verification)."""
+    model = tmp_path / "odd.pbtxt"
+    model.write_text(text)
+    recipe = tmp_path / "r.json"
+    recipe.write_text('{"fold": {"default": true}, "quantize": {"default": {"weight_bits": 8, "activation_bits": 8}}}')
+    assert main(["apply", str(model), "--recipe", str(recipe), "-o", str(tmp_path / "out.pb")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"qviz: error: {model}: ") and cause in err and "\n" not in err, err

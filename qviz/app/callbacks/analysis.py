@@ -10,6 +10,7 @@ from ..._text import duration
 from ...choices import is_keras_file
 from ...render import pareto_figure, sensitivity_figure
 from .. import ids, services
+from ..errors import failure_of
 from ..jobs import JobState, poll
 from ..services import current, push
 
@@ -103,7 +104,7 @@ def register(app, store) -> None:
             return _sweep_props(polling=True, done=done, total=total, bar=_SHOWN, status=status,
                                 heatmap_style=no_update, suggestion=no_update, can_stop=not stopping)
         if job.state is JobState.FAILED:  # the sweep failed in TF: say why, keep the app
-            return _sweep_props(status=f"sweep failed: {job.handle.exception()}")
+            return _sweep_props(status=f"sweep failed: {failure_of(job.handle, 'the sweep')}")
         result = job.handle.result()
         target = 30.0 if target is None else float(target)
         s.aim_sweep(target)   # "colour by: suggested weight bits" paints this suggestion

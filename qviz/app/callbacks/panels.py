@@ -12,7 +12,6 @@ import numpy as np
 from dash import ALL, MATCH, Input, Output, State, ctx, dcc, html, no_update
 from dash.exceptions import PreventUpdate
 
-from ..._text import one_line
 from ...analysis.quant_grid import error_split, grids_of_layer, quant_levels
 from ...choices import bits_label, bits_menu
 from ...layout import ViewKey
@@ -22,6 +21,7 @@ from ...patterns import PatternSyntaxError
 from ...render import histogram_figure, layer_error_figure
 from ...render.figure import WORST_LAYERS
 from .. import ids, navigation, services
+from ..errors import failure_of
 from ..layout import NO_FIGURE
 from ..glossary import term
 from ..services import current
@@ -107,11 +107,11 @@ def register(app, store) -> None:
                 raise PreventUpdate
             return dict(panel=html.Div("verifying: running the original and rewritten graphs…",
                                        className="verify-running"), errors=no_update, status="", stop_polling=False)
-        try:
-            rep = future.result()
-        except Exception as exc:  # the report failed (e.g. an op TF cannot run): say so
-            return dict(panel=html.Div(f"verification failed: {exc}", className="error"), errors=NO_FIGURE,
+        failure = failure_of(future, "the verification")
+        if failure is not None:   # (e.g. an op TensorFlow cannot run)
+            return dict(panel=html.Div(f"verification failed: {failure}", className="error"), errors=NO_FIGURE,
                         status="", stop_polling=True)
+        rep = future.result()
         quantized = set(recipe.quantize_config(s.graph).layers)
         if quantized:
             s.samples_future(recipe)   # the grids' activation samples next, so a selected layer draws at once
@@ -122,12 +122,10 @@ def register(app, store) -> None:
             if not local.done():
                 return dict(panel=panel, errors=no_update, stop_polling=False,
                             status="measuring each layer's own error (the float model's values at its inputs)…")
-            try:
-                errors = local.result().local_layers
-            except Exception as exc:
-                log.exception("session %s: local per-layer error failed", session["sid"][:8])
-                return dict(panel=panel, errors=NO_FIGURE, stop_polling=True,
-                            status=f"local error failed: {one_line(str(exc))}")
+            failure = failure_of(local, "the local per-layer error")
+            if failure is not None:
+                return dict(panel=panel, errors=NO_FIGURE, stop_polling=True, status=f"local error failed: {failure}")
+            errors = local.result().local_layers
         figure = layer_error_figure([e.layer for e in errors], [e.sqnr_db for e in errors],
                                     quantized=quantized, limit=limit, mode=mode or "accumulated")
         return dict(panel=panel, errors=figure, status=status, stop_polling=True)
@@ -220,7 +218,8 @@ def _grids(s, graph, layer, recipe):
                             id=ids.GRID_WAITING))
     elif samples is not None and samples.exception() is not None:
         grids = [g for g in grids if g.kind == "weights"]
-        out.append(html.Div(f"activation samples failed: {samples.exception()}", className="error"))
+        out.append(html.Div(f"activation samples failed: {failure_of(samples, 'the activation samples')}",
+                            className="error"))
     for g in grids:
         values = g.values if g.kind == "weights" else samples.result().get(g.tensor)
         if values is None:   # should not happen: the job samples every activation quantizer

@@ -33,7 +33,8 @@ def test_a_thread_job_reports_progress_and_its_failure():
     bad = Job("count", runner.submit("count", 3))
     _wait(bad.handle.done)
     assert bad.state is JobState.FAILED
-    assert poll(bad, running="…", done=str, failed=lambda e: f"failed: {e}") == "failed: 3 is too many"
+    # (not a qviz error: a bug, its traceback in the log and a reference on the page)
+    assert poll(bad, running="…", done=str, failed=lambda e: f"failed: {e}").startswith("failed: internal error (ValueError)")
     runner.close()
 
 
@@ -213,3 +214,28 @@ def test_a_worker_is_sent_a_models_graph_once_and_again_when_it_let_it_go(sample
         assert sent == ["k", "gone"] and other.sqnr_db == first.sqnr_db
     finally:
         runner.close()
+
+
+def test_a_failed_job_is_one_line_on_the_page_and_a_traceback_in_the_log(caplog):
+    """A job's failure that is not qviz's own error (a bug) reads as one line naming a
+    reference, its traceback logged once however often the page reads it; qviz's own
+    error reads as itself."""
+    import logging
+    from concurrent.futures import Future
+
+    from qviz.app.errors import failure_of
+    from qviz.app.jobs import Job, poll
+    from qviz.runtime import RunError
+
+    bug = Future()
+    bug.set_exception(IndexError("list index out of range"))
+    with caplog.at_level(logging.WARNING, logger="qviz.app"):
+        lines = {failure_of(bug, "the verification") for _ in range(3)}
+    (line,) = lines
+    assert line.startswith("internal error (IndexError)") and "list index" not in line
+    logged = [r for r in caplog.records if r.exc_info]
+    assert len(logged) == 1 and line in logged[0].getMessage()
+    theirs = Future()
+    theirs.set_exception(RunError("op type 'Bogus' (node 'x') is not known to TensorFlow"))
+    answer = poll(Job("report", theirs), running=None, done=lambda r: r, failed=lambda line: ("failed", line))
+    assert answer == ("failed", "op type 'Bogus' (node 'x') is not known to TensorFlow")
