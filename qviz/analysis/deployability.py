@@ -279,8 +279,10 @@ def _boundaries(graph: Graph, integer_ops: set[str]) -> int:
                 and _starts_integer_run(graph, n, integer_ops)}
     integer_readers = set(LAYER_OPS) | SAME_GRID_OPS | REGRID_OPS | set(FIXED_RANGE_OPS) | ADD_OPS \
         | FAKE_QUANT_OPS | _CONCATS | _SHAPE_ONLY
+    # a layer, or an Add, whose output is not quantized runs in float: its integer inputs are dequantized
     dequantize = {t for t in ints for c in graph.consumers(t) if c.op not in integer_readers
-                  or (c.op in LAYER_OPS and c.name not in integer_ops)}
+                  or (c.op in LAYER_OPS and c.name not in integer_ops)
+                  or (c.op in ADD_OPS and not _add_in_integer(graph, c))}
     dequantize |= {t for t in graph.outputs if t in ints or _through_identity(graph, t) in ints}
     return len(quantize) + len(dequantize)
 
@@ -301,9 +303,27 @@ def _starts_integer_run(graph: Graph, fq, integer_ops: set[str]) -> bool:
         node = graph.producer(node.inputs[0])
     if node.op in LAYER_OPS:
         return node.name not in integer_ops
-    if node.op in ADD_OPS or node.op in REGRID_OPS or node.op in FIXED_RANGE_OPS:
+    if node.op in ADD_OPS:
+        return not _add_in_integer(graph, node)
+    if node.op in REGRID_OPS or node.op in FIXED_RANGE_OPS:
         return not all(_is_integer_input(graph, t) for t in node.inputs if not graph.is_constant(t))
     return True
+
+
+def _add_in_integer(graph: Graph, add) -> bool:
+    """Whether TFLite runs ``add`` in integer: integer inputs, and an output (through what it
+    fuses, a ReLU) read by FakeQuants alone. Read by a float op too, the output stays float:
+    the Add runs in float, its inputs dequantized, and each FakeQuant after it is a QUANTIZE."""
+    if not all(_is_integer_input(graph, t) for t in add.inputs if not graph.is_constant(t)):
+        return False
+    t = add.output(0)
+    while True:
+        readers = [c for c in graph.consumers(t) if c.op not in _SHAPE_ONLY]
+        if readers and all(c.op == FAKE_QUANT for c in readers):
+            return True
+        if len(readers) != 1 or readers[0].op not in TFLITE_FUSED_CHAIN | SAME_GRID_OPS:
+            return False
+        t = readers[0].output(0)
 
 
 def _is_integer_input(graph: Graph, tensor: str) -> bool:

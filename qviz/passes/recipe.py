@@ -353,8 +353,10 @@ class Recipe:
         if name == "first-last-8-rest-4":
             layers = list(quantizable_layers(graph))
             edge = {layers[0], layers[-1]} if layers else set()
+            # (the default: the layers without weights, a bypass Add, at 8-bit activations, as
+            # all-8 has them; left float, the device converts to float and back around each)
             return replace(self, rules=surviving_rules(self.rules, bits=True, folds=False), fold_default=True,
-                           quantize_layers={
+                           quantize_default=LayerBits(8, 8), quantize_layers={
                 # (4-bit activations: TFLite's converter refuses them, and a one-click recipe
                 # the device cannot run is a trap; 4-bit weights it runs)
                 layer: LayerBits(8, 8) if layer in edge else LayerBits(4, 8) for layer in layers})

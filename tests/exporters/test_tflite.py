@@ -272,3 +272,26 @@ def test_a_model_whose_output_is_constant_is_said_so_beside_the_devices_sqnr(tmp
     recipe.write_text(qviz.Recipe.default(g).to_json())
     assert main(["export-tflite", str(path), "--recipe", str(recipe), "-o", str(tmp_path / "c.tflite")]) == 0
     assert "qviz: warning: output 0 of the float model is the same for every input" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("adds", [(), ("add1",), ("add1", "add2")], ids=["adds-float", "add1", "both"])
+def test_predicted_conversions_around_bypass_adds_are_the_device_ones(adds, tmp_path):
+    """An Add left float between integer convs runs in float on the device: its integer
+    inputs are dequantized, and a FakeQuant after it is a QUANTIZE, even when the Add's
+    output also feeds one (qviz counted 3 conversions where the device had 7)."""
+    g = qviz.load(sample_path("resnet_block"))
+    bits = {name: LayerBits(8, 8) for name in ("stem_conv", "conv1", "conv2", "conv3", "logits", *adds)}
+    recipe = qviz.Recipe(fold_default=True, quantize_default=None, quantize_layers=bits)
+    done = export_tflite(g, recipe, tmp_path / "m.tflite", per_layer=False)
+    device = done.device.ops.get("QUANTIZE", 0) + done.device.ops.get("DEQUANTIZE", 0)
+    assert done.check.boundaries == device, (done.check.boundaries, done.device.ops)
+
+
+@pytest.mark.parametrize("preset", ["all-8", "first-last-8-rest-4"])
+def test_a_quantizing_preset_runs_a_residual_block_in_integer_on_the_device(preset, tmp_path):
+    """One click, a model the device runs in integer from input to output: the bypass Adds
+    and the pool too (first-last-8-rest-4 left the Adds float: 7 conversions on the device)."""
+    g = qviz.load(sample_path("resnet_block"))
+    done = export_tflite(g, qviz.Recipe().with_preset(preset, g), tmp_path / "m.tflite", per_layer=False)
+    assert done.device.ops.get("QUANTIZE", 0) == 1 and done.device.ops.get("DEQUANTIZE", 0) == 1, done.device.ops
+    assert done.check.boundaries == 2 and not [f for f in done.check.fates if f.status == "float"]
