@@ -33,6 +33,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .ir import Graph
+from .ir.ops import FAKE_QUANT_OPS
 from .metrics import Report, verify
 from .passes import fold_batch_norms, folded_into, quantize
 from .passes.recipe import Recipe
@@ -58,8 +59,13 @@ class Result:
 
     def change_summary(self) -> str:
         """What the rewrite changed, in the ops a drawing shows (:meth:`qviz.passes.Changes.seen`):
-        the app's line under the graph, the CLI's, the HTML report's and a notebook's say the same."""
-        return f"{self.changes.seen(self.original, self.graph).summary()} (not counting constants)"
+        the app's line under the graph, the CLI's, the HTML report's and a notebook's say the same.
+        The weights' quantizers are ops on constants, not drawn (a layer's badge shows its
+        weight bits), and counted apart: they are in the rewritten graph."""
+        weights = sum(1 for name in self.changes.added if name in self.graph
+                      and self.graph.node(name).op in FAKE_QUANT_OPS and self.graph.is_constant(name))
+        apart = f", and {weights} weight quantizer{'s' * (weights != 1)} added" if weights else ""
+        return f"{self.changes.seen(self.original, self.graph).summary()} (not counting constants){apart}"
 
     def _repr_html_(self) -> str:
         """A notebook's view of the result: what changed, how far outputs moved, what was skipped."""

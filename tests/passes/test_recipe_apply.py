@@ -159,3 +159,19 @@ def test_a_recipe_pickles_as_itself():
                           "options": {"per_channel": True}})
     back = pickle.loads(pickle.dumps(r))
     assert back == r and back.bits("conv1") == r.bits("conv1") and back.per_channel
+
+
+def test_the_change_line_counts_the_weight_quantizers_apart():
+    """Quantizing weights adds a FakeQuant on each layer's constants, which the op view does
+    not draw (the badge shows the bits): the line said "0 ops added" for a w4 layer, and
+    "9 ops added" where the rewritten graph had 14 FakeQuants."""
+    from qviz.samples import sample_path
+
+    g = qviz.load(sample_path("lenet_digits"))
+    only_weights = qviz.apply(g, qviz.Recipe(quantize_default=None, quantize_layers={"conv2": LayerBits(4, None)}),
+                              report=False)
+    assert only_weights.change_summary().endswith("(not counting constants), and 1 weight quantizer added")
+    every = qviz.apply(g, qviz.Recipe().with_preset("all-8", g), report=False)
+    line = every.change_summary()
+    drawn, weights = int(line.split(" ops added")[0]), int(line.split("and ")[1].split(" weight")[0])
+    assert drawn + weights == sum(1 for n in every.graph.nodes if n.op in FAKE_QUANT_OPS)
