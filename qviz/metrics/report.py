@@ -198,6 +198,12 @@ class Report:
     #: local: each layer fed the float model's values at its inputs (:mod:`qviz.metrics.local`)
     local_layers: tuple[LayerError, ...] = ()
 
+    @property
+    def layer_examples(self) -> int:
+        """How many of the examples the per-layer errors are measured on (the first ones:
+        a layer's SQNR and the output's, on every example, may differ by that alone)."""
+        return min(self.examples, PER_LAYER_EXAMPLES)
+
     def to_dict(self) -> dict:
         def num(x):
             return None if x is None or math.isinf(x) else float(x)
@@ -221,7 +227,7 @@ class Report:
         for errors, how in ((self.layers, "accumulated"), (self.local_layers, "local, each layer's own")):
             worst = sorted(errors, key=lambda e: e.sqnr_db)[:3]
             if worst and not math.isinf(worst[0].sqnr_db):
-                lines.append(f"lowest layer SQNR ({how}): " + ", ".join(
+                lines.append(f"lowest layer SQNR ({how}, first {self.layer_examples} examples): " + ", ".join(
                     f"{e.layer} {e.sqnr_db:.1f} dB" for e in worst if not math.isinf(e.sqnr_db)))
         return "\n".join(lines)
 

@@ -387,9 +387,10 @@ _QUANTIZED_BAR, _UNQUANTIZED_BAR, _EXACT_BAR = (("#4363d8", "◆ blue: quantized
 
 
 def layer_error_figure(layers, sqnr, *, quantized=(), limit: int | None = WORST_LAYERS,
-                       mode: str = "accumulated") -> go.Figure:
+                       mode: str = "accumulated", examples: int | None = None) -> go.Figure:
     """Per-layer SQNR (dB) as labelled horizontal bars, worst first; ``mode`` names
-    the error measured ("accumulated" or "local", :mod:`qviz.metrics.local`).
+    the error measured ("accumulated" or "local", :mod:`qviz.metrics.local`), ``examples``
+    how many examples it is measured on (:attr:`qviz.metrics.Report.layer_examples`).
 
     An exact layer (infinite SQNR) is drawn past every finite bar, in its own
     colour, labelled ∞; layers in ``quantized`` are marked ◆. ``limit`` keeps the
@@ -403,6 +404,8 @@ def layer_error_figure(layers, sqnr, *, quantized=(), limit: int | None = WORST_
     True
     >>> list(layer_error_figure(["a", "b"], [0.0, 30.0]).data[0].textposition)   # a bar too short for its label
     ['outside', 'inside']
+    >>> layer_error_figure(["a"], [9.0], examples=8).layout.title.text.split("<br>")[0]
+    'per-layer SQNR, accumulated, on the first 8 examples'
     """
     rows = sorted(zip(sqnr, layers), key=lambda r: r[0])
     total = len(rows)
@@ -427,7 +430,8 @@ def layer_error_figure(layers, sqnr, *, quantized=(), limit: int | None = WORST_
     # the key names only the colours drawn (it said "blue: quantized" over grey bars alone)
     key = [said for colour, said in (_QUANTIZED_BAR, _UNQUANTIZED_BAR, _EXACT_BAR) if colour in colors]
     # the key on a line of its own: in one line it ran out of a 1280-px window's chart
-    fig.update_layout(title=f"per-layer SQNR, {mode}<br><sub>{' · '.join(key)}{shown}</sub>",
+    on = f", on the first {examples} examples" if examples else ""
+    fig.update_layout(title=f"per-layer SQNR, {mode}{on}<br><sub>{' · '.join(key)}{shown}</sub>",
                       height=72 + 22 * max(len(rows), 1), margin=dict(l=10, r=10, t=52, b=20),
                       yaxis=dict(autorange="reversed", automargin=True, title=dict(text="layer", standoff=4)),
                       # room beside the bars for the labels put there, a negative one's on its left

@@ -135,7 +135,7 @@ def _verification_section(result, quantized: set[str], data_origin: str) -> str:
     out = f"<h2>Verification: the rewrite against the float model</h2><p>{' '.join(lines)}</p>"
     if rep.layers:
         fig = layer_error_figure([e.layer for e in rep.layers], [e.sqnr_db for e in rep.layers],
-                                 quantized=quantized, limit=None)
+                                 quantized=quantized, limit=None, examples=rep.layer_examples)
         out += ('<p class="muted">Each layer\'s output SQNR (higher: closer to float; ◆ quantized), '
                 "the error accumulated up to it.</p>" + _figure(fig, "layer-error"))
     return out

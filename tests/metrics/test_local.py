@@ -70,7 +70,8 @@ def test_the_report_and_cli_say_both(samples, tmp_path, capsys):
     assert main(["apply", str(samples["lenet_digits"]), "--recipe", str(recipe), "--local",
                  "--report", str(report)]) == 0
     out = capsys.readouterr().out
-    assert "lowest layer SQNR (accumulated):" in out and "lowest layer SQNR (local, each layer's own):" in out
+    assert "lowest layer SQNR (accumulated, first 8 examples):" in out
+    assert "lowest layer SQNR (local, each layer's own, first 8 examples):" in out
     import json
 
     written = json.loads(report.read_text())["report"]

@@ -127,7 +127,8 @@ def register(app, store) -> None:
                 return dict(panel=panel, errors=NO_FIGURE, stop_polling=True, status=f"local error failed: {failure}")
             errors = local.result().local_layers
         figure = layer_error_figure([e.layer for e in errors], [e.sqnr_db for e in errors],
-                                    quantized=quantized, limit=limit, mode=mode or "accumulated")
+                                    quantized=quantized, limit=limit, mode=mode or "accumulated",
+                                    examples=rep.layer_examples)
         return dict(panel=panel, errors=figure, status=status, stop_polling=True)
 
 
