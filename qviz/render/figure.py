@@ -305,9 +305,10 @@ def names_near_view(fig: go.Figure) -> go.Figure:
     return fig
 
 
-#: Above this many levels the lines are denser than the plot's pixels: the grid
-#: is drawn as its range, with the step written on it.
-MAX_DRAWN_LEVELS = 512
+#: Above this many levels the lines are too dense to tell apart in the side panel's
+#: ~330-px plot (8 bits' 255 were a solid block over the histogram): the grid is
+#: drawn as its range, with the number of levels and the step written on it.
+MAX_DRAWN_LEVELS = 64
 
 
 def wrap_title(text: str, width: int = 38) -> str:
@@ -365,13 +366,17 @@ def histogram_figure(values: np.ndarray, title: str, levels: np.ndarray | None =
         fig.add_trace(go.Scatter(x=[lo, lo, hi, hi, lo], y=[0, 1, 1, 0, 0], yaxis="y2", mode="lines",
                                  fill="toself", fillcolor="rgba(208,2,27,0.08)",
                                  line=dict(width=1, color="#d0021b"), hoverinfo="skip", name="levels"))
-        fig.add_annotation(x=(lo + hi) / 2, y=0.95, yref="y2", showarrow=False, font=dict(size=10, color="#d0021b"),
-                           text=f"{lv.size} levels, step {step:.3g} (too dense to draw one by one)")
+        # (in the plot's corner, under the key: centred on the grid it ran out of a narrow plot)
+        fig.add_annotation(x=0.01, xref="paper", xanchor="left", y=0.84, yref="paper", showarrow=False,
+                           font=dict(size=10, color="#d0021b"), bgcolor="rgba(255,255,255,0.75)",
+                           text=f"{lv.size} levels, step {step:.3g}")
     title = wrap_title(title)
     lines = title.count("<br>") + 1
     fig.update_layout(title=dict(text=title, font=dict(size=12)), margin=dict(l=40, r=10, t=14 + 16 * lines, b=40),
                       height=200 + 16 * lines, showlegend=len(fig.data) > 1,
-                      legend=dict(orientation="h", x=1, xanchor="right", y=1, yanchor="bottom", font_size=10),
+                      # inside the plot's top right: above it, a wrapped title ran under it
+                      legend=dict(orientation="h", x=1, xanchor="right", y=1, yanchor="top", font_size=10,
+                                  bgcolor="rgba(255,255,255,0.75)"),
                       xaxis=dict(title=dict(text="value", standoff=2)), yaxis=dict(title=dict(text="count", standoff=2)),
                       yaxis2=dict(overlaying="y", range=[0, 1], visible=False, fixedrange=True))
     return fig
