@@ -428,10 +428,11 @@ def _cmd_sensitivity(args) -> int:
 
     graph = _load(args)
     checkpoint = args.checkpoint or f"{Path(args.model).stem}.sensitivity.json"
-    print(f"qviz: measurements are saved to {checkpoint} as they are made; run the same command again to "
-          "resume a stopped sweep", file=sys.stderr)
     data = data_for(graph)
-    result = sensitivity(graph, bits=args.bits, **data.sweep_kwargs(), progress=_ProgressBar("measuring"),
+    # (said at the first measurement: a file the sweep refuses is not announced as where it saves)
+    saved = (f"qviz: measurements are saved to {checkpoint} as they are made; run the same command again to "
+             "resume a stopped sweep")
+    result = sensitivity(graph, bits=args.bits, **data.sweep_kwargs(), progress=_ProgressBar("measuring", note=saved),
                          checkpoint=checkpoint)
     print("output SQNR (dB) with one layer quantized: weights (w) or activations (a)")
     print(result.format())
@@ -616,14 +617,18 @@ class _ProgressBar:
     """``progress(done, total)`` on stderr: a redrawn bar with the time left on a
     terminal, a line every tenth of the way in a log."""
 
-    def __init__(self, what: str, stream=None):
+    def __init__(self, what: str, stream=None, note: str | None = None):
         import time
 
         self.what, self.stream, self.clock = what, stream or sys.stderr, time.monotonic
         self.start, self.last_tenth = self.clock(), -1
         self.tty = self.stream.isatty()
+        self.note = note   # a line said once, before the first report
 
     def __call__(self, done: int, total: int) -> None:
+        if self.note:
+            print(self.note, file=self.stream, flush=True)
+            self.note = None
         elapsed = self.clock() - self.start
         left = elapsed / done * (total - done) if done else 0.0
         eta = f"{int(left // 60)}:{int(left % 60):02d} left" if done < total else f"done in {elapsed:.0f} s"

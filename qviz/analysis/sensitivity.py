@@ -24,6 +24,7 @@ True
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -43,8 +44,9 @@ from ..passes.quantize import QuantizeConfig
 from ..metrics import VERIFY_EXAMPLES, constant_output, verify
 from .. import runtime
 from ..choices import SWEEP_BITS
+from ..errors import QvizError
 
-__all__ = ["Sensitivity", "sensitivity", "measured_already"]
+__all__ = ["Sensitivity", "sensitivity", "measured_already", "CheckpointError"]
 
 log = logging.getLogger(__name__)
 
@@ -161,6 +163,36 @@ def _fingerprint(graph: Graph, inputs) -> str:
     return h.hexdigest()[:32]
 
 
+class CheckpointError(QvizError):
+    """A checkpoint file a sweep must not write: not one of qviz's, another model's (or
+    other inputs'), or not writable. The message names the file."""
+
+
+def _check_checkpoint(path: Path, fingerprint: str) -> None:
+    """Refuse, before any measurement, a file the sweep would overwrite with a loss (a
+    recipe given by mistake, another model's measurements) or could not write to."""
+    if not path.parent.is_dir():
+        raise CheckpointError(f"{path}: no such directory to save the measurements in")
+    if not path.exists() and not path.is_symlink():
+        if not os.access(path.parent, os.W_OK):
+            raise CheckpointError(f"{path}: the directory is not writable")
+        return
+    if not path.is_file():
+        raise CheckpointError(f"{path}: not a regular file; give a .json file to save the measurements in")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise CheckpointError(f"{path}: not a qviz sensitivity checkpoint ({type(exc).__name__}); it is not "
+                              "overwritten: give another file") from None
+    if not (isinstance(data, dict) and isinstance(data.get("fingerprint"), str) and "cells" in data):
+        raise CheckpointError(f"{path}: not a qviz sensitivity checkpoint; it is not overwritten: give another file")
+    if data["fingerprint"] != fingerprint:
+        raise CheckpointError(f"{path}: the measurements of another model or other inputs; they are not "
+                              "overwritten: give another file (or delete it)")
+    if not os.access(path, os.W_OK):
+        raise CheckpointError(f"{path}: not writable")
+
+
 def _read_checkpoint(path: Path, fingerprint: str) -> dict:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -193,6 +225,10 @@ def _write_checkpoint(path: Path, fingerprint: str, cells: dict) -> None:
         os.replace(tmp, path)   # a sweep stopped mid-write leaves the previous checkpoint whole
     except FileNotFoundError:   # removed meanwhile
         tmp.unlink(missing_ok=True)
+    except OSError as exc:   # a disk full, a directory put in its place: said, nothing left behind
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise CheckpointError(f"{path}: the measurements could not be saved: {exc.strerror or exc}") from None
 
 
 def _cell(which: str, layer: str, bits: int) -> str:
@@ -271,6 +307,8 @@ def sensitivity(graph: Graph, *, bits: Sequence[int] = SWEEP_BITS,
     acc = {"w": np.zeros(shape), "a": np.zeros(shape)}
     path = Path(checkpoint) if checkpoint is not None else None
     fingerprint = _fingerprint(graph, inputs) if path is not None else ""
+    if path is not None:
+        _check_checkpoint(path, fingerprint)
     cells = _read_checkpoint(path, fingerprint) if path is not None else {}
     total = sum(_cell(which, layer, b) not in cells for layer in layers for which in ("w", "a") for b in bits)
     done = 0

@@ -53,8 +53,8 @@ def test_a_stopped_sweep_resumes_from_its_checkpoint(tmp_path, samples):
 
     import numpy as np
 
-    import qviz
     from qviz.analysis import sensitivity
+    from qviz.analysis.sensitivity import CheckpointError
 
     g = qviz.load(samples["lenet_digits"])
     x = np.random.default_rng(1).normal(size=(8, 8, 8, 1)).astype("float32")
@@ -72,8 +72,9 @@ def test_a_stopped_sweep_resumes_from_its_checkpoint(tmp_path, samples):
     assert again.weight_sqnr[0, 0] == 12.5                    # read back, not re-measured
     assert calls == [(1, 1)]   # the bar counts the one measurement left, not the ones read
     assert again.activation_sqnr[-1, 0] == first.activation_sqnr[-1, 0]   # measured again, as before
-    other = sensitivity(g, bits=(8,), inputs=[x + 1], checkpoint=ckpt)               # other inputs: measured anew
-    assert other.weight_sqnr[0, 0] != 12.5
+    with pytest.raises(CheckpointError, match="other inputs"):   # other inputs: not mixed, not overwritten
+        sensitivity(g, bits=(8,), inputs=[x + 1], checkpoint=ckpt)
+    assert sensitivity(g, bits=(8,), inputs=[x + 1], checkpoint=tmp_path / "other.json").weight_sqnr[0, 0] != 12.5
 
 
 def test_progress_bar_in_a_log_prints_a_line_per_tenth():
@@ -104,3 +105,31 @@ def test_a_suggestion_that_cannot_meet_the_target_says_so(samples, capsys, tmp_p
     captured = capsys.readouterr()
     assert "(not met: see the warning)" in captured.out
     assert "qviz: warning: the widths swept cannot reach 30 dB overall" in captured.err
+
+
+def test_a_checkpoint_that_is_not_this_sweeps_is_refused_not_overwritten(tmp_path, samples):
+    """A recipe given as the checkpoint by mistake, another model's measurements, a directory,
+    a folder that does not exist: refused in one line naming the file, before any
+    measurement, and the file left as it was (a recipe was overwritten with measurements)."""
+    import json
+
+    import numpy as np
+
+    from qviz.analysis.sensitivity import CheckpointError
+
+    g = qviz.load(samples["lenet_digits"])
+    x = np.random.default_rng(1).normal(size=(2, 8, 8, 1)).astype("float32")
+    recipe = tmp_path / "recipe.json"
+    recipe.write_text(qviz.Recipe.default(g).to_json())
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"fingerprint": "0" * 32, "cells": {json.dumps(["w", "conv1", 8]): [40.0, None]}}))
+    (tmp_path / "adir.json").mkdir()
+    for path, said in ((recipe, "not a qviz sensitivity checkpoint"), (other, "another model or other inputs"),
+                       (tmp_path / "adir.json", "not a regular file"),
+                       (tmp_path / "none" / "x.json", "no such directory")):
+        before = path.read_bytes() if path.is_file() else None
+        with pytest.raises(CheckpointError, match=said) as caught:
+            sensitivity(g, bits=(8,), inputs=[x], checkpoint=path, progress=lambda *_: pytest.fail("measured"))
+        assert str(path) in str(caught.value) and "\n" not in str(caught.value)
+        assert (path.read_bytes() if path.is_file() else None) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["adir.json", "other.json", "recipe.json"]   # no temp files
