@@ -132,11 +132,16 @@ def convert(graph: Graph, *, int8_io: bool = False) -> bytes:
     Raises:
         TFLiteError: the converter refused the graph (the message is its first line).
     """
+    quantizers = [n for n in graph.nodes if n.op in FAKE_QUANT_OPS]
+    _check_ranges(graph, quantizers)
     tf = _tf()
     with tempfile.TemporaryDirectory(prefix="qviz-tflite-") as tmp:
         saved = save_saved_model(graph, Path(tmp) / "model")
         converter = tf.lite.TFLiteConverter.from_saved_model(os.fspath(saved))
-        converter.optimizations = [tf.lite.Optimize.DEFAULT]
+        if quantizers:
+            converter.optimizations = [tf.lite.Optimize.DEFAULT]
+        # (else none: asked to optimize a float graph, the converter stores its big weights in
+        # int8 on its own, dynamic-range quantization, where qviz says they stay float)
         if int8_io:
             converter.inference_input_type = tf.int8
             converter.inference_output_type = tf.int8
@@ -144,6 +149,28 @@ def convert(graph: Graph, *, int8_io: bool = False) -> bytes:
             return converter.convert()
         except Exception as exc:   # ConverterError and friends: a many-line MLIR dump
             raise TFLiteError(f"TFLite's converter refused the graph: {_converter_message(str(exc))}") from None
+
+
+#: A quantizer's range beyond this is refused: a layer's bias scale (its input's scale times
+#: its weights') must fit float32, else the converter aborts the process ("scale out of
+#: expressed type range", then a segfault). Two ranges of 1e15 keep it below 1e26.
+_MAX_RANGE = 1e15
+
+
+def _check_ranges(graph: Graph, quantizers) -> None:
+    """Refuse, before the converter sees it, a quantizer whose range is not finite or too wide
+    (a model whose values overflow float32, e.g. weights of 1e15)."""
+    from ..passes.constants import constant_value
+
+    for node in quantizers:
+        if node.op == FAKE_QUANT or node.op == FAKE_QUANT_PER_CHANNEL:
+            bounds = [constant_value(graph, t) for t in node.inputs[1:3]]
+        else:   # FakeQuantWithMinMaxArgs: the range is in its attributes
+            bounds = [np.asarray(node.attrs.get("min", 0.0)), np.asarray(node.attrs.get("max", 0.0))]
+        values = np.concatenate([np.ravel(b).astype(np.float64) for b in bounds])
+        if not np.all(np.isfinite(values)) or np.abs(values).max(initial=0.0) > _MAX_RANGE:
+            raise TFLiteError(f"{node.layer}: its quantization range [{values.min():.3g}, {values.max():.3g}] is "
+                              "not one TFLite can hold (the model's values overflow float32); check its weights")
 
 
 def _converter_message(text: str) -> str:

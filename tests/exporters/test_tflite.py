@@ -295,3 +295,32 @@ def test_a_quantizing_preset_runs_a_residual_block_in_integer_on_the_device(pres
     done = export_tflite(g, qviz.Recipe().with_preset(preset, g), tmp_path / "m.tflite", per_layer=False)
     assert done.device.ops.get("QUANTIZE", 0) == 1 and done.device.ops.get("DEQUANTIZE", 0) == 1, done.device.ops
     assert done.check.boundaries == 2 and not [f for f in done.check.fates if f.status == "float"]
+
+
+def test_a_float_recipe_converts_to_a_float_model(tmp_path):
+    """A recipe that quantizes nothing: the converter, asked to optimize, stored conv2's and
+    fc1's weights in int8 on its own while qviz said they stay float (45 KB, not 149)."""
+    import tensorflow as tf
+
+    g = qviz.load(sample_path("lenet_digits"))
+    done = export_tflite(g, qviz.Recipe(fold_default=True, quantize_default=None), tmp_path / "f.tflite",
+                         per_layer=False)
+    it = tf.lite.Interpreter(model_path=str(tmp_path / "f.tflite"))
+    assert {d["dtype"] for d in it.get_tensor_details()} <= {np.float32, np.int32}   # (int32: shapes)
+    assert done.check.boundaries == 0 and done.device.ops.get("QUANTIZE", 0) == 0
+
+
+def test_a_model_whose_values_overflow_is_refused_before_the_converter(tmp_path):
+    """Kernels times 1e15: quantizer ranges of 1e31, which made the converter abort the
+    process (exit 139, no message). Refused in one line naming a layer."""
+    import keras
+
+    model = keras.saving.load_model(sample_path("lenet_digits"), compile=False)
+    for layer in model.layers:
+        if layer.get_weights():
+            layer.set_weights([w * 1e15 for w in layer.get_weights()])
+    model.save(tmp_path / "overflow.keras")
+    g = qviz.load(tmp_path / "overflow.keras")
+    with np.errstate(all="ignore"), pytest.raises(TFLiteError, match=r"its quantization range .* is not one TFLite can hold"):
+        export_tflite(g, qviz.Recipe().with_preset("all-8", g), tmp_path / "o.tflite", per_layer=False)
+    assert not (tmp_path / "o.tflite").exists()
