@@ -22,6 +22,7 @@ from ..ir.layers import layers_from_scopes
 from .errors import LoadError, first_line
 from .graphdef import graph_from_graph_def
 from .keras_config import read_keras_config
+from .keras_sizes import oversized, stored_weights
 from .safety import DEFAULT_LIMITS, Limits, code_in_keras_config, h5_data_outside
 
 __all__ = ["freeze_keras_model", "load_keras_file", "load_h5_file", "is_keras_model"]
@@ -169,7 +170,7 @@ _UNSAFE_HINT = ("refused in safe mode — if you trust this file, load it with s
                 "(--unsafe on the command line)")
 
 
-def _check_config(raw: bytes | str, path: Path, safe_mode: bool, limits: Limits, where: str) -> None:
+def _check_config(raw: bytes | str, path: Path, safe_mode: bool, limits: Limits, where: str) -> dict:
     """Parse a Keras model config with qviz's own JSON reader and, in safe mode,
     refuse it if deserializing it would run code from the file. This happens
     before Keras sees the file: Keras' own safe-mode check does not cover every
@@ -186,6 +187,7 @@ def _check_config(raw: bytes | str, path: Path, safe_mode: bool, limits: Limits,
         why = code_in_keras_config(config, limits)
         if why:
             raise LoadError(str(path), f"{why}; {_UNSAFE_HINT}")
+    return config
 
 
 @contextlib.contextmanager
@@ -216,9 +218,8 @@ def load_keras_file(path: Path, *, input_shape=None, safe_mode: bool = True,
         raise LoadError(str(path), f"not a Keras archive: the zip is damaged ({first_line(exc)})") from None
     if bad is not None:
         raise LoadError(str(path), f"not a Keras archive: member {bad!r} is damaged (truncated file?)")
-    _check_config(raw, path, safe_mode, limits, "config.json")
-    if safe_mode and "model.weights.h5" in members:
-        _check_weights_member(path)
+    config = _check_config(raw, path, safe_mode, limits, "config.json")
+    _check_weights_member(path, config, safe_mode, limits, "model.weights.h5" in members)
     import keras
 
     from .. import keras_layers  # noqa: F401  (registers qviz's QAT layers with Keras)
@@ -237,22 +238,33 @@ def _keras_error(path: Path, exc: Exception) -> LoadError:
     return LoadError(str(path), f"Keras could not load the model: {first_line(exc)}")
 
 
-def _check_weights_member(path: Path) -> None:
-    """A ``.keras`` archive's ``model.weights.h5`` must keep its data inside itself."""
+def _check_weights_member(path: Path, config: dict, safe_mode: bool, limits: Limits, present: bool) -> None:
+    """A ``.keras`` archive's ``model.weights.h5`` must keep its data inside itself (safe
+    mode), hold at most ``limits.max_bytes`` once read, and as many weights as the config's
+    layers declare: Keras allocates those before it reads any (:mod:`.keras_sizes`)."""
     import io
 
     import h5py
 
-    try:
-        with zipfile.ZipFile(path) as zf:
-            data = io.BytesIO(zf.read("model.weights.h5"))   # size checked by check_zip
-        with h5py.File(data, "r") as f:
-            why = h5_data_outside(f)
-    except (OSError, ValueError, KeyError, RuntimeError, TypeError, NotImplementedError, zipfile.BadZipFile,
-            EOFError):
-        return   # not readable as HDF5: Keras reports it
+    stored, nbytes, why = 0, 0, None
+    if present:
+        try:
+            with zipfile.ZipFile(path) as zf:
+                data = io.BytesIO(zf.read("model.weights.h5"))   # size checked by check_zip
+            with h5py.File(data, "r") as f:
+                why = h5_data_outside(f) if safe_mode else None
+                stored, nbytes = stored_weights(f)
+        except (OSError, ValueError, KeyError, RuntimeError, TypeError, NotImplementedError, zipfile.BadZipFile,
+                EOFError):
+            return   # not readable as HDF5: Keras reports it
     if why:
         raise LoadError(str(path), f"model.weights.h5: {why}; {_UNSAFE_HINT}")
+    if nbytes > limits.max_bytes:
+        raise LoadError(str(path), f"model.weights.h5 holds {nbytes / 2**30:.1f} GB of weights once read, "
+                                   f"over the limit of {limits.max_bytes / 2**30:.1f} GB")
+    why = oversized(config, stored if present else limits.max_bytes // 4)
+    if why:
+        raise LoadError(str(path), f"not a model this file holds: {why}")
 
 
 def _h5_model_config(path: Path, safe_mode: bool = True) -> bytes | str:

@@ -171,3 +171,30 @@ def test_a_graph_frozen_at_batch_one_still_runs_more_examples(tmp_path):
     assert runtime.run(g, np.ones((3, 4), np.float32))[0].shape == (3, 4)
     with pytest.raises(qviz.RunError, match=r"takes shape \(1, 4\), not \(3, 5\)"):
         runtime.run(g, np.ones((3, 5), np.float32))
+
+
+@pytest.mark.parametrize("field, value", [("filters", 150_000_000), ("kernel_size", [30_000, 30_000])])
+def test_a_config_declaring_more_weights_than_the_file_stores_is_refused_before_keras(tmp_path, samples,
+                                                                                      monkeypatch, field, value):
+    """lenet's config edited to 150M filters: Keras allocated 18 GB building the layer before
+    it read a stored value. Refused in one line, from the file's own sizes, before Keras."""
+    import json
+    import zipfile
+
+    import keras
+
+    bomb = tmp_path / "bomb.keras"
+    with zipfile.ZipFile(samples["lenet_digits"]) as src, zipfile.ZipFile(bomb, "w") as dst:
+        for info in src.infolist():
+            data = src.read(info)
+            if info.filename == "config.json":
+                config = json.loads(data)
+                conv = next(layer for layer in config["config"]["layers"] if layer["class_name"] == "Conv2D")
+                conv["config"][field] = value
+                data = json.dumps(config).encode()
+            dst.writestr(info, data)
+    monkeypatch.setattr(keras.saving, "load_model", lambda *a, **k: pytest.fail("Keras was given the file"))
+    with pytest.raises(qviz.LoadError, match=r"not a model this file holds: its layers declare at least [\d,]+ "
+                                             r"weights \(the most: layer conv1\), but the file stores [\d,]+") as e:
+        qviz.load(bomb)
+    assert str(bomb) in str(e.value) and "\n" not in str(e.value)
