@@ -259,10 +259,16 @@ def _check_weights_member(path: Path, config: dict, safe_mode: bool, limits: Lim
             return   # not readable as HDF5: Keras reports it
     if why:
         raise LoadError(str(path), f"model.weights.h5: {why}; {_UNSAFE_HINT}")
+    _check_sizes(path, config, stored if present else limits.max_bytes // 4, nbytes, limits)
+
+
+def _check_sizes(path: Path, config: dict, stored: int, nbytes: int, limits: Limits) -> None:
+    """Refuse weights over the size limit once read, and layers declaring more weights than
+    stored: Keras allocates those before it reads any (:mod:`.keras_sizes`)."""
     if nbytes > limits.max_bytes:
-        raise LoadError(str(path), f"model.weights.h5 holds {nbytes / 2**30:.1f} GB of weights once read, "
-                                   f"over the limit of {limits.max_bytes / 2**30:.1f} GB")
-    why = oversized(config, stored if present else limits.max_bytes // 4)
+        raise LoadError(str(path), f"its weights take {nbytes / 2**30:.1f} GB once read, over the limit of "
+                                   f"{limits.max_bytes / 2**30:.1f} GB")
+    why = oversized(config, stored)
     if why:
         raise LoadError(str(path), f"not a model this file holds: {why}")
 
@@ -301,7 +307,12 @@ def load_h5_file(path: Path, *, input_shape=None, safe_mode: bool = True,
         head = fh.read(8)
     if head != _HDF5_MAGIC:
         raise LoadError(str(path), "not an HDF5 file (bad signature)")
-    _check_config(_h5_model_config(path, safe_mode), path, safe_mode, limits, "model_config")
+    config = _check_config(_h5_model_config(path, safe_mode), path, safe_mode, limits, "model_config")
+    import h5py
+
+    with h5py.File(path, "r") as f:   # (read once above: it opens)
+        stored, nbytes = stored_weights(f)
+    _check_sizes(path, config, stored, nbytes, limits)
     errors = []
     try:
         import tf_keras

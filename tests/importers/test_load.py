@@ -198,3 +198,20 @@ def test_a_config_declaring_more_weights_than_the_file_stores_is_refused_before_
                                              r"weights \(the most: layer conv1\), but the file stores [\d,]+") as e:
         qviz.load(bomb)
     assert str(bomb) in str(e.value) and "\n" not in str(e.value)
+
+
+def test_an_h5_config_declaring_more_weights_than_the_file_stores_is_refused(tmp_path, samples):
+    import json
+    import shutil
+
+    import h5py
+
+    bomb = tmp_path / "bomb.h5"
+    shutil.copy(samples["fused_bn_tf_keras"], bomb)
+    with h5py.File(bomb, "r+") as f:
+        config = json.loads(f.attrs["model_config"])
+        conv = next(layer for layer in config["config"]["layers"] if layer["class_name"] == "Conv2D")
+        conv["config"]["filters"] = 150_000_000
+        f.attrs["model_config"] = json.dumps(config)
+    with pytest.raises(qviz.LoadError, match="not a model this file holds: its layers declare at least"):
+        qviz.load(bomb)
