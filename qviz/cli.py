@@ -375,7 +375,7 @@ def _cmd_export_qat(args) -> int:
     try:
         qat = export_qat(args.model, recipe, args.output, folding_mode=args.folding_mode,
                          freeze_bn_delay=args.freeze_bn_delay, ema_decay=args.ema_decay,
-                         calibration=lambda graph: data_for(graph).calibration)
+                         calibration=lambda graph: data_for(graph).calibration, safe_mode=not args.unsafe)
     except RecipeError as exc:
         raise RecipeError(f"--recipe {args.recipe}: {exc}") from None
     kinds = sum(type(layer).__name__ == "FoldedQuantLayer" for layer in qat.layers)
@@ -696,6 +696,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("export-qat", help="write a Keras model for quantization-aware training of a recipe")
     p.add_argument("model", help="a Keras model (.keras or .h5)")
+    p.add_argument("--unsafe", action="store_true",
+                   help="allow Keras Lambda layers (runs code from the file)")
     p.add_argument("--recipe", required=True, help="recipe JSON (see `qviz recipe`)")
     p.add_argument("-o", "--output", required=True, help="the QAT model to write (.keras)")
     p.add_argument("--folding-mode", choices=["ema_stats_folding", "batch_stats_folding"],

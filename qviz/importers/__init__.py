@@ -60,6 +60,9 @@ def load(source, *, input_shape: Sequence | None = None, safe_mode: bool = True,
 
     if isinstance(source, Graph):
         return source
+    if input_shape is not None and not _is_shape(input_shape):
+        raise LoadError(str(source)[:80], f"input_shape {input_shape!r:.40} is not a shape: give a tuple of "
+                                          "positive integers, e.g. (28, 28, 1), or a list of them")
     if is_keras_model(source):
         return freeze_keras_model(source, input_shape)
     if type(source).__name__ == "GraphDef":
@@ -73,6 +76,15 @@ def load(source, *, input_shape: Sequence | None = None, safe_mode: bool = True,
     return _load_path(Path(source), input_shape=input_shape, safe_mode=safe_mode, limits=limits)
 
 
+def _is_shape(value) -> bool:
+    """A tuple of positive ints, or a non-empty list of those (several inputs)."""
+    def one(s):
+        return isinstance(s, (tuple, list)) and len(s) > 0 and all(
+            isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in s)
+
+    return one(value) or (isinstance(value, (tuple, list)) and len(value) > 0 and all(one(s) for s in value))
+
+
 def _load_path(path: Path, *, input_shape, safe_mode: bool, limits: Limits) -> Graph:
     import stat
 
@@ -80,6 +92,10 @@ def _load_path(path: Path, *, input_shape, safe_mode: bool, limits: Limits) -> G
 
     label = str(path)
     st = check_path(path, label, limits)   # before anything opens it: no FIFO, no device, no giant
+    if input_shape is not None and (stat.S_ISDIR(st.st_mode) or path.suffix.lower() in (".pb", ".pbtxt")):
+        # (it was ignored: the graph kept the shapes it was frozen with)
+        raise LoadError(label, "an input shape applies to Keras models only; a frozen graph's or a "
+                               "SavedModel's input shapes are the ones it was saved with")
     if stat.S_ISDIR(st.st_mode):
         return savedmodel.load_saved_model(path, safe_mode=safe_mode, limits=limits)
     suffix = path.suffix.lower()

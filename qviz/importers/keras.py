@@ -191,7 +191,7 @@ def _check_config(raw: bytes | str, path: Path, safe_mode: bool, limits: Limits,
 
 
 @contextlib.contextmanager
-def _keras_safe_mode(module_path: str, safe_mode: bool):
+def keras_safe_mode(module_path: str, safe_mode: bool):
     """Keras' own safe-mode scope as well, for whatever our check does not know."""
     try:
         scope = importlib.import_module(module_path).SafeModeScope(safe_mode)
@@ -317,14 +317,14 @@ def load_h5_file(path: Path, *, input_shape=None, safe_mode: bool = True,
     try:
         import tf_keras
 
-        with _keras_safe_mode("tf_keras.src.saving.serialization_lib", safe_mode):
+        with keras_safe_mode("tf_keras.src.saving.serialization_lib", safe_mode):
             model = tf_keras.models.load_model(path, compile=False, safe_mode=safe_mode)
     except Exception as exc:  # fall back to Keras 3's legacy loader
         errors.append(exc)
         try:
             import keras
 
-            with _keras_safe_mode("keras.src.saving.serialization_lib", safe_mode):
+            with keras_safe_mode("keras.src.saving.serialization_lib", safe_mode):
                 model = keras.saving.load_model(path, compile=False, safe_mode=safe_mode)
         except Exception as exc3:
             errors.append(exc3)

@@ -74,8 +74,13 @@ def export_qat(model, recipe, out=None, *, folding_mode: str = "ema_stats_foldin
     if callable(calibration):
         calibration = calibration(graph)
     plan = qat_plan(graph, recipe, calibration=calibration)
-    qat = build_qat_model(keras_model, plan, folding_mode=folding_mode, freeze_bn_delay=freeze_bn_delay,
-                          ema_decay=ema_decay)
+    from ..importers.keras import keras_safe_mode
+
+    # (the model is rebuilt through its config: a Lambda layer let in by safe_mode=False
+    # is deserialized again, in Keras' safe-mode scope as asked)
+    with keras_safe_mode("keras.src.saving.serialization_lib", safe_mode):
+        qat = build_qat_model(keras_model, plan, folding_mode=folding_mode, freeze_bn_delay=freeze_bn_delay,
+                              ema_decay=ema_decay)
     if out is not None:
         save_qat_model(qat, out)
     return qat

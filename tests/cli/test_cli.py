@@ -149,3 +149,19 @@ def test_a_graph_that_cannot_be_run_is_one_line_naming_the_file(tmp_path, capsys
     assert main(["apply", str(model), "--recipe", str(recipe), "-o", str(tmp_path / "out.pb")]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"qviz: error: {model}: ") and cause in err and "\n" not in err, err
+
+
+def test_export_qat_takes_unsafe_for_a_model_with_a_lambda(tmp_path, capsys, samples):
+    """It said "--unsafe on the command line", then refused --unsafe as an unknown argument."""
+    import keras
+
+    inputs = keras.Input((8, 8, 1))
+    x = keras.layers.Conv2D(4, 3, name="conv")(inputs)
+    x = keras.layers.Lambda(lambda t: t * 2.0, name="twice")(x)
+    outputs = keras.layers.Dense(3, name="fc")(keras.layers.Flatten()(x))
+    keras.Model(inputs, outputs).save(tmp_path / "lam.keras")
+    recipe = tmp_path / "r.json"
+    recipe.write_text('{"fold": {"default": true}, "quantize": {"default": {"weight_bits": 8, "activation_bits": 8}}}')
+    args = ["export-qat", str(tmp_path / "lam.keras"), "--recipe", str(recipe), "-o", str(tmp_path / "q.keras")]
+    assert main(args) == 2 and "--unsafe on the command line" in capsys.readouterr().err
+    assert main([*args, "--unsafe"]) == 0 and (tmp_path / "q.keras").is_file()

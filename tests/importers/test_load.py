@@ -215,3 +215,16 @@ def test_an_h5_config_declaring_more_weights_than_the_file_stores_is_refused(tmp
         f.attrs["model_config"] = json.dumps(config)
     with pytest.raises(qviz.LoadError, match="not a model this file holds: its layers declare at least"):
         qviz.load(bomb)
+
+
+def test_an_input_shape_a_model_cannot_take_is_refused_in_one_line(tmp_path, samples, keras_model):
+    """It was ignored for a frozen graph (the graph kept its shapes) and raised TypeError for "8,8,1"."""
+    from qviz.exporters import save_graph_def
+
+    pb = tmp_path / "m.pb"
+    save_graph_def(qviz.load(samples["lenet_digits"]), pb)
+    with pytest.raises(qviz.LoadError, match="an input shape applies to Keras models only"):
+        qviz.load(pb, input_shape=(5, 5, 1))
+    for bad in ("8,8,1", (8, 0, 1), (8.0, 8, 1), []):
+        with pytest.raises(qviz.LoadError, match="is not a shape"):
+            qviz.load(samples["lenet_digits"], input_shape=bad)
