@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from pathlib import Path
@@ -14,8 +15,8 @@ __all__ = ["main"]
 
 
 def _shape(text: str) -> tuple[int, ...]:
-    try:
-        dims = tuple(int(d) for d in text.replace("x", ",").split(",") if d.strip())
+    try:   # (an empty part, "8,,1", is refused: it read as 8,1)
+        dims = tuple(int(d) for d in text.replace("x", ",").split(","))
     except ValueError:
         raise argparse.ArgumentTypeError(f"input shape {text!r} must be integers separated by commas, "
                                          "e.g. 28,28,1") from None
@@ -67,14 +68,21 @@ def _check_output(path: str | None, suffixes: tuple[str, ...], what: str) -> Non
         raise _UsageError(f"-o {path}: qviz writes {what}; name the file {' or '.join('*' + s for s in suffixes)}")
 
 
-def _megabytes(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of megabytes") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be a positive number of megabytes")
-    return value
+def _positive(what: str):
+    """An argparse type: a positive, finite number of ``what``."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number of {what}") from None
+        if not (value > 0 and math.isfinite(value)):
+            raise argparse.ArgumentTypeError(f"{text!r} must be a positive number of {what}")
+        return value
+
+    return parse
+
+
+_megabytes = _positive("megabytes")
 
 
 def _add_model_args(p: argparse.ArgumentParser) -> None:
@@ -765,7 +773,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--view", choices=("layer", "op"), default="layer", help="one node a layer, or every op")
     p.add_argument("--direction", choices=("LR", "TB"), default="LR", help="left to right, or top to bottom")
     p.add_argument("--recipe", help="draw this recipe's rewrite, with its changes and bits")
-    p.add_argument("--scale", type=float, default=2.0, help="PNG pixels per SVG pixel (default 2)")
+    p.add_argument("--scale", type=_positive("PNG pixels per SVG pixel"), default=2.0,
+                   help="PNG pixels per SVG pixel (default 2)")
     p.add_argument("--around", action="append", metavar="LAYER",
                    help="draw only this layer and its neighbours (repeat for more layers)")
     p.add_argument("--hops", type=int, default=2, help="how many edges away from --around to draw (default 2)")

@@ -217,7 +217,7 @@ def test_an_h5_config_declaring_more_weights_than_the_file_stores_is_refused(tmp
         qviz.load(bomb)
 
 
-def test_an_input_shape_a_model_cannot_take_is_refused_in_one_line(tmp_path, samples, keras_model):
+def test_an_input_shape_a_model_cannot_take_is_refused_in_one_line(tmp_path, samples):
     """It was ignored for a frozen graph (the graph kept its shapes) and raised TypeError for "8,8,1"."""
     from qviz.exporters import save_graph_def
 
