@@ -36,7 +36,7 @@ from .ir import Graph
 from .ir.ops import FAKE_QUANT_OPS
 from .metrics import Report, verify
 from .passes import fold_batch_norms, folded_into, quantize
-from .passes.recipe import Recipe
+from .passes.recipe import Recipe, RecipeError
 from .passes.result import Changes, PassResult, Skipped
 
 __all__ = ["apply", "Result", "report_for"]
@@ -100,6 +100,9 @@ def apply(graph: Graph, recipe: Recipe, *, calibration: Sequence[np.ndarray] | N
         RecipeError: the recipe names layers the graph does not have, or asks
             for something a layer cannot do.
     """
+    if not isinstance(recipe, Recipe):
+        raise RecipeError(f"a recipe is a qviz.Recipe (Recipe.from_dict or Recipe.from_json for "
+                          f"{'a dict' if isinstance(recipe, dict) else 'text'}), not a {type(recipe).__name__}")
     recipe.validate(graph)
     folded = fold_batch_norms(graph, layers=recipe.fold_selection(graph))
     # Skipped folds the user did not ask for would be noise: report only explicit asks.

@@ -16,6 +16,7 @@ True
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -132,4 +133,9 @@ def activation_ranges(graph: Graph, tensors: Sequence[str], inputs: Sequence[np.
         first = False
     if first:
         raise CalibrationError("no calibration examples were given")
+    bad = [t for t, a, b in zip(tensors, lo, hi) if not (math.isfinite(a) and math.isfinite(b))]
+    if bad:   # (a NaN range made every later number NaN, then "math domain error")
+        raise CalibrationError(f"the calibration gives {bad[0]} a range of [{lo[tensors.index(bad[0])]:.3g}, "
+                               f"{hi[tensors.index(bad[0])]:.3g}] ({len(bad)} tensor(s) so): NaN or inf in "
+                               "the calibration inputs or the model's values")
     return {t: (float(a), float(b)) for t, a, b in zip(tensors, lo, hi)}

@@ -175,3 +175,14 @@ def test_the_change_line_counts_the_weight_quantizers_apart():
     line = every.change_summary()
     drawn, weights = int(line.split(" ops added")[0]), int(line.split("and ")[1].split(" weight")[0])
     assert drawn + weights == sum(1 for n in every.graph.nodes if n.op in FAKE_QUANT_OPS)
+
+
+def test_a_recipe_that_is_not_one_and_nan_calibration_are_qviz_errors(samples):
+    """apply(g, {...}) raised AttributeError; NaN calibration data, "math domain error"."""
+    from qviz.passes.calibration import CalibrationError
+
+    g = qviz.load(samples["lenet_digits"])
+    with pytest.raises(RecipeError, match=r"Recipe.from_dict or Recipe.from_json for a dict"):
+        qviz.apply(g, {"fold": {}})
+    with pytest.raises(CalibrationError, match=r"NaN or inf in the calibration inputs"):
+        qviz.apply(g, Recipe.default(g), calibration=np.full((4, 8, 8, 1), np.nan, np.float32))
