@@ -358,7 +358,7 @@ def _cmd_export_tflite(args) -> int:
     if d.warning:   # (as qviz apply says it: SQNR 0.00 dB alone read as a result)
         print(f"qviz: warning: {d.warning}", file=sys.stderr)
     print(d.summary())
-    worst = sorted(d.layers, key=lambda t: t.within_1_lsb)[:5]
+    worst = d.least_faithful(5)
     if worst:
         print(f"each integer op given the device's own inputs ({len(d.layers)} ops), the least faithful "
               "(within 1 LSB; max LSBs apart; within 1 LSB run from the model input):")

@@ -96,6 +96,11 @@ class DeviceReport:
     integer_ops: tuple[str, ...] = ()  # "OP tensor" of the ops that run in integer
     warning: str | None = None   # the float outputs cannot measure error (metrics.report.constant_output)
 
+    def least_faithful(self, count: int = 5) -> list[TensorAgreement]:
+        """The ``count`` integer ops least often within 1 LSB of qviz given the device's inputs;
+        among equals (often all at 100 %), those that drift most run from the model input."""
+        return sorted(self.layers, key=lambda t: (t.within_1_lsb, t.chained_within_1_lsb))[:count]
+
     def summary(self) -> str:
         """One line: how close the simulation is to the device."""
         def db(v):

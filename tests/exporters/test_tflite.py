@@ -324,3 +324,16 @@ def test_a_model_whose_values_overflow_is_refused_before_the_converter(tmp_path)
     with np.errstate(all="ignore"), pytest.raises(TFLiteError, match=r"its quantization range .* is not one TFLite can hold"):
         export_tflite(g, qviz.Recipe().with_preset("all-8", g), tmp_path / "o.tflite", per_layer=False)
     assert not (tmp_path / "o.tflite").exists()
+
+
+def test_the_least_faithful_ops_break_ties_by_their_drift_from_the_model_input():
+    """Every op at 100 % given the device's inputs: the list showed the first five ops, not
+    the ones that drift most (the output at 7.5 % within 1 LSB from the model input)."""
+    from qviz.exporters.tflite import DeviceReport, TensorAgreement
+
+    rows = [TensorAgreement(f"op{i}", f"t{i}", 1.0, 1.0, chained) for i, chained in enumerate([1.0, 0.99, 0.075, 1.0])]
+    rows.append(TensorAgreement("odd", "t", 3.0, 0.98, 1.0))
+    import dataclasses
+
+    report = DeviceReport(**{**{f.name: None for f in dataclasses.fields(DeviceReport)}, "layers": tuple(rows)})
+    assert [t.layer for t in report.least_faithful(3)] == ["odd", "op2", "op1"]

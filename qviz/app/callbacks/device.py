@@ -43,7 +43,7 @@ def device_view(check, device) -> list:
                                html.Ul([html.Li(w) for w in check.grouped_warnings(names=8)])], className="warning"))
     if device.float_ops:
         parts.append(html.Div("runs in float on the device: " + ", ".join(device.float_ops), className="warning"))
-    worst = sorted(device.layers, key=lambda t: t.within_1_lsb)[:5]
+    worst = device.least_faithful(5)
     if worst:
         parts.append(html.Div(f"each of the {len(device.layers)} integer ops given the device's own inputs — the "
                               "least faithful: " + ", ".join(f"{t.layer} {floor_percent(t.within_1_lsb, 1)} % within 1 LSB{t.how}"
