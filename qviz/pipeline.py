@@ -104,9 +104,11 @@ def apply(graph: Graph, recipe: Recipe, *, calibration: Sequence[np.ndarray] | N
         raise RecipeError(f"a recipe is a qviz.Recipe (Recipe.from_dict or Recipe.from_json for "
                           f"{'a dict' if isinstance(recipe, dict) else 'text'}), not a {type(recipe).__name__}")
     recipe.validate(graph)
-    folded = fold_batch_norms(graph, layers=recipe.fold_selection(graph))
-    # Skipped folds the user did not ask for would be noise: report only explicit asks.
+    # Skipped folds the user did not ask for would be noise: report only explicit asks (a
+    # fold asked by name that cannot be done is given to the pass, which says why).
     asked = {k for k, v in recipe.fold_layers.items() if v}
+    selection = recipe.fold_selection(graph)
+    folded = fold_batch_norms(graph, layers=selection + sorted(asked - set(selection)))
     folded = PassResult(folded.graph, folded.changes,
                         tuple(s for s in folded.skipped if recipe.fold_default or s.layer in asked))
     config = recipe.quantize_config(folded.graph)

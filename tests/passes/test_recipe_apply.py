@@ -186,3 +186,17 @@ def test_a_recipe_that_is_not_one_and_nan_calibration_are_qviz_errors(samples):
         qviz.apply(g, {"fold": {}})
     with pytest.raises(CalibrationError, match=r"NaN or inf in the calibration inputs"):
         qviz.apply(g, Recipe.default(g), calibration=np.full((4, 8, 8, 1), np.nan, np.float32))
+
+
+def test_a_fold_asked_by_name_that_cannot_be_done_says_why():
+    """A conv whose output feeds its batch norm and an Add: asked by name, the fold was
+    dropped without a word ("0 ops added", nothing skipped)."""
+    import keras
+
+    i = keras.Input((8, 8, 1))
+    c = keras.layers.Conv2D(4, 3, padding="same", name="c_shared")(i)
+    a = keras.layers.Add(name="add")([keras.layers.BatchNormalization(name="bn")(c), c])
+    g = qviz.load(keras.Model(i, keras.layers.Dense(2, name="fc")(keras.layers.Flatten()(a))))
+    result = qviz.apply(g, Recipe.from_dict({"fold": {"layers": {"c_shared": True}}}), report=False)
+    (skipped,) = result.skipped
+    assert skipped.layer == "bn" and "also feeds" in skipped.reason and "add" in skipped.reason
