@@ -179,7 +179,9 @@ def _fold_section(e, bits: int, recipe: Recipe, n: int) -> str:
                           symmetric=recipe.symmetric_weights)
     schemes = "".join(f"<tr><th>{s}</th>" + "".join(f"<td>{_db(r.error(s, k).sqnr_db)}</td>" for k in SCHEMES)
                       + "</tr>" for s in STAGES)
-    return (f"<h3>{escape(e.layer)} absorbs {escape(e.bn_layer)}</h3>"
+    off = ("" if recipe.folds(e.layer) else
+           f'<p class="warn">This recipe leaves this fold off: below is what folding {escape(e.layer)} would do.</p>')
+    return (f"<h3>{escape(e.layer)} absorbs {escape(e.bn_layer)}</h3>{off}"
             f"<p>{escape(e.layer)} ({e.op}, weights {list(e.weights_shape)}) is followed by a batch norm "
             f"({e.kind}), ε = {v.epsilon:g}. Per output channel c the batch norm computes</p>"
             '<p class="formula">y<sub>c</sub> = γ<sub>c</sub> (x<sub>c</sub> − μ<sub>c</sub>) / '

@@ -170,3 +170,15 @@ def test_export_qat_takes_unsafe_for_a_model_with_a_lambda(tmp_path, capsys, sam
     args = ["export-qat", str(tmp_path / "lam.keras"), "--recipe", str(recipe), "-o", str(tmp_path / "q.keras")]
     assert main(args) == 2 and "--unsafe on the command line" in capsys.readouterr().err
     assert main([*args, "--unsafe"]) == 0 and (tmp_path / "q.keras").is_file()
+
+
+def test_the_report_says_when_the_fold_it_explains_is_off_in_the_recipe(samples):
+    """It headed "conv2 absorbs bn2" for a recipe with conv2's fold off, and said nothing else."""
+    import qviz
+    from qviz.render.report import make_report
+
+    g = qviz.load(samples["lenet_digits"])
+    on = qviz.Recipe().with_preset("all-8", g)
+    off = make_report(g, on.with_fold("conv2", False), name="lenet", explain=["conv2"])
+    assert "This recipe leaves this fold off" in off
+    assert "This recipe leaves this fold off" not in make_report(g, on, name="lenet", explain=["conv2"])

@@ -72,7 +72,8 @@ def register(app, store) -> None:
         answer = poll(s.jobs.get("explain"),
                       running=dict(view=html.Div("explaining the fold: running the layer and its batch norm…",
                                                  className="verify-running"), stop_polling=False),
-                      done=lambda e: dict(view=[*_explainer_view(e), _channel_controls(e.layer, history),
+                      done=lambda e: dict(view=[*_fold_off_note(e, history), *_explainer_view(e),
+                                                _channel_controls(e.layer, history),
                                                 *_orders_view(e.orders, history), _training_controls()],
                                           stop_polling=True),
                       failed=lambda exc: dict(view=html.Div(str(exc), className="error"), stop_polling=True))
@@ -133,6 +134,16 @@ def _training_view(e, layer, mode, phase):
                    f"and {e.reference} = {e.max_abs_diff:.3g}.", id=ids.TRAIN_FOLD_CHECK),
             html.Div([_layer_figure(e.inference, layer, "inference fold"),
                       _layer_figure(e.graph, layer, f"training fold: {mode}")], className="fold-graphs")]
+
+
+def _fold_off_note(e, history) -> list:
+    """A line above the explanation when the recipe leaves this fold off: the page explains
+    what folding would do, and said "absorbs" as if it did."""
+    recipe = current(history) if history else services.START_RECIPE
+    if recipe.folds(e.layer):
+        return []
+    return [html.P(f"Your recipe leaves this fold off ({e.bn_layer} stays a batch norm after {e.layer}): "
+                   "below is what folding it would do.", className="fold-note warning")]
 
 
 def _channel_controls(layer, history):
