@@ -232,27 +232,31 @@ def _cmd_render(args) -> int:
 def _cmd_report(args) -> int:
     from .samples import data_for
 
-    from .passes import RecipeError, fold_candidates
+    from .analysis.fold_explainer import foldable_candidate
+    from .passes import RecipeError
     from .render.report import make_report
 
     _check_output(args.output, (".html", ".htm"), "an HTML page")
     recipe = _read_recipe(args.recipe)
     graph = _load(args)
-    foldable = {c.layer: c for c in fold_candidates(graph)}
+    explain = None if args.explain is None else []
     for layer in args.explain or ():   # said before the seconds of running the model
-        cand = foldable.get(layer)
-        if cand is None or not cand.foldable:
-            why = (f"its batch norm cannot be folded: {cand.reason}" if cand else "no batch norm after it"
-                   if layer in graph.layers else "no layer of that name in the model")
-            raise _UsageError(f"--explain {layer}: {why}")
+        if layer not in graph.layers:
+            raise _UsageError(f"--explain {layer}: no layer of that name in the model")
+        try:   # (a conv, or its batch norm: either explains their fold)
+            explain.append(foldable_candidate(graph, layer).layer)
+        except ValueError as exc:
+            raise _UsageError(f"--explain {layer}: {exc}") from None
     sweep = None
     if args.sensitivity:
-        from .analysis.sensitivity import sensitivity
+        from .analysis.sensitivity import checkpoint_bits, sensitivity
 
+        # the widths the checkpoint holds (a sweep at 8 and 4 bits is not extended to 6, 3 and 2)
         sweep = sensitivity(graph, **data_for(graph).sweep_kwargs(), progress=_ProgressBar("measuring"),
-                            checkpoint=args.sensitivity)
+                            checkpoint=args.sensitivity, bits=checkpoint_bits(args.sensitivity) or SWEEP_BITS)
     try:
-        page = make_report(graph, recipe, name=Path(args.model).name, explain=args.explain, sensitivity=sweep,
+        page = make_report(graph, recipe, name=Path(args.model).name,
+                           explain=None if explain is None else list(dict.fromkeys(explain)), sensitivity=sweep,
                            target_sqnr_db=args.target_sqnr)
     except RecipeError as exc:
         raise RecipeError(f"--recipe {args.recipe}: {exc}") from None

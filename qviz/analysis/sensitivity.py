@@ -46,7 +46,7 @@ from .. import runtime
 from ..choices import SWEEP_BITS
 from ..errors import QvizError
 
-__all__ = ["Sensitivity", "sensitivity", "measured_already", "CheckpointError"]
+__all__ = ["Sensitivity", "sensitivity", "measured_already", "checkpoint_bits", "CheckpointError"]
 
 log = logging.getLogger(__name__)
 
@@ -233,6 +233,33 @@ def _write_checkpoint(path: Path, fingerprint: str, cells: dict) -> None:
 
 def _cell(which: str, layer: str, bits: int) -> str:
     return json.dumps([which, layer, bits])
+
+
+def checkpoint_bits(checkpoint: str | os.PathLike) -> tuple[int, ...]:
+    """The widths ``checkpoint`` holds measurements at, widest first (``()``: none, or no
+    readable checkpoint: :func:`sensitivity` says why when given it).
+
+    >>> import tempfile
+    >>> d = tempfile.TemporaryDirectory()
+    >>> path = Path(d.name) / "sweep.json"
+    >>> _write_checkpoint(path, "f", {_cell("w", "conv1", 8): [40.0, None], _cell("a", "fc1", 4): [20.0, None]})
+    >>> checkpoint_bits(path), checkpoint_bits(path.with_name("none.json"))
+    ((8, 4), ())
+    >>> d.cleanup()
+    """
+    try:
+        cells = _valid_cells(json.loads(Path(checkpoint).read_text(encoding="utf-8")).get("cells"))
+    except (OSError, ValueError, AttributeError):
+        return ()
+    bits = set()
+    for key in cells:
+        try:
+            b = json.loads(key)[2]
+        except (ValueError, IndexError, TypeError, KeyError):
+            continue
+        if isinstance(b, int) and not isinstance(b, bool):
+            bits.add(b)
+    return tuple(sorted(bits, reverse=True))
 
 
 def measured_already(checkpoint: str | os.PathLike, layers: Sequence[str], bits: Sequence[int]) -> int:

@@ -78,6 +78,8 @@ def failure_of(future, what: str) -> str | None:
     >>> failure_of(f, "the verification") == failure_of(f, "the verification")   # (logged once)
     True
     """
+    if future.cancelled():   # (exception() would raise)
+        return "stopped before it finished"
     exc = future.exception()
     if exc is None:
         return None
