@@ -85,6 +85,17 @@ def _positive(what: str):
 _megabytes = _positive("megabytes")
 
 
+def _decibels(text: str) -> float:
+    """A finite number of dB (a target of "nan" was taken, and matched nothing)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of dB") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number of dB")
+    return value
+
+
 def _add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", help="a .keras, .h5, .pb, .pbtxt file or a SavedModel directory")
     p.add_argument("--input-shape", type=_shape, action="append", metavar="D1,D2,…",
@@ -731,14 +742,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("sensitivity", help="per-layer output SQNR vs bit width, and a suggested recipe")
     _add_model_args(p)
     p.add_argument("--bits", type=_bits, nargs="+", default=list(SWEEP_BITS))
-    p.add_argument("--target-sqnr", type=float, default=30.0, help="overall output SQNR to aim for (dB)")
+    p.add_argument("--target-sqnr", type=_decibels, default=30.0, help="overall output SQNR to aim for (dB)")
     p.add_argument("--recipe-out", metavar="JSON", help="write the suggested recipe")
     p.add_argument("--pareto", action="store_true",
                    help="search mixed precision too: narrow layers' weights greedily (the least noise per bit "
                         "saved first), measure each recipe, print the size-vs-SQNR front and the smallest recipe "
                         "reaching --target-sqnr")
     budget = p.add_mutually_exclusive_group()
-    budget.add_argument("--size-kb", type=float, metavar="KB",
+    budget.add_argument("--size-kb", type=_positive("KB"), metavar="KB",
                         help="the recipe is the best measured one whose weights fit in KB (implies --pareto)")
     budget.add_argument("--bops", type=_count, metavar="COUNT",
                         help="the recipe is the best measured one within COUNT bit-operations per example, e.g. "
@@ -768,7 +779,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sensitivity", metavar="CHECKPOINT.json",
                    help="include the sensitivity sweep saved in this file (qviz sensitivity --checkpoint), "
                         "measuring what it lacks")
-    p.add_argument("--target-sqnr", type=float, default=30.0, help="the overall SQNR the heatmap marks (dB)")
+    p.add_argument("--target-sqnr", type=_decibels, default=30.0, help="the overall SQNR the heatmap marks (dB)")
     p.set_defaults(func=_cmd_report)
 
     p = sub.add_parser("render", help="draw the graph (or a recipe's rewrite, changes marked) as SVG or PNG")

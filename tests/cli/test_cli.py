@@ -45,7 +45,9 @@ def test_error_is_one_line_on_stderr_with_exit_2(tmp_path):
 @pytest.mark.parametrize("args, said", [(["info", "x.keras", "--input-shape", "a,b"], "must be integers"),
                                         (["info", "x.keras", "--input-shape", "8,,1"], "must be integers"),
                                         (["render", "x.keras", "-o", "x.png", "--scale", "0"], "must be a positive"),
-                                        (["info", "x.keras", "--max-model-mb", "nan"], "must be a positive")])
+                                        (["info", "x.keras", "--max-model-mb", "nan"], "must be a positive"),
+                                        (["sensitivity", "x.keras", "--target-sqnr", "nan"], "must be a finite"),
+                                        (["sensitivity", "x.keras", "--size-kb", "-5"], "must be a positive")])
 def test_bad_arguments_are_refused_by_the_parser(capsys, args, said):
     """"8,,1" read as 8,1; --scale 0 wrote a 1×1 PNG and said "wrote"."""
     with pytest.raises(SystemExit) as info:
