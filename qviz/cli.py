@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from .choices import SWEEP_BITS, WEIGHT_METRICS
-from .errors import QvizError
+from .errors import ModelRunError, QvizError
 
 __all__ = ["main"]
 
@@ -811,10 +811,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-#: Errors of running or calibrating the model given (looked up only once their module is loaded).
-_MODEL_RUN_ERRORS = (("qviz.runtime", "RunError"), ("qviz.passes.calibration", "CalibrationError"))
-
-
 def main(argv=None) -> int:
     """Run the CLI; returns the exit status (2 for any user-facing error)."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -829,10 +825,8 @@ def main(argv=None) -> int:
         # patterns: `qviz serve` answers before numpy and networkx are imported.)
         language = sys.modules.get("qviz.patterns.language")
         option = "--pattern: " if language is not None and isinstance(exc, language.PatternSyntaxError) else ""
-        # a model that cannot be run or calibrated: the message names it
-        running = tuple(getattr(sys.modules.get(module), name, None) for module, name in _MODEL_RUN_ERRORS)
-        if isinstance(exc, tuple(e for e in running if e is not None)) and getattr(args, "model", None):
-            option = f"{args.model}: "
+        if isinstance(exc, ModelRunError) and getattr(args, "model", None):
+            option = f"{args.model}: "   # a model that cannot be run or calibrated: the message names it
         print(one_line(f"qviz: error: {option}{exc}"), file=sys.stderr)
         return 2
     except BrokenPipeError:

@@ -13,8 +13,14 @@ True
 True
 """
 
-__all__ = ["QvizError"]
+__all__ = ["QvizError", "ModelRunError"]
 
 
 class QvizError(Exception):
     """An error in what the user gave qviz, with a one-line message for them."""
+
+
+class ModelRunError(QvizError):
+    """The model given cannot be run or calibrated as it is (an op TensorFlow does not
+    know, no inputs, an input of unknown shape, values that overflow): a front end says
+    which model."""

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from cachetools import LRUCache
 
-from .errors import QvizError
+from .errors import ModelRunError
 from ._text import first_line
 from .ir import Graph, Shape, canonical_tensor_name
 
@@ -28,7 +28,7 @@ _lock = threading.Lock()
 FUNCTIONS_PER_GRAPH = 8
 
 
-class RunError(QvizError, RuntimeError):
+class RunError(ModelRunError, RuntimeError):
     """The graph cannot be executed: an op TensorFlow does not know, a bad feed."""
 
 

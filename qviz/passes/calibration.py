@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..errors import QvizError
+from ..errors import ModelRunError
 from .. import runtime
 from ..ir import Graph
 
@@ -36,7 +36,7 @@ CALIBRATION_BATCH = 8
 EMA_BATCH = 64
 
 
-class CalibrationError(QvizError, ValueError):
+class CalibrationError(ModelRunError, ValueError):
     """Calibration inputs cannot be made or do not fit the graph."""
 
 
