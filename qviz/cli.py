@@ -68,32 +68,24 @@ def _check_output(path: str | None, suffixes: tuple[str, ...], what: str) -> Non
         raise _UsageError(f"-o {path}: qviz writes {what}; name the file {' or '.join('*' + s for s in suffixes)}")
 
 
-def _positive(what: str):
-    """An argparse type: a positive, finite number of ``what``."""
+def _number(what: str, *, positive: bool = True):
+    """An argparse type: a finite number of ``what`` (positive unless told): "nan" was taken
+    as a target, and a --scale of 0 wrote a 1×1 PNG."""
     def parse(text: str) -> float:
         try:
             value = float(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} is not a number of {what}") from None
-        if not (value > 0 and math.isfinite(value)):
-            raise argparse.ArgumentTypeError(f"{text!r} must be a positive number of {what}")
+        if not math.isfinite(value) or (positive and not value > 0):
+            raise argparse.ArgumentTypeError(f"{text!r} must be a {'positive' if positive else 'finite'} number "
+                                             f"of {what}")
         return value
 
     return parse
 
 
-_megabytes = _positive("megabytes")
-
-
-def _decibels(text: str) -> float:
-    """A finite number of dB (a target of "nan" was taken, and matched nothing)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of dB") from None
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number of dB")
-    return value
+_megabytes = _number("megabytes")
+_decibels = _number("dB", positive=False)
 
 
 def _add_model_args(p: argparse.ArgumentParser) -> None:
@@ -749,7 +741,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "saved first), measure each recipe, print the size-vs-SQNR front and the smallest recipe "
                         "reaching --target-sqnr")
     budget = p.add_mutually_exclusive_group()
-    budget.add_argument("--size-kb", type=_positive("KB"), metavar="KB",
+    budget.add_argument("--size-kb", type=_number("KB"), metavar="KB",
                         help="the recipe is the best measured one whose weights fit in KB (implies --pareto)")
     budget.add_argument("--bops", type=_count, metavar="COUNT",
                         help="the recipe is the best measured one within COUNT bit-operations per example, e.g. "
@@ -788,7 +780,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--view", choices=("layer", "op"), default="layer", help="one node a layer, or every op")
     p.add_argument("--direction", choices=("LR", "TB"), default="LR", help="left to right, or top to bottom")
     p.add_argument("--recipe", help="draw this recipe's rewrite, with its changes and bits")
-    p.add_argument("--scale", type=_positive("PNG pixels per SVG pixel"), default=2.0,
+    p.add_argument("--scale", type=_number("PNG pixels per SVG pixel"), default=2.0,
                    help="PNG pixels per SVG pixel (default 2)")
     p.add_argument("--around", action="append", metavar="LAYER",
                    help="draw only this layer and its neighbours (repeat for more layers)")
