@@ -233,12 +233,14 @@ def _implicitly_quantized(graph: Graph, config) -> list:
     return found
 
 
-def _chain_to_quantizer(graph: Graph, node, through) -> bool:
-    """Whether ``node``'s output reaches a FakeQuant through single-reader ops in ``through``."""
+def _chain_to_quantizer(graph: Graph, node, through, alone: bool = False) -> bool:
+    """Whether ``node``'s output reaches a FakeQuant through single-reader ops in ``through``
+    (``alone``: a tensor the FakeQuants are the only readers of)."""
     t = node.output(0)
     while True:
         readers = [c for c in graph.consumers(t) if c.op not in _SHAPE_ONLY]
-        if any(c.op == FAKE_QUANT for c in readers):
+        quantizers = [c for c in readers if c.op == FAKE_QUANT]
+        if quantizers and (not alone or len(quantizers) == len(readers)):
             return True
         if len(readers) != 1 or readers[0].op not in through:
             return False
@@ -314,16 +316,8 @@ def _add_in_integer(graph: Graph, add) -> bool:
     """Whether TFLite runs ``add`` in integer: integer inputs, and an output (through what it
     fuses, a ReLU) read by FakeQuants alone. Read by a float op too, the output stays float:
     the Add runs in float, its inputs dequantized, and each FakeQuant after it is a QUANTIZE."""
-    if not all(_is_integer_input(graph, t) for t in add.inputs if not graph.is_constant(t)):
-        return False
-    t = add.output(0)
-    while True:
-        readers = [c for c in graph.consumers(t) if c.op not in _SHAPE_ONLY]
-        if readers and all(c.op == FAKE_QUANT for c in readers):
-            return True
-        if len(readers) != 1 or readers[0].op not in TFLITE_FUSED_CHAIN | SAME_GRID_OPS:
-            return False
-        t = readers[0].output(0)
+    return (all(_is_integer_input(graph, t) for t in add.inputs if not graph.is_constant(t))
+            and _chain_to_quantizer(graph, add, TFLITE_FUSED_CHAIN | SAME_GRID_OPS, alone=True))
 
 
 def _is_integer_input(graph: Graph, tensor: str) -> bool:
