@@ -235,6 +235,15 @@ def _cell(which: str, layer: str, bits: int) -> str:
     return json.dumps([which, layer, bits])
 
 
+def _any_cells(checkpoint) -> dict:
+    """The well-formed measurements of a checkpoint, whatever graph it was made for (``{}``
+    if it cannot be read)."""
+    try:
+        return _valid_cells(json.loads(Path(checkpoint).read_text(encoding="utf-8")).get("cells"))
+    except (OSError, ValueError, AttributeError):
+        return {}
+
+
 def checkpoint_bits(checkpoint: str | os.PathLike) -> tuple[int, ...]:
     """The widths ``checkpoint`` holds measurements at, widest first (``()``: none, or no
     readable checkpoint: :func:`sensitivity` says why when given it).
@@ -247,12 +256,8 @@ def checkpoint_bits(checkpoint: str | os.PathLike) -> tuple[int, ...]:
     ((8, 4), ())
     >>> d.cleanup()
     """
-    try:
-        cells = _valid_cells(json.loads(Path(checkpoint).read_text(encoding="utf-8")).get("cells"))
-    except (OSError, ValueError, AttributeError):
-        return ()
     bits = set()
-    for key in cells:
+    for key in _any_cells(checkpoint):
         try:
             b = json.loads(key)[2]
         except (ValueError, IndexError, TypeError, KeyError):
@@ -274,10 +279,7 @@ def measured_already(checkpoint: str | os.PathLike, layers: Sequence[str], bits:
     (1, 0)
     >>> d.cleanup()
     """
-    try:
-        cells = _valid_cells(json.loads(Path(checkpoint).read_text(encoding="utf-8")).get("cells"))
-    except (OSError, ValueError, AttributeError):
-        return 0
+    cells = _any_cells(checkpoint)
     return sum(_cell(which, layer, int(b)) in cells for layer in layers for which in ("w", "a") for b in bits)
 
 
