@@ -113,6 +113,8 @@ def test_a_checkpoint_that_is_not_this_sweeps_is_refused_not_overwritten(tmp_pat
     measurement, and the file left as it was (a recipe was overwritten with measurements)."""
     import json
 
+    import os
+
     import numpy as np
 
     from qviz.analysis.sensitivity import CheckpointError
@@ -124,12 +126,17 @@ def test_a_checkpoint_that_is_not_this_sweeps_is_refused_not_overwritten(tmp_pat
     other = tmp_path / "other.json"
     other.write_text(json.dumps({"fingerprint": "0" * 32, "cells": {json.dumps(["w", "conv1", 8]): [40.0, None]}}))
     (tmp_path / "adir.json").mkdir()
+    os.mkfifo(tmp_path / "fifo.json")   # (never opened: a read would wait for a writer)
+    truncated = tmp_path / "truncated.json"
+    truncated.write_text(other.read_text()[:20])
     for path, said in ((recipe, "not a qviz sensitivity checkpoint"), (other, "another model or other inputs"),
-                       (tmp_path / "adir.json", "not a regular file"),
+                       (tmp_path / "adir.json", "not a regular file"), (tmp_path / "fifo.json", "not a regular file"),
+                       (truncated, "not a qviz sensitivity checkpoint"),
                        (tmp_path / "none" / "x.json", "no such directory")):
         before = path.read_bytes() if path.is_file() else None
         with pytest.raises(CheckpointError, match=said) as caught:
             sensitivity(g, bits=(8,), inputs=[x], checkpoint=path, progress=lambda *_: pytest.fail("measured"))
         assert str(path) in str(caught.value) and "\n" not in str(caught.value)
         assert (path.read_bytes() if path.is_file() else None) == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["adir.json", "other.json", "recipe.json"]   # no temp files
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["adir.json", "fifo.json", "other.json", "recipe.json",
+                                                          "truncated.json"]   # no temp files
