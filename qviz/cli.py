@@ -116,19 +116,25 @@ def _load_options(args) -> dict:
             "max_bytes": None if limit is None else int(limit * 2**20)}
 
 
-def _load(args):
+def _load(args, note: bool = True):
+    """The model of ``args`` (``note``: say on stderr if it is fake-quantized already)."""
     from .importers import load
+    from .passes.quant_points import quantized_note
 
     _check_model_path(args)
     _quiet_tensorflow()
-    return load(args.model, **_load_options(args))
+    graph = load(args.model, **_load_options(args))
+    said = quantized_note(graph) if note else None
+    if said:
+        print(f"note: {args.model}: {said}", file=sys.stderr)
+    return graph
 
 
 def _cmd_info(args) -> int:
     from .runtime import tensor_shapes
     from .summary import format_summary, summarize
 
-    graph = _load(args)
+    graph = _load(args, note=False)   # (the summary says it)
     print(format_summary(summarize(graph, tensor_shapes(graph)), title=f"model: {args.model}"))
     return 0
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from .ir import Graph, Shape
 from .ir.ops import BATCH_NORM_OPS
 from .passes.fold_batch_norms import batch_norm_nodes
+from .passes.quant_points import quantized_note
 
 __all__ = ["Summary", "summarize", "format_summary"]
 
@@ -20,6 +21,7 @@ class Summary:
     num_nodes: int
     num_batch_norms: int
     num_fused_batch_norms: int
+    quantized: str | None = None    # which layers the graph fake-quantizes already
 
 
 def summarize(graph: Graph, shapes: dict | None = None) -> Summary:
@@ -43,6 +45,7 @@ def summarize(graph: Graph, shapes: dict | None = None) -> Summary:
         num_nodes=len(graph),
         num_batch_norms=len(bns),
         num_fused_batch_norms=sum(n.op in BATCH_NORM_OPS for n in bns),
+        quantized=quantized_note(graph),
     )
 
 
@@ -60,6 +63,8 @@ def format_summary(s: Summary, title: str = "") -> str:
     lines.append(f"nodes: {s.num_nodes}   layers: {len(s.layers)}   "
                  f"batch norms: {s.num_batch_norms} "
                  f"({s.num_fused_batch_norms} fused, {s.num_batch_norms - s.num_fused_batch_norms} unfused)")
+    if s.quantized:
+        lines.append(s.quantized)
     for label, items in (("inputs", s.inputs), ("outputs", s.outputs)):
         lines.append(f"{label}:")
         lines.extend(f"  {t}  {_fmt_shape(shape)}  {dt}" for t, shape, dt in items)

@@ -30,14 +30,14 @@ conv1 weights at 6 bits: TFLite re-rounds them onto its int8 grid, an extra roun
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ..ir import Graph
 from ..ir.ops import ADD_OPS, BATCH_NORM_OPS, FAKE_QUANT, FAKE_QUANT_OPS, LAYER_OPS, TFLITE_FUSED_CHAIN
 from ..passes.quant_points import (FIXED_RANGE_OPS, REGRID_OPS, SAME_GRID_OPS, grid_source, quant_points,
-                                   quantizable_units)
+                                   quantized_in_graph, rounded_from)
 from ..passes.recipe import Recipe
 
 __all__ = ["Fate", "DeployCheck", "deployability", "weight_fate", "activation_fate", "STATUSES", "group_by_reason"]
@@ -170,11 +170,13 @@ def deployability(graph: Graph, recipe: Recipe, result=None, *, int8_io: bool = 
         result = apply(graph, recipe, report=False)
     folded = result.folded.graph
     config = recipe.quantize_config(folded)
+    # what the model fake-quantizes already (a graph qviz wrote, a QAT model) runs as quantized as the recipe's
+    config = replace(config, layers={**quantized_in_graph(folded), **config.layers})
     points, _ = quant_points(folded, config)
     fates: list[Fate] = []
     implicit = _implicitly_quantized(result.graph, config)
     integer_ops = _integer_layer_ops(result.graph, config, {n.name for n in implicit})
-    for layer in quantizable_units(folded):
+    for layer in folded.layers:
         bits = config.layers.get(layer)
         if bits is None:
             continue
@@ -337,11 +339,14 @@ def _weight_bytes(folded: Graph, points) -> tuple[int, int]:
     quantized = {p.tensor: p.bits for p in points if p.kind == "weights"}
     stored = floats = 0
     for node in folded.nodes:
-        size = _const_size(folded, node.inputs[1]) if node.op in LAYER_OPS else None
+        if node.op not in LAYER_OPS:
+            continue
+        weights, bits = rounded_from(folded, node.inputs[1])   # (quantized in the graph already)
+        bits = quantized.get(node.inputs[1], bits)
+        size = _const_size(folded, weights)
         if size is None:
             continue
         floats += 4 * size
-        bits = quantized.get(node.inputs[1])
         stored += 4 * size if bits is None or bits > 8 else (size + 1) // 2 if bits <= 4 else size
     return stored, floats
 

@@ -37,8 +37,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ir import Graph
-from ..passes import LayerBits, Recipe, fold_batch_norms, quant_points, quantizable_layers
+from ..ir import Graph, GraphError
+from ..passes import LayerBits, Recipe, fold_batch_norms, quant_points, quantizable_layers, quantized_in_graph
 from ..passes.calibration import activation_ranges, noise_inputs
 from ..passes.quantize import QuantizeConfig
 from ..metrics import VERIFY_EXAMPLES, constant_output, verify
@@ -314,6 +314,7 @@ def sensitivity(graph: Graph, *, bits: Sequence[int] = SWEEP_BITS,
 
     Raises:
         ValueError: ``layers`` names a layer that is not quantizable.
+        GraphError: the graph has no layer to quantize.
     """
     from ..pipeline import apply
 
@@ -324,6 +325,10 @@ def sensitivity(graph: Graph, *, bits: Sequence[int] = SWEEP_BITS,
         inputs = noise_inputs(graph, count=VERIFY_EXAMPLES, seed=1)
     inputs = list(inputs)
     every = quantizable_layers(graph)
+    if not every:
+        done = len(quantized_in_graph(graph))
+        raise GraphError("nothing to measure: the model has no conv/dense layer left to quantize"
+                         + (f" ({done} fake-quantized already)" if done else ""))
     if layers is not None:
         unknown = [name for name in layers if name not in every]
         if unknown:

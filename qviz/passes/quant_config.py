@@ -49,6 +49,17 @@ class LayerBits:
         _check_bits(self.weight_bits, "weight_bits")
         _check_bits(self.activation_bits, "activation_bits")
 
+    @property
+    def short(self) -> str:
+        """``w4a8``, ``a8`` (no weight bits), ``w8`` (float activations) or ``float``.
+
+        >>> LayerBits(4, 8).short, LayerBits(None, 8).short, LayerBits(None, None).short
+        ('w4a8', 'a8', 'float')
+        """
+        text = (f"w{self.weight_bits}" if self.weight_bits else "") + \
+            (f"a{self.activation_bits}" if self.activation_bits else "")
+        return text or "float"
+
 
 @dataclass(frozen=True)
 class QuantizeConfig:

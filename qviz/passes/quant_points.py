@@ -49,10 +49,11 @@ from ..ir.ops import ADD_OPS, FAKE_QUANT_OPS, FUSED_ACTIVATIONS, LAYER_OPS
 from ..matcher import find_matches
 from ..patterns.builtin import BUILTIN
 from .constants import constant_value
-from .quant_config import QuantizeConfig
+from .quant_config import LayerBits, QuantizeConfig
 from .result import Skipped
 
-__all__ = ["QuantPoint", "quant_points", "quantizable_layers", "quantizable_units", "bypass_adds",
+__all__ = ["QuantPoint", "quant_points", "quantizable_layers", "quantizable_units", "quantized_in_graph",
+           "quantized_note", "rounded_from", "bypass_adds",
            "SAME_GRID_OPS", "REGRID_OPS", "FIXED_RANGE_OPS", "grid_source"]
 
 #: Ops whose int8 output keeps the input's scale and zero point and adds no rounding.
@@ -114,23 +115,60 @@ def bypass_adds(graph: Graph) -> tuple[Node, ...]:
 
 
 def quantizable_layers(graph: Graph) -> tuple[str, ...]:
-    """Layers holding a Conv2D, DepthwiseConv2dNative or MatMul op, in graph order
-    (computed once per graph: every draw of the app asks)."""
+    """Layers holding a Conv2D, DepthwiseConv2dNative or MatMul op, in graph order,
+    that the graph does not fake-quantize already (:func:`quantized_in_graph`);
+    computed once per graph: every draw of the app asks."""
     def compute():
         found = dict.fromkeys(n.layer for n in graph.nodes if n.op in LAYER_OPS)
-        return tuple(layer for layer in graph.layers if layer in found)
+        done = quantized_in_graph(graph)
+        return tuple(layer for layer in graph.layers if layer in found and layer not in done)
 
     return graph.memo("quant_points.layers", compute)
 
 
 def quantizable_units(graph: Graph) -> tuple[str, ...]:
     """Layers a recipe can quantize: :func:`quantizable_layers` and the layers of
-    :func:`bypass_adds`, in graph order (computed once per graph)."""
+    :func:`bypass_adds` not quantized already, in graph order (computed once per graph)."""
     def compute():
-        found = set(quantizable_layers(graph)) | {n.layer for n in bypass_adds(graph)}
+        done = quantized_in_graph(graph)
+        found = set(quantizable_layers(graph)) | {n.layer for n in bypass_adds(graph) if n.layer not in done}
         return tuple(layer for layer in graph.layers if layer in found)
 
     return graph.memo("quant_points.units", compute)
+
+
+def quantized_in_graph(graph: Graph) -> dict[str, LayerBits]:
+    """The conv/dense and bypass-Add layers the graph fake-quantizes already (a
+    graph qviz wrote, or a quantization-aware-trained one), with the bits of
+    its FakeQuant ops (``None``: that part is float), in graph order.
+
+    A conv/dense layer counts if its weights are quantized (its output alone
+    can be: the next layer's input), an ``Add`` if its output is. qviz
+    quantizes a tensor once, so these are not quantizable units: a recipe
+    naming one is refused, and the device check counts them as quantized.
+
+    >>> import qviz
+    >>> from qviz.passes import Recipe
+    >>> from qviz.samples import sample_path
+    >>> g = qviz.load(sample_path("lenet_digits"))
+    >>> quantized_in_graph(g)
+    {}
+    >>> q = qviz.apply(g, Recipe(quantize_layers={"conv2": LayerBits(4, 8)}), report=False).graph
+    >>> quantized_in_graph(q)
+    {'conv2': LayerBits(weight_bits=4, activation_bits=8)}
+    >>> "conv2" in quantizable_layers(q), "conv1" in quantizable_layers(q)
+    (False, True)
+    """
+    def compute():
+        if not any(n.op in FAKE_QUANT_OPS for n in graph.nodes):
+            return {}
+        candidates = {n.layer for n in graph.nodes if n.op in LAYER_OPS} | {n.layer for n in bypass_adds(graph)}
+        plan = _plan(graph, QuantizeConfig({layer: LayerBits(8, 8) for layer in candidates}))
+        found = {layer: LayerBits(parts.get("weights"), parts.get("activation", parts.get("bypass_output")))
+                 for layer, parts in plan.in_graph.items() if _whole_unit(parts)}
+        return {layer: found[layer] for layer in graph.layers if layer in found}
+
+    return graph.memo("quant_points.in_graph", compute)
 
 
 def _is_float(graph: Graph, tensor: str) -> bool:
@@ -143,15 +181,52 @@ def _read_by_fake_quant(graph: Graph, tensor: str) -> bool:
     return any(c.op in FAKE_QUANT_OPS for c in graph.consumers(tensor))
 
 
-def _quantized_already(graph: Graph, tensor: str) -> bool:
-    """Produced by a FakeQuant (possibly through the reshapes around per-channel
-    depthwise weights), or read by one: the pass ran on this graph before."""
-    if _read_by_fake_quant(graph, tensor):
-        return True
+def quantized_note(graph: Graph, names: int = 3) -> str | None:
+    """One line saying which layers ``graph`` fake-quantizes already, for the
+    command line and the page; None if it quantizes none.
+
+    >>> import qviz
+    >>> from qviz.passes import Recipe
+    >>> from qviz.samples import sample_path
+    >>> g = qviz.load(sample_path("lenet_digits"))
+    >>> q = qviz.apply(g, Recipe.default(g), report=False).graph
+    >>> print(quantized_note(q))
+    fake-quantized already: 4 layers (conv1 w8a8, conv2 w8a8, fc1 w8a8 and 1 more): qviz does not quantize them again, and compares what it changes with the model as given, not with a float one
+    """
+    found = quantized_in_graph(graph)
+    if not found:
+        return None
+    shown = ", ".join(f"{layer} {bits.short}" for layer, bits in list(found.items())[:names])
+    more = f" and {len(found) - names} more" if len(found) > names else ""
+    return (f"fake-quantized already: {len(found)} layer{'s' if len(found) > 1 else ''} ({shown}{more}): "
+            "qviz does not quantize them again, and compares what it changes with the model as given, "
+            "not with a float one")
+
+
+def _bits_in_graph(graph: Graph, tensor: str) -> int | None:
+    """The bits of the FakeQuant reading ``tensor``, or producing it (possibly through
+    the reshapes around per-channel depthwise weights): the graph quantizes it
+    already (a pass ran on it before). None if there is none."""
+    reader = next((c for c in graph.consumers(tensor) if c.op in FAKE_QUANT_OPS), None)
+    return int(reader.attrs.get("num_bits", 8)) if reader is not None else rounded_from(graph, tensor)[1]
+
+
+_RESHAPES = ("Reshape", "Transpose", "Identity")
+
+
+def rounded_from(graph: Graph, tensor: str) -> tuple[str, int | None]:
+    """What a FakeQuant producing ``tensor`` (through the reshapes around per-channel
+    depthwise weights) rounds, and its bits; ``(tensor, None)`` if none does. For a
+    layer's weights: the constant they are stored as, and at how many bits."""
     node = graph.producer(tensor)
-    while node.op in ("Reshape", "Transpose", "Identity") and node.inputs:
+    while node.op in _RESHAPES and node.inputs:
         node = graph.producer(node.inputs[0])
-    return node.op in FAKE_QUANT_OPS
+    if node.op not in FAKE_QUANT_OPS:
+        return tensor, None
+    source = node.inputs[0]
+    while graph.producer(source).op in _RESHAPES and graph.producer(source).inputs:
+        source = graph.producer(source).inputs[0]
+    return source, int(node.attrs.get("num_bits", 8))
 
 
 class _Planner:
@@ -162,6 +237,7 @@ class _Planner:
         self.points: dict[str, QuantPoint] = {}
         self.grid: dict[str, str] = {}      # tensor → the quantized tensor whose grid it is on
         self.skipped: list[Skipped] = []
+        self.in_graph: dict[str, dict[str, int]] = {}   # layer → {kind: bits} the graph quantizes already
 
     def source(self, tensor: str, reader: str | None = None) -> str | None:
         """The quantized tensor whose grid ``tensor`` is on (for ``reader``), or ``None``."""
@@ -194,8 +270,12 @@ class _Planner:
                 new = tuple(c for c in consumers if c not in old.consumers)
                 self.points[tensor] = replace(old, consumers=old.consumers + new)
             return
-        if kind not in ("input", "bypass_input") and _quantized_already(self.graph, tensor):
-            return
+        if kind not in ("input", "bypass_input"):
+            found = _bits_in_graph(self.graph, tensor)
+            if found is not None:
+                if kind in ("weights", "activation", "bypass_output"):
+                    self.in_graph.setdefault(layer, {})[kind] = found
+                return
         self.points[tensor] = QuantPoint(tensor, tuple(consumers), kind, layer, owner, name, bits, **extra)
 
     def consumers(self, tensor: str) -> list[str]:
@@ -208,6 +288,33 @@ def quant_points(graph: Graph, config: QuantizeConfig) -> tuple[list[QuantPoint]
     unknown = [name for name in config.layers if name not in graph.layers]
     if unknown:
         raise GraphError(f"quantize: no layer named {unknown[0]!r} in the graph")
+    plan = _plan(graph, config)
+    for layer, parts in plan.in_graph.items():
+        asked = config.layers[layer].activation_bits
+        if _whole_unit(parts):
+            reason = f"is fake-quantized in the graph already ({_parts(parts)})"
+        elif parts["activation"] != asked:    # (the same bits: the same rounding, nothing lost)
+            reason = (f"has its output fake-quantized in the graph already, at {parts['activation']} bits, "
+                      f"not the {asked} asked")
+        else:
+            continue
+        plan.skipped.append(Skipped(layer, "", f"layer {layer} {reason}: qviz quantizes a tensor once"))
+    return list(plan.points.values()), plan.skipped
+
+
+def _whole_unit(parts: dict[str, int]) -> bool:
+    """Whether what the graph quantizes of a unit makes it quantized (its weights, or an
+    Add's output), not only its output (which the next layer's input rounding can be)."""
+    return "weights" in parts or "bypass_output" in parts
+
+
+def _parts(parts: dict[str, int]) -> str:
+    names = {"weights": "weights", "activation": "output", "bypass_output": "output"}
+    return ", ".join(f"{names[kind]} at {bits} bits" for kind, bits in parts.items())
+
+
+def _plan(graph: Graph, config: QuantizeConfig) -> _Planner:
+    """The points for ``config``, and what the graph quantizes already (:attr:`_Planner.in_graph`)."""
     plan = _Planner(graph, config)
     layer_ops: dict[str, list[Node]] = {}
     add_ops: dict[str, list[Node]] = {}
@@ -233,7 +340,7 @@ def quant_points(graph: Graph, config: QuantizeConfig) -> tuple[list[QuantPoint]
             plan.add(out, plan.consumers(out), "bypass_output", layer, graph.producer(out).layer,
                      "add_quant", bits)
     _inputs_and_follow_ups(plan, layer_ops, add_ops)
-    return list(plan.points.values()), plan.skipped
+    return plan
 
 
 def _weights(plan: _Planner, layer_ops: dict[str, list[Node]]) -> None:

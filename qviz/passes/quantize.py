@@ -40,12 +40,12 @@ from .calibration import activation_ranges, as_input_list, noise_inputs
 from .constants import constant_value
 from .quant_config import MAX_BITS, MIN_BITS, LayerBits, QuantizeConfig
 from .quant_points import (SAME_GRID_OPS, QuantPoint, fake_quant_range, quant_points, quantizable_layers,
-                           quantizable_units)
+                           quantizable_units, quantized_in_graph, quantized_note)
 from .result import Changes, PassResult, Skipped
 from .rewrite import GraphEditor, const_node
 
 __all__ = ["LayerBits", "QuantizeConfig", "QuantPoint", "quantize", "quant_points",
-           "quantizable_layers", "quantizable_units", "weight_range", "MIN_BITS", "MAX_BITS"]
+           "quantizable_layers", "quantizable_units", "quantized_in_graph", "quantized_note", "weight_range", "MIN_BITS", "MAX_BITS"]
 
 
 def weight_range(values: np.ndarray, symmetric: bool, axis: int | None = None):

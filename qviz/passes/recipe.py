@@ -52,7 +52,8 @@ from ..errors import QvizError
 from ..ir import Graph
 from .fold_batch_norms import fold_candidates
 from .._text import one_line
-from .quantize import MAX_BITS, MIN_BITS, LayerBits, QuantizeConfig, quantizable_layers, quantizable_units
+from .quantize import (MAX_BITS, MIN_BITS, LayerBits, QuantizeConfig, quantizable_layers, quantizable_units,
+                       quantized_in_graph)
 
 __all__ = ["Recipe", "RecipeError", "MAX_NESTING", "PRESETS", "FLOAT_RECIPE"]
 
@@ -310,6 +311,10 @@ class Recipe:
         for name in self.quantize_layers:
             if name not in graph.layers:
                 _fail(f"quantize.layers.{_name(name)}", "no such layer in the graph")
+            if name in quantized_in_graph(graph):
+                bits = quantized_in_graph(graph)[name]
+                _fail(f"quantize.layers.{_name(name)}", f"fake-quantized in the graph already "
+                                                        f"({bits.short}): qviz quantizes a tensor once")
             if name not in quantizable:
                 _fail(f"quantize.layers.{_name(name)}", "not a Conv2D/DepthwiseConv2dNative/MatMul layer "
                                                         "or a bypass Add")

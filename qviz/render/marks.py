@@ -202,6 +202,7 @@ class Badge:
 
     @classmethod
     def of(cls, weight_bits: int | None, activation_bits: int | None, folded: bool = False) -> "Badge | None":
+        # (LayerBits.short's text, not imported: the first view imports no pass)
         text = (f"w{weight_bits}" if weight_bits else "") + (f"a{activation_bits}" if activation_bits else "")
         text += "+bn" if folded else ""
         widths = [b for b in (weight_bits, activation_bits) if b]

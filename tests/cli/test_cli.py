@@ -203,3 +203,23 @@ def test_a_report_reads_the_widths_its_sensitivity_checkpoint_holds(tmp_path, ca
     assert main(["report", model, "--recipe", str(recipe), "-o", str(tmp_path / "r.html"),
                  "--sensitivity", str(checkpoint)]) == 0
     assert "measuring" not in capsys.readouterr().err and checkpoint.read_bytes() == before
+
+
+def test_a_model_quantized_already_is_said_so_and_not_offered_for_quantizing(tmp_path, capsys, samples):
+    """A graph ``qviz apply`` wrote, given back to qviz: every command says it is
+    fake-quantized already, its default recipe quantizes nothing more, and a sweep has
+    nothing to measure (it printed an empty table and an empty "suggested recipe")."""
+    assert main(["recipe", str(samples["lenet_digits"])]) == 0
+    (tmp_path / "r.json").write_text(capsys.readouterr().out)
+    assert main(["apply", str(samples["lenet_digits"]), "--recipe", str(tmp_path / "r.json"),
+                 "-o", str(tmp_path / "q.pb")]) == 0
+    capsys.readouterr()
+    out = _info(capsys, tmp_path / "q.pb")
+    assert "fake-quantized already: 4 layers (" in out and "qviz does not quantize them again" in out
+    assert main(["recipe", str(tmp_path / "q.pb")]) == 0
+    said = capsys.readouterr()
+    assert '"layers": {}' in said.out and "note: " in said.err and "fake-quantized already" in said.err
+    assert main(["sensitivity", str(tmp_path / "q.pb"), "--checkpoint", str(tmp_path / "s.json")]) == 2
+    assert "nothing to measure: the model has no conv/dense layer left to quantize (4 fake-quantized already)" \
+        in capsys.readouterr().err
+    assert not (tmp_path / "s.json").exists()

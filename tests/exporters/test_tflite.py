@@ -338,3 +338,28 @@ def test_the_least_faithful_ops_break_ties_by_their_drift_from_the_model_input()
 
     report = DeviceReport(**{**{f.name: None for f in dataclasses.fields(DeviceReport)}, "layers": tuple(rows)})
     assert [t.layer for t in report.least_faithful(3)] == ["odd", "op2", "op1"]
+
+
+def test_a_model_qviz_quantized_opens_again_as_quantized(tmp_path):
+    """A frozen graph qviz wrote, opened again (a trial's): it was offered for quantizing
+    again, a recipe at other bits changed nothing without a word, and the device check
+    called its convs "implicit" with 0 B of weights."""
+    from qviz.exporters import save_graph_def
+    from qviz.passes import RecipeError, quantizable_layers, quantized_in_graph
+
+    g = qviz.load(sample_path("lenet_digits"))
+    default = qviz.Recipe.default(g)
+    recipe = replace(default, quantize_layers={**default.quantize_layers, "conv2": LayerBits(4, 8)})
+    q = qviz.load(save_graph_def(qviz.apply(g, recipe, report=False).graph, tmp_path / "q.pb"))
+    assert sorted(b.short for b in quantized_in_graph(q).values()) == ["w4a8", "w8a8", "w8a8", "w8a8"]
+    assert quantizable_layers(q) == () and qviz.Recipe.default(q).quantize_layers == {}
+    conv2 = next(layer for layer in quantized_in_graph(q) if "conv2" in layer)
+    with pytest.raises(RecipeError, match="fake-quantized in the graph already .w4a8."):
+        qviz.apply(q, qviz.Recipe(quantize_layers={conv2: LayerBits(8, 8)}), report=False)
+    # the device check reads the same model out of either: the same fates, the same weight bytes
+    before, after = deployability(g, recipe), deployability(q, qviz.Recipe.default(q))
+    assert [(f.part, f.bits, f.status) for f in after.fates] == [(f.part, f.bits, f.status) for f in before.fates]
+    assert (after.weight_bytes, after.float_weight_bytes) == (before.weight_bytes, before.float_weight_bytes)
+    assert after.boundaries == before.boundaries
+    done = export_tflite(q, qviz.Recipe.default(q), tmp_path / "q.tflite", verification=_noise(q))
+    assert done.device.ops.get("QUANTIZE") == 1 and not done.device.float_ops

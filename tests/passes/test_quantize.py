@@ -82,6 +82,10 @@ def test_never_quantizes_twice(samples):
             assert once.modified
             twice = quantize(once.graph, _all(g, per_channel=per_channel))
             assert not twice.modified, (name, per_channel, twice.changes)
+            # ... and says so, layer by layer, instead of doing nothing silently
+            said = {s.layer for s in twice.skipped if "fake-quantized in the graph already" in s.reason}
+            assert said == set(quantizable_layers(g)), (name, per_channel, twice.skipped)
+            assert quantizable_layers(once.graph) == ()
             tensors = [n.inputs[0] for n in _fq(once.graph)]
             assert len(tensors) == len(set(tensors))
 

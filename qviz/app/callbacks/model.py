@@ -10,6 +10,7 @@ from dash.exceptions import PreventUpdate
 
 from ...importers import LoadError
 from ...layout.blocks import default_grouping
+from ...passes import quantized_note
 from ...samples import SAMPLES, sample_path
 from .. import ids, services
 from ..errors import user_message
@@ -205,8 +206,9 @@ NO_GRAPH = {"data": [], "layout": {"xaxis": {"visible": False}, "yaxis": {"visib
 
 
 def _open_line(graph, name: str) -> str:
-    """The status line of an open model."""
-    return f"{name}: {len(graph)} ops, {len(graph.layers)} layers"
+    """The status line of an open model (and which layers it fake-quantizes already)."""
+    quantized = quantized_note(graph)
+    return f"{name}: {len(graph)} ops, {len(graph.layers)} layers" + (f"; {quantized}" if quantized else "")
 
 
 def _status(status, *, polling: bool = False) -> dict:

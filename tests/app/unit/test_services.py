@@ -307,3 +307,13 @@ def test_a_failed_calibration_fails_the_report_once_and_is_tried_again(samples):
         assert calls == ["calibrate", "calibrate"] and float_report.sqnr_db > 100   # nothing to calibrate
     finally:
         runner.close()
+
+
+def test_a_model_quantized_already_says_so_on_its_status_line_and_offers_no_layer(session):
+    from qviz.app.callbacks.model import _open_line
+
+    assert "fake-quantized" not in _open_line(session.graph, "lenet_digits")
+    q = qviz.apply(session.graph, Recipe.default(session.graph), report=False).graph
+    line = _open_line(q, "q.pb")
+    assert line.startswith("q.pb: ") and "; fake-quantized already: 4 layers (conv1 w8a8, " in line
+    assert [row["layer"] for row in services.layer_rows(q, Recipe.default(q))] == []
