@@ -158,7 +158,8 @@ def set_layer(recipe: Recipe, layer: str, field_name: str, value) -> Recipe:
 
 
 def recipe_from_upload(contents: str, graph) -> Recipe:
-    """The recipe in an uploaded file (a ``data:…;base64,`` URL), checked against ``graph``.
+    """The recipe in an uploaded file (a ``data:…;base64,`` URL), checked against ``graph``;
+    one with rules and no layers (:attr:`Recipe.rules_only`) has its rules run on ``graph``.
 
     Raises:
         RecipeError: not base64, not UTF-8, not a recipe, or not one for this graph.
@@ -167,7 +168,10 @@ def recipe_from_upload(contents: str, graph) -> Recipe:
         text = base64.b64decode(contents.split(",", 1)[1], validate=True).decode("utf-8")
     except (IndexError, binascii.Error, UnicodeDecodeError) as exc:
         raise RecipeError(f"the file is not a UTF-8 text file ({type(exc).__name__})") from None
-    return Recipe.from_json(text).validate(graph)
+    recipe = Recipe.from_json(text)
+    if recipe.rules_only:   # rules written by hand: the page runs them, as its rule box would
+        recipe = apply_rules(replace(recipe, rules=()), recipe.rules, graph)
+    return recipe.validate(graph)
 
 
 def with_rule(recipe: Recipe, text: str | None, graph) -> Recipe:

@@ -299,8 +299,18 @@ class Recipe:
                               activation_symmetric=self.symmetric_activations,
                               per_channel=self.per_channel, ema_decay=self.ema_decay, int32_bias=self.int32_bias)
 
+    @property
+    def rules_only(self) -> bool:
+        """Rules and no layers: written by hand, expecting the rules to run (a rule always sets
+        some layer, so a recipe qviz made from rules lists them)."""
+        return bool(self.rules) and not self.fold_layers and not self.quantize_layers
+
     def validate(self, graph: Graph) -> "Recipe":
         """Check every layer named exists and can do what is asked; returns ``self``."""
+        if self.rules_only:
+            _fail("rules", "the recipe has rules but no layers: qviz applies a recipe's layers and keeps its "
+                           "rules as the record of how they were chosen; make the layers from the rules with "
+                           "`qviz recipe MODEL --rules-from RECIPE.json` (or qviz.passes.apply_rules)")
         foldable = {c.layer for c in fold_candidates(graph) if c.layer is not None} if self.fold_layers else set()
         for name in self.fold_layers:
             if name not in graph.layers:

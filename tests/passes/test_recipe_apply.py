@@ -61,6 +61,9 @@ def test_recipe_validated_against_the_graph(lenet):
         qviz.apply(lenet, Recipe(fold_layers={"logits": True}))
     with pytest.raises(RecipeError, match="not valid JSON"):
         Recipe.from_json("{")
+    # rules alone (written by hand): the layers are what applies, and there are none
+    with pytest.raises(RecipeError, match=r"^rules: the recipe has rules but no layers: .* --rules-from"):
+        qviz.apply(lenet, Recipe.from_json('{"rules": ["*: w4a8"]}'))
 
 
 def test_default_recipe_lists_every_layer(lenet):

@@ -73,6 +73,12 @@ def test_a_bad_recipe_upload_is_one_line_naming_the_cause(session, contents, cau
     assert "\n" not in str(info.value)
 
 
+def test_an_uploaded_recipe_of_rules_alone_has_its_rules_run(session):
+    """A hand-written ``{"rules": ["*: w4a8"]}`` quantized nothing, without a word."""
+    recipe = services.recipe_from_upload(_data_url(b'{"rules": ["name~^conv: w4a8"]}'), session.graph)
+    assert recipe.bits("conv2") == LayerBits(4, 8) and recipe.rules == ("name~^conv: w4a8",)
+
+
 def test_an_uploaded_recipe_round_trips(session):
     recipe = Recipe.default(session.graph).with_bits("conv2", LayerBits(4, 6))
     assert services.recipe_from_upload(_data_url(recipe.to_json().encode()), session.graph) == recipe
