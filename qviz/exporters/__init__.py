@@ -23,12 +23,13 @@ def save_graph_def(graph: Graph, path) -> Path:
     """Write ``graph`` as a binary (``.pb``) or text (``.pbtxt``) GraphDef; returns the path.
 
     Any other suffix is refused: a TensorFlow graph named ``model.onnx`` or
-    ``model.tflite`` would only mislead whoever opens it next.
+    ``model.tflite`` would only mislead whoever opens it next. Each node keeps its
+    layer (:data:`qviz.ir.graphdef.LAYER_ATTR`): the file opens with the same layers.
     """
     path = Path(path)
     if path.suffix.lower() not in (".pb", ".pbtxt"):
         raise ExportError(f"{path}: qviz writes TensorFlow GraphDefs; name the file .pb or .pbtxt")
-    gd = graph.to_graph_def()
+    gd = graph.to_graph_def(layers=True)
     try:
         if path.suffix.lower() == ".pbtxt":
             from google.protobuf import text_format

@@ -3,8 +3,9 @@
 Opening a ``.pb`` properly needs TensorFlow's protobuf classes, which means
 importing TensorFlow (seconds). Drawing its layer view needs far less: which
 node reads which, and each node's op. This reads exactly that with the
-``protobuf`` package alone, through a three-field description of ``NodeDef``
-(every other field — attributes, weights — is skipped by the parser), and
+``protobuf`` package alone, through a four-field description of ``NodeDef``
+(name, op, inputs, and of its attributes only their strings, for the layer a
+file qviz wrote names; weights and the rest are skipped by the parser), and
 builds a structure-only :class:`~qviz.ir.Graph`: its layer view is the one the
 real open will draw, in the same places (checked in the tests).
 
@@ -18,6 +19,7 @@ import functools
 from pathlib import Path
 
 from ..ir import Graph, GraphError, Node
+from ..ir.graphdef import LAYER_ATTR
 from ..ir.layers import layers_from_names
 from .errors import LoadError, first_line
 from .safety import DEFAULT_LIMITS, Limits, read_bounded
@@ -38,6 +40,16 @@ def _graph_def_class():
     node.field.add(name="name", number=1, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL)
     node.field.add(name="op", number=2, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL)
     node.field.add(name="input", number=3, type=F.TYPE_STRING, label=F.LABEL_REPEATED)
+    # attr (a map: on the wire, repeated {key, value} entries), of each value its string
+    # alone: the layer a file qviz wrote names (LAYER_ATTR)
+    value = proto.message_type.add(name="AttrValue")
+    value.field.add(name="s", number=2, type=F.TYPE_BYTES, label=F.LABEL_OPTIONAL)
+    entry = proto.message_type.add(name="AttrEntry")
+    entry.field.add(name="key", number=1, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL)
+    entry.field.add(name="value", number=2, type=F.TYPE_MESSAGE, type_name=".qviz_sketch.AttrValue",
+                    label=F.LABEL_OPTIONAL)
+    node.field.add(name="attr", number=5, type=F.TYPE_MESSAGE, type_name=".qviz_sketch.AttrEntry",
+                   label=F.LABEL_REPEATED)
     graph = proto.message_type.add(name="GraphDef")
     graph.field.add(name="node", number=1, type=F.TYPE_MESSAGE, type_name=".qviz_sketch.NodeDef",
                     label=F.LABEL_REPEATED)
@@ -75,7 +87,9 @@ def sketch_graph_def_bytes(data: bytes, source: str) -> Graph:
     for nd in gd.node:
         data_inputs = [t for t in nd.input if not t.startswith("^")]
         control = [t[1:] for t in nd.input if t.startswith("^")]
-        nodes.append(Node(nd.name, nd.op, data_inputs, control_inputs=control, layer=layer_of.get(nd.name, nd.name)))
+        layer = next((a.value.s.decode("utf-8", "replace") for a in nd.attr if a.key == LAYER_ATTR), "") \
+            or layer_of.get(nd.name, nd.name)   # (as nodes_from_graph_def reads it)
+        nodes.append(Node(nd.name, nd.op, data_inputs, control_inputs=control, layer=layer))
     try:
         return Graph(nodes, source=source)
     except (GraphError, ValueError) as exc:

@@ -148,10 +148,11 @@ class Graph:
             source=source,
         )
 
-    def to_graph_def(self, needed_by: Iterable[str] | None = None):
+    def to_graph_def(self, needed_by: Iterable[str] | None = None, *, layers: bool = False):
         """A fresh ``GraphDef`` with this graph's nodes, in graph order; with ``needed_by``
         (tensor or node names), only the nodes they depend on, through data and control
-        inputs.
+        inputs; ``layers``: each node's layer written in it, as a file keeps it
+        (:data:`qviz.ir.graphdef.LAYER_ATTR`).
 
         Output 0 is written as the bare node name, as TensorFlow itself does.
 
@@ -171,7 +172,7 @@ class Graph:
                     stack.extend(parse_tensor_name(t)[0] for t in node.inputs)
                     stack.extend(node.control_inputs)
             nodes = [n for n in self._order if n.name in keep]
-        return graph_def_from_nodes(nodes, self._versions, self._library)
+        return graph_def_from_nodes(nodes, self._versions, self._library, layers=layers)
 
     def with_nodes(
         self,

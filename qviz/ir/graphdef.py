@@ -19,12 +19,25 @@ from collections.abc import Iterable, Mapping
 from .node import Node, parse_tensor_name
 from .proto import pb
 
-__all__ = ["nodes_from_graph_def", "graph_def_from_nodes", "short_tensor_name"]
+__all__ = ["nodes_from_graph_def", "graph_def_from_nodes", "short_tensor_name", "LAYER_ATTR"]
+
+#: The node attribute a GraphDef qviz writes names each node's layer in, so that the
+#: file opens again with the layers it was written with (a bare GraphDef's layers are
+#: guessed from name scopes: ``model_1/conv1_1`` where Keras said ``conv1``). TensorFlow
+#: leaves attributes whose name starts with ``_`` alone.
+LAYER_ATTR = "_qviz_layer"
 
 
 def nodes_from_graph_def(graph_def, layer_of: Mapping[str, str]) -> list[Node]:
     """The nodes of ``graph_def``, in its order; ``layer_of`` maps node → layer
-    (a node not in it is its own layer). ``^name`` inputs become control inputs."""
+    (a node not in it is its own layer), unless the node names its own
+    (:data:`LAYER_ATTR`, which then leaves its attributes). ``^name`` inputs become
+    control inputs.
+
+    >>> gd = graph_def_from_nodes([Node("m/c/Conv2D", "Neg", layer="conv1")], layers=True)
+    >>> [(n.layer, dict(n.raw_attrs)) for n in nodes_from_graph_def(gd, {"m/c/Conv2D": "m/c"})]
+    [('conv1', {})]
+    """
     nodes = []
     for nd in graph_def.node:
         data, control = [], []
@@ -33,16 +46,21 @@ def nodes_from_graph_def(graph_def, layer_of: Mapping[str, str]) -> list[Node]:
                 control.append(t[1:])
             else:
                 data.append(t)
-        nodes.append(Node(nd.name, nd.op, data, control_inputs=control,
-                          layer=layer_of.get(nd.name, nd.name), device=nd.device,
-                          raw_attrs=nd.attr))
+        attrs, layer = nd.attr, layer_of.get(nd.name, nd.name)
+        if LAYER_ATTR in attrs:
+            layer = attrs[LAYER_ATTR].s.decode("utf-8", "replace") or layer
+            attrs = {k: v for k, v in attrs.items() if k != LAYER_ATTR}
+        nodes.append(Node(nd.name, nd.op, data, control_inputs=control, layer=layer, device=nd.device,
+                          raw_attrs=attrs))
     return nodes
 
 
-def graph_def_from_nodes(nodes: Iterable[Node], versions: bytes = b"", library: bytes = b""):
+def graph_def_from_nodes(nodes: Iterable[Node], versions: bytes = b"", library: bytes = b"", *,
+                         layers: bool = False):
     """A fresh ``GraphDef`` holding ``nodes`` in order, with the serialized
-    ``VersionDef``/``FunctionDefLibrary`` given. Output 0 is written as the bare
-    node name, as TensorFlow itself does."""
+    ``VersionDef``/``FunctionDefLibrary`` given; ``layers``: each node's layer in
+    :data:`LAYER_ATTR` (for a file). Output 0 is written as the bare node name, as
+    TensorFlow itself does."""
     gd = pb().GraphDef()
     if versions:
         gd.versions.ParseFromString(versions)
@@ -58,6 +76,8 @@ def graph_def_from_nodes(nodes: Iterable[Node], versions: bytes = b"", library: 
         nd.input.extend("^" + c for c in node.control_inputs)
         for k, v in node.raw_attrs.items():
             nd.attr[k].CopyFrom(v)
+        if layers:
+            nd.attr[LAYER_ATTR].s = node.layer.encode()
     return gd
 
 

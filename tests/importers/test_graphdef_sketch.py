@@ -4,13 +4,14 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import qviz
 from qviz.importers import LoadError
 from qviz.importers.graphdef_sketch import sketch_graph_def
 from qviz.layout import layered_routes, view_graph
-from qviz.samples import sample_path
+from qviz.samples import data_for, sample_path
 
 from ..models import zoo_model
 
@@ -28,6 +29,25 @@ def test_the_structure_read_without_tensorflow_draws_as_the_opened_graph(tmp_pat
     assert set(sketch.nodes) == set(opened.nodes) and set(sketch.edges) == set(opened.edges)
     assert {k: sketch.nodes[k]["kind"] for k in sketch} == {k: opened.nodes[k]["kind"] for k in opened}
     assert layered_routes(sketch) == layered_routes(opened)
+
+
+def test_a_graph_qviz_wrote_opens_with_the_layers_it_was_written_with(tmp_path):
+    """A .pb ``qviz apply`` wrote opened again as ``lenet_digits_1/conv1_1``…: a recipe
+    for the model it came from did not apply to it, and its reports named other layers."""
+    from qviz.exporters import save_graph_def
+
+    g = qviz.load(sample_path("lenet_digits"))
+    rewritten = qviz.apply(g, qviz.Recipe.default(g), report=False).graph
+    path = save_graph_def(rewritten, tmp_path / "q.pb")
+    opened = qviz.load(path)
+    assert opened.layers == rewritten.layers and "conv1" in opened.layers
+    assert {n.name: n.layer for n in opened.nodes} == {n.name: n.layer for n in rewritten.nodes}
+    assert sketch_graph_def(path).layers == opened.layers      # the first view too
+    assert layered_routes(view_graph(sketch_graph_def(path), "layer")) == layered_routes(view_graph(opened, "layer"))
+    # TensorFlow runs the file (it leaves the attribute alone), and qviz's own runs never carry it
+    assert "_qviz_layer" not in str(opened.to_graph_def())
+    x = data_for(g).verification[0][:4]
+    np.testing.assert_array_equal(qviz.run(opened, x)[0], qviz.run(rewritten, x)[0])
 
 
 def test_it_needs_no_tensorflow(tmp_path):
