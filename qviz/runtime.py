@@ -181,7 +181,8 @@ def _imported(graph: Graph, fetches, reduced: bool, specs: list, tf):
     # The function keeps ``body`` (and what it refers to) as long as it lives: not the graph,
     # whose memo keeps the function (a cycle only the garbage collector frees: a worker grew
     # to 3.3 GB over 8 edits), nor the GraphDef once imported (MBs of weights, held twice).
-    held = [graph.to_graph_def(needed_by=[*targets, *inputs])]
+    # Each node's layer goes in too: a SavedModel written from the function opens with its layers.
+    held = [graph.to_graph_def(needed_by=[*targets, *inputs], layers=True)]
 
     def body(*args):
         out = tf.compat.v1.import_graph_def(held[0], input_map=dict(zip(inputs, args)),

@@ -48,6 +48,12 @@ def test_a_graph_qviz_wrote_opens_with_the_layers_it_was_written_with(tmp_path):
     assert "_qviz_layer" not in str(opened.to_graph_def())
     x = data_for(g).verification[0][:4]
     np.testing.assert_array_equal(qviz.run(opened, x)[0], qviz.run(rewritten, x)[0])
+    # and a SavedModel qviz wrote (all of it was one layer, "PartitionedCall")
+    from qviz.exporters import save_saved_model
+
+    saved = qviz.load(save_saved_model(rewritten, tmp_path / "sm"))
+    assert set(rewritten.layers) <= set(saved.layers), saved.layers
+    assert {n.layer for n in saved.nodes if n.op in ("Conv2D", "MatMul")} == {"conv1", "conv2", "fc1", "logits"}
 
 
 def test_it_needs_no_tensorflow(tmp_path):
