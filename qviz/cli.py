@@ -56,11 +56,11 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _check_model_path(args) -> None:
-    """Refuse a missing or special file before TensorFlow is imported (seconds)."""
-    from .importers.safety import DEFAULT_LIMITS, Limits, check_path
+    """Refuse a missing, empty or special file before TensorFlow is imported (seconds)."""
+    from .importers.safety import DEFAULT_LIMITS, Limits, check_model_path
 
     limit = getattr(args, "max_model_mb", None)
-    check_path(Path(args.model), args.model, DEFAULT_LIMITS if limit is None else Limits(int(limit * 2**20)))
+    check_model_path(Path(args.model), args.model, DEFAULT_LIMITS if limit is None else Limits(int(limit * 2**20)))
 
 
 def _check_output(path: str | None, suffixes: tuple[str, ...], what: str) -> None:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from ..choices import KERAS_SUFFIXES, MODEL_FORMATS
 from .errors import LoadError
-from .safety import DEFAULT_LIMITS, Limits, check_path, os_error
+from .safety import DEFAULT_LIMITS, Limits, check_model_path, os_error
 
 if TYPE_CHECKING:
     from ..ir import Graph
@@ -91,7 +91,7 @@ def _load_path(path: Path, *, input_shape, safe_mode: bool, limits: Limits) -> G
     from . import graphdef, keras, savedmodel
 
     label = str(path)
-    st = check_path(path, label, limits)   # before anything opens it: no FIFO, no device, no giant
+    st = check_model_path(path, label, limits)   # before anything opens it: no FIFO, no device, no giant
     if input_shape is not None and (stat.S_ISDIR(st.st_mode) or path.suffix.lower() in (".pb", ".pbtxt")):
         # (it was ignored: the graph kept the shapes it was frozen with)
         raise LoadError(label, "an input shape applies to Keras models only; a frozen graph's or a "

@@ -223,3 +223,14 @@ def test_a_model_quantized_already_is_said_so_and_not_offered_for_quantizing(tmp
     assert "nothing to measure: the model has no conv/dense layer left to quantize (4 fake-quantized already)" \
         in capsys.readouterr().err
     assert not (tmp_path / "s.json").exists()
+
+
+def test_an_empty_model_file_is_refused_before_tensorflow_is_imported(tmp_path):
+    """It took 4.7 s (TensorFlow's import) to say the file is empty."""
+    (tmp_path / "m.keras").write_bytes(b"")
+    code = ("import sys; from qviz.cli import main; rc = main(['info', sys.argv[1]]); "
+            "print(rc, 'tensorflow' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "m.keras")], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.stdout.split() == ["2", "False"], proc.stdout + proc.stderr
+    assert proc.stderr.strip().endswith("m.keras: the file is empty")
