@@ -186,6 +186,8 @@ def parse_rule(text) -> Rule:
     fold, floats, w, a = None, False, None, None
     for act in (s.strip() for s in what.split(",")):
         if act in ("fold", "nofold"):
+            if fold is not None and fold != (act == "fold"):
+                _fail(text, "fold and nofold contradict each other")
             fold = act == "fold"
         elif act == "float":
             floats = True
@@ -193,6 +195,9 @@ def parse_rule(text) -> Rule:
             for digits in filter(None, m.groups()):
                 if len(digits) > 3 or not MIN_BITS <= int(digits) <= MAX_BITS:
                     _fail(text, f"{act}: widths must be between {MIN_BITS} and {MAX_BITS} bits")
+            for was, now, part in ((w, m.group(1), "weight"), (a, m.group(2), "activation")):
+                if now and was is not None and was != int(now):
+                    _fail(text, f"two {part} widths ({was} and {int(now)}) contradict each other")
             w = int(m.group(1)) if m.group(1) else w
             a = int(m.group(2)) if m.group(2) else a
         else:

@@ -69,6 +69,8 @@ def test_the_recipe_keeps_its_rules_and_a_recipe_without_rules_is_written_as_bef
 @pytest.mark.parametrize("rule, says", [
     ("name~stem: w17", "w17: widths must be between 2 and 16 bits"),
     ("name~stem: w4, float", "float and bit widths contradict each other"),
+    ("name~stem: fold, nofold", "fold and nofold contradict each other"),
+    ("name~stem: w4a8, w2", "two weight widths (4 and 2) contradict each other"),
     ("name~stem: w4a8x", "'w4a8x' is not an action"),
     ("pattern=conv_bnn: fold", "no built-in pattern 'conv_bnn'"),
     ("name~image: fold", "none of its 1 layers has a batch norm to fold"),
