@@ -140,7 +140,7 @@ def _cmd_info(args) -> int:
 
 
 def _cmd_match(args) -> int:
-    from .matcher import explain, explain_layer, find_matches
+    from .matcher import explain, explain_layer, find_matches, nowhere
     from .patterns import BUILTIN, parse
 
     if args.builtin is not None:
@@ -159,7 +159,8 @@ def _cmd_match(args) -> int:
             raise _UsageError(f"--explain {args.explain!r}: no node or layer of that name in {args.model}")
         return 0
     matches = find_matches(pattern, graph)
-    print(f"{len(matches)} match(es)")
+    why = nowhere(pattern, graph) if not matches else None
+    print(f"{len(matches)} match(es)" + (f": {why}" if why else ""))
     for i, m in enumerate(matches, 1):
         print(f"{i:>4}. layer {m.root.layer}: {m.root.name} ({m.root.op})")
         for name, node in sorted(m.named().items()):

@@ -118,20 +118,21 @@ def match_fates(pattern: Pattern, original: Graph, result) -> list[MatchFate]:
     return out
 
 
-def summary(fates: list[MatchFate]) -> str:
-    """One line: how many matches the float graph has and what became of them.
+def summary(fates: list[MatchFate], why_none: str | None = None) -> str:
+    """One line: how many matches the float graph has and what became of them (``why_none``:
+    why there is none, :func:`qviz.matcher.nowhere`).
 
     >>> from dataclasses import replace
     >>> f = MatchFate(1, "r", "bn1", ("conv1", "bn1"), "AddV2", ("r",), "folded", "", ())
     >>> summary([f, replace(f, number=2, fate="kept"), replace(f, number=3, fate="new")])
     '2 matches in the float graph: 1 folded, 1 kept; 1 more made by the rewrite'
-    >>> summary([])
-    'no match in the float graph'
+    >>> summary([]), summary([], "no op of type Conv2d in this model")
+    ('no match in the float graph', 'no match in the float graph: no op of type Conv2d in this model')
     """
     carried = [f for f in fates if f.fate != "new"]
     counts = [f"{sum(f.fate == fate for f in carried)} {fate}" for fate in FATES
               if fate != "new" and any(f.fate == fate for f in carried)]
     text = (f"{len(carried)} match{'es' if len(carried) != 1 else ''} in the float graph: " + ", ".join(counts)
-            if carried else "no match in the float graph")
+            if carried else "no match in the float graph" + (f": {why_none}" if why_none else ""))
     new = len(fates) - len(carried)
     return text + (f"; {new} more made by the rewrite" if new else "")

@@ -45,7 +45,7 @@ walk, which states these rules in code and says why a match failed),
 """
 
 from .compile import CompiledPattern, compile_pattern
-from .explain import Failure, explain, explain_failure, explain_layer, reference_match
+from .explain import Failure, explain, explain_failure, explain_layer, nowhere, reference_match
 from .graph_matcher import GraphMatcher, MatchResult, find_matches
 from .pattern import (MAX_UNORDERED_INPUTS, AttrTest, OneofPattern, OpTypePattern, Pattern, check_pattern,
                       iter_patterns)
@@ -53,5 +53,5 @@ from .pattern import (MAX_UNORDERED_INPUTS, AttrTest, OneofPattern, OpTypePatter
 __all__ = [
     "Pattern", "OpTypePattern", "OneofPattern", "AttrTest", "GraphMatcher", "MatchResult",
     "Failure", "explain", "explain_failure", "explain_layer", "find_matches", "MAX_UNORDERED_INPUTS",
-    "iter_patterns", "check_pattern", "reference_match", "compile_pattern", "CompiledPattern",
+    "iter_patterns", "check_pattern", "reference_match", "compile_pattern", "CompiledPattern", "nowhere",
 ]

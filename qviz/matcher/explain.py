@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from ..ir import Graph, Node
 from .pattern import OneofPattern, OpTypePattern, Pattern, check_pattern
 
-__all__ = ["Failure", "explain", "explain_failure", "explain_layer", "reference_match"]
+__all__ = ["Failure", "explain", "explain_failure", "explain_layer", "reference_match", "nowhere"]
 
 
 @dataclass(frozen=True)
@@ -207,3 +207,21 @@ def explain_layer(pattern: Pattern, graph: Graph, layer: str) -> str:
             best_node, best = node, failure
     return (f"layer {layer} does not match; the closest is {best_node.name} ({best_node.op}): "
             f"{best.describe()}")
+
+
+def nowhere(pattern: Pattern, graph: Graph) -> str | None:
+    """Why ``pattern`` can match at no node of ``graph`` at all, if no op of ``graph`` has
+    a type its root takes (a typo, mostly: ``Conv2d``); None if some op has.
+
+    >>> from qviz.ir import Graph, Node
+    >>> g = Graph([Node("x", "Placeholder"), Node("c", "Conv2D", ["x", "x"])])
+    >>> nowhere(OpTypePattern("Conv2d|Conv3D"), g)
+    'no op of type Conv2d or Conv3D in this model'
+    >>> nowhere(OpTypePattern("Conv2D"), g) is None and nowhere(OpTypePattern("*"), g) is None
+    True
+    """
+    types = pattern.root_types()
+    present = graph.op_counts()
+    if types is None or any(t in present for t in types):
+        return None
+    return f"no op of type {' or '.join(sorted(types))} in this model"

@@ -234,3 +234,9 @@ def test_an_empty_model_file_is_refused_before_tensorflow_is_imported(tmp_path):
                           timeout=120)
     assert proc.stdout.split() == ["2", "False"], proc.stdout + proc.stderr
     assert proc.stderr.strip().endswith("m.keras: the file is empty")
+
+
+def test_a_pattern_on_an_op_type_the_model_lacks_says_so(capsys, samples):
+    """``match --pattern 'Conv2d as c'`` said "0 match(es)": the typo went unseen."""
+    assert main(["match", str(samples["lenet_digits"]), "--pattern", "Conv2d as c"]) == 0
+    assert capsys.readouterr().out.strip() == "0 match(es): no op of type Conv2d in this model"

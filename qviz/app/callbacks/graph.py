@@ -17,6 +17,7 @@ from dash import ALL, Input, Output, State, ctx, dcc, html, no_update, set_props
 from dash.exceptions import PreventUpdate
 
 from ...analysis.match_fates import summary as summarize_matches
+from ...matcher import nowhere
 from ...patterns import BUILTIN, PatternSyntaxError, parse
 from ...layout import ViewKey
 from ...layout.view import BLOCK_KIND
@@ -224,8 +225,9 @@ def register(app, store) -> None:
         view = services.draw_view(s, recipe, choice)
         try:
             fates, error = fates_of(s, recipe, builtin, text), ""
+            count = summarize_matches(fates, None if fates else nowhere(pattern_of(builtin, text), s.graph))
         except PatternSyntaxError as exc:
-            fates, error = [], str(exc)
+            fates, error, count = [], str(exc), ""
         highlights, items = services.match_marks(fates, view, graph, choice.original, MAX_LISTED)
         listed = match_list(items, len(fates) - MAX_LISTED)
         sel = services.drawn_key(view, graph, selected.get("key") if selected else None)
@@ -258,7 +260,7 @@ def register(app, store) -> None:
         services.warm_up(s)
         nodes, blocks_hint = node_count(view.graph, choice.mode)
         return dict(figure=sent_once(fig), nodes=nodes, blocks_hint=blocks_hint, window=window_now,
-                    match_count="" if error else summarize_matches(fates), matches=listed,
+                    match_count=count, matches=listed,
                     pattern_error=error, drawn=drawn,
                     metric_legend=metric_legend(metric, len(fill or ()), waiting=waiting, name=color_by),
                     metric_poll=not waiting.startswith("waiting"),

@@ -5,6 +5,7 @@ import time
 from pathlib import Path
 
 import pytest
+from selenium.webdriver.common.keys import Keys
 
 from .helpers import (badge_texts, choose, click, edit_cell, figure_nodes, halos, needs_browser, set_cell, shot,
                       start_app, text_of, wait_for, wait_idle, wait_open)
@@ -54,6 +55,12 @@ def test_builtin_pattern_highlights_matches_and_bad_text_errors(dash_duo):
     dash_duo.find_element("#pattern-text").send_keys("Relu(Conv2D(*, *)")
     wait_for(lambda: "column" in dash_duo.find_element("#pattern-error").text, what="syntax error")
     assert figure_nodes(dash_duo) == drawn  # the graph is still there
+    # an op type the model has none of (a typo) is said, not only "no match"
+    box = dash_duo.find_element("#pattern-text")
+    box.send_keys(Keys.CONTROL, "a")
+    box.send_keys("Conv2d as c")
+    wait_for(lambda: dash_duo.find_element("#match-count").text
+             == "no match in the float graph: no op of type Conv2d in this model", what="no Conv2d said")
 
 
 def _halo_colours(dash_duo):
