@@ -242,7 +242,9 @@ ABBREVIATIONS = {"separable": "sep", "reduction": "red", "normal": "norm", "conc
                  "depthwise": "dw", "pointwise": "pw", "activation": "act", "expand": "exp", "project": "proj",
                  "average": "avg", "maximum": "max", "global": "glob", "pooling": "pool", "padding": "pad",
                  "squeeze": "sq", "excite": "ex", "dropout": "drop", "flatten": "flat", "reshape": "resh",
-                 "convolution": "conv"}
+                 "convolution": "conv",
+                 # op types qviz names its quantizers after (``…/act_quant/FakeQuantWithMinMaxVars``)
+                 "FakeQuantWithMinMaxVars": "FakeQuant", "FakeQuantWithMinMaxVarsPerChannel": "FakeQuantPerCh"}
 
 
 def short_label(name: str, limit: int = MAX_LABEL_CHARS) -> str:
@@ -263,6 +265,8 @@ def short_label(name: str, limit: int = MAX_LABEL_CHARS) -> str:
 
     >>> short_label("reduction_conv_1_stem_1/convolution"), short_label("separable_conv_1_bn_normal_left1_8/mul_1")
     ('red_conv_1_stem_1/conv', 'sep…bn_norm_left1_8/mul_1')
+    >>> short_label("block_1_expand_relu/FakeQuantWithMinMaxVars")   # (it read …/Fa…ithMinMaxVars)
+    'block_1_exp_relu/FakeQuant'
     >>> short_label("Conv1")
     'Conv1'
     >>> short_label("x" * 40)
