@@ -181,6 +181,7 @@ def register(app, store, options) -> None:
         view_state = view_state if isinstance(view_state, dict) else {"mode": "layer", "direction": "LR"}
         if not keep_recipe:   # another model: what the page said of the last one goes with it
             set_props(ids.SELECTED, {"data": None})
+            set_props(ids.SEARCH, {"value": ""})   # (a name of the last model: it stayed in the box)
             for line in _MODEL_LINES:
                 set_props(line, {"children": ""})
         if origin.kind == "upload":   # the picker names what is open (it went on naming the last pick)

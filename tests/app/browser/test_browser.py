@@ -479,8 +479,12 @@ def test_a_served_file_is_named_in_the_model_picker_and_can_be_picked_again(dash
     dash_duo.start_server(create_app(qviz.load(path), model_name=str(path)))
     wait_open(dash_duo, path)
     assert dash_duo.find_element("#model-picker").text == f"{path.name} (served)"
+    dash_duo.find_element("#search").send_keys("conv1\n")
+    wait_for(lambda: "layer conv1" in dash_duo.find_element("#node-panel").text, what="conv1 selected")
     choose(dash_duo, "#model-picker", "lenet_digits")
     wait_open(dash_duo, "lenet_digits")
+    # what was searched in the last model goes with it (it stayed in the box)
+    wait_for(lambda: dash_duo.find_element("#search").get_attribute("value") == "", what="the search box emptied")
     choose(dash_duo, "#model-picker", f"{path.name} (served)")
     wait_open(dash_duo, path)
 
