@@ -38,6 +38,7 @@ from ..ir.ops import ADD_OPS, LAYER_OPS
 from ..layout import ViewKey, around, default_cache, diff_status, routes_in_place, view_graph
 from ..passes import Recipe, fold_candidates, quantizable_layers, quantizable_units
 from .marks import Badge
+from .png import crop_png
 from .svg import graph_svg
 
 __all__ = ["recipe_badges", "rewrite_view", "graph_svg_of", "svg_to_png", "ImageError", "find_chromium", "MAX_PNG_PX"]
@@ -46,6 +47,9 @@ log = logging.getLogger(__name__)
 
 #: Chromium draws nothing past ~16k px a side: a bigger graph is scaled down to fit.
 MAX_PNG_PX = 16000
+#: How much taller than the picture the window is (its viewport is shorter than the window
+#: by a hidden frame, 143 px in Chromium 150), and the narrowest viewport Chromium makes.
+_FRAME_PX, _MIN_WINDOW_PX = 400, 500
 
 
 class ImageError(QvizError, RuntimeError):
@@ -184,19 +188,21 @@ def svg_to_png(svg: str, path, *, scale: float = 1.0, browser: str | None = None
         raise ImageError("PNG needs Chromium to draw the graph (apt-get install chromium, or set QVIZ_CHROMIUM); "
                          "SVG needs nothing: write a .svg")
     width, height = _size(svg)
-    fit = min(scale, MAX_PNG_PX / width, MAX_PNG_PX / height)
+    fit = min(scale, MAX_PNG_PX / width, (MAX_PNG_PX - _FRAME_PX) / height)
     px_w, px_h = max(1, round(width * fit)), max(1, round(height * fit))
     out = Path(path).resolve()
     with tempfile.TemporaryDirectory(prefix="qviz-png-") as tmp:
         page = Path(tmp) / "graph.html"
-        # the SVG fills the window: Chromium's screenshot is the window
+        # The SVG at the page's top-left, at the size asked for, in a bigger window: the
+        # screenshot is the window, but only the viewport inside it is drawn (qviz.render.png)
         page.write_text('<!doctype html><meta charset="utf-8"><style>html,body{margin:0;background:#fff}'
-                        'svg{width:100vw;height:100vh;display:block}</style>'
+                        f'svg{{width:{px_w}px;height:{px_h}px;display:block}}</style>'
                         + svg.split("?>", 1)[-1], encoding="utf-8")
         shot = Path(tmp) / "graph.png"
         cmd = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--mute-audio",
-               "--no-first-run", f"--user-data-dir={tmp}/profile", f"--window-size={px_w},{px_h}",
-               f"--screenshot={shot}", page.as_uri()]
+               "--no-first-run", f"--user-data-dir={tmp}/profile",
+               f"--window-size={max(px_w, _MIN_WINDOW_PX)},{px_h + _FRAME_PX}", f"--screenshot={shot}",
+               page.as_uri()]
         try:
             done = subprocess.run(cmd, capture_output=True, timeout=timeout, check=False)
         except subprocess.TimeoutExpired:
@@ -206,5 +212,12 @@ def svg_to_png(svg: str, path, *, scale: float = 1.0, browser: str | None = None
         if not shot.exists():
             log.warning("chromium failed (%s): %s", done.returncode, done.stderr.decode(errors="replace")[-2000:])
             raise ImageError(f"Chromium did not draw the graph (exit {done.returncode}); see the log")
-        shutil.move(str(shot), out)
+        try:
+            picture = crop_png(shot.read_bytes(), px_w, px_h)
+        except ValueError as exc:
+            raise ImageError(f"Chromium's picture of the graph could not be read: {exc}") from None
+        try:
+            out.write_bytes(picture)
+        except OSError as exc:
+            raise ImageError(f"{out}: cannot write: {exc.strerror or exc}") from None
     return out

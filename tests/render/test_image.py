@@ -58,6 +58,49 @@ def test_png_is_the_svg_drawn_at_its_scale(samples, tmp_path):
     assert _png_size(out) == (round(int(root.get("width")) * 1.5), round(int(root.get("height")) * 1.5))
 
 
+def _ink(path) -> tuple[int, int, int, int]:
+    """(left, top, right, bottom) of the pixels that are not white, decoding the PNG."""
+    import zlib
+
+    data = path.read_bytes()
+    at, idat = 8, b""
+    while at < len(data):
+        length, kind = struct.unpack(">I4s", data[at:at + 8])
+        if kind == b"IHDR":
+            w, h, _, colour = struct.unpack(">IIBB", data[at + 8:at + 18])
+        elif kind == b"IDAT":
+            idat += data[at + 8:at + 8 + length]
+        at += 12 + length
+    bpp = {2: 3, 6: 4}[colour]
+    raw, stride, prev, box = zlib.decompress(idat), w * bpp, bytearray(w * bpp), [w, h, -1, -1]
+    for y in range(h):
+        kind, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            a, b, c = (line[i - bpp] if i >= bpp else 0), prev[i], (prev[i - bpp] if i >= bpp else 0)
+            p = a + b - c
+            pred = (0, a, b, (a + b) // 2,
+                    a if abs(p - a) <= abs(p - b) and abs(p - a) <= abs(p - c) else b if abs(p - b) <= abs(p - c)
+                    else c)[kind]
+            line[i] = (line[i] + pred) & 0xFF
+        for x in range(w):
+            if min(line[x * bpp:x * bpp + 3]) < 200:
+                box = [min(box[0], x), min(box[1], y), max(box[2], x), max(box[3], y)]
+        prev = line
+    return tuple(box)
+
+
+@pytest.mark.skipif(find_chromium() is None, reason="needs chromium (apt-get install chromium; .ci/run does)")
+def test_the_png_is_the_whole_picture_at_any_scale(samples, tmp_path):
+    """At --scale 1 the graph filled a third of the PNG, the rest blank: Chromium draws only
+    its viewport, shorter than the window it takes the picture of."""
+    svg = graph_svg_of(qviz.load(samples["lenet_digits"]), title="lenet")
+    w, h = int(ET.fromstring(svg.split("?>", 1)[1]).get("width")), int(ET.fromstring(svg.split("?>", 1)[1]).get("height"))
+    for scale in (1, 1.5):
+        left, top, right, bottom = _ink(svg_to_png(svg, tmp_path / f"g{scale}.png", scale=scale))
+        # the title at the top left, the last node and its label at the right, labels near the bottom
+        assert left < 0.03 * w * scale and right > 0.9 * w * scale and bottom > 0.7 * h * scale, (scale, left, right, bottom)
+
+
 def test_png_without_chromium_says_so_in_one_line(samples, tmp_path, monkeypatch):
     monkeypatch.setattr("qviz.render.image.find_chromium", lambda: None)
     with pytest.raises(ImageError, match=r"PNG needs Chromium .* write a \.svg"):
