@@ -84,10 +84,13 @@ def _float_source(rewritten: Graph, tensor: str, untouched: set[str], stands_for
     return None
 
 
-def _before_quant(rewritten: Graph, tensor: str) -> str:
-    """``tensor``, or the input of the fake-quant that produces it."""
+def _before_quant(rewritten: Graph, tensor: str, untouched: set[str]) -> str:
+    """``tensor``, or the input of the fake-quant the rewrite added that produces it (one the
+    original model holds already is part of the reference: a model compared with itself
+    read 35 dB, its own roundings counted as error)."""
     node = rewritten.producer(tensor)
-    return node.inputs[0] if node.op in FAKE_QUANT_OPS and not rewritten.is_constant(node) else tensor
+    added = node.op in FAKE_QUANT_OPS and not rewritten.is_constant(node) and node.name not in untouched
+    return node.inputs[0] if added else tensor
 
 
 def isolated(original: Graph, rewritten: Graph, dtypes: Mapping[str, np.dtype],
@@ -102,8 +105,8 @@ def isolated(original: Graph, rewritten: Graph, dtypes: Mapping[str, np.dtype],
     stands_for = dict(layer_map or {})
     old = layer_outputs(original)
     # each layer's output before its own fake-quant: what its float counterpart is
-    new_raw = {layer: _before_quant(rewritten, t) for layer, t in layer_outputs(rewritten).items()}
     untouched = _untouched(original, rewritten)
+    new_raw = {layer: _before_quant(rewritten, t, untouched) for layer, t in layer_outputs(rewritten).items()}
     graph_inputs = set(rewritten.inputs)
     added: list[Node] = []
     feeds: dict[str, str] = {}
@@ -118,7 +121,8 @@ def isolated(original: Graph, rewritten: Graph, dtypes: Mapping[str, np.dtype],
                 continue
             if (t, node.layer) not in cut:
                 # the value before the producer's own rounding: that rounding is the producer's error
-                source = _float_source(rewritten, _before_quant(rewritten, t), untouched, stands_for, old, new_raw)
+                source = _float_source(rewritten, _before_quant(rewritten, t, untouched), untouched, stands_for, old,
+                                       new_raw)
                 if source is None or source not in dtypes:
                     not_isolated[node.layer] = f"no float counterpart of {t} in the original"
                     cut[(t, node.layer)] = t
