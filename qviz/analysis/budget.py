@@ -38,7 +38,7 @@ import numpy as np
 from ..ir import Graph
 from ..ir.ops import FAKE_QUANT_OPS, LAYER_OPS
 from ..passes.constants import NotConstantError, constant_value
-from ..passes.quant_points import grid_source
+from ..passes.quant_points import grid_source, rounded_from
 
 __all__ = ["Budget", "budget", "layer_macs", "weighted_ops", "parse_count", "count_text"]
 
@@ -96,12 +96,14 @@ def _width(graph: Graph, tensor: str) -> int:
 
 
 def weighted_ops(graph: Graph):
-    """(op, number of weights) for each conv/depthwise/dense op whose weights are constants."""
+    """(op, number of weights) for each conv/depthwise/dense op whose weights are constants
+    (or a fake-quant of constants: a model quantized already)."""
     for node in graph.nodes:
         if node.op not in LAYER_OPS or len(node.inputs) < 2:
             continue
         try:
-            yield node, int(np.size(constant_value(graph, node.inputs[1], tensorflow=False)))
+            weights, _ = rounded_from(graph, node.inputs[1])
+            yield node, int(np.size(constant_value(graph, weights, tensorflow=False)))
         except NotConstantError:   # weights computed from inputs: not a model parameter
             continue
 

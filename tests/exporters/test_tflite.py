@@ -361,5 +361,11 @@ def test_a_model_qviz_quantized_opens_again_as_quantized(tmp_path):
     assert [(f.part, f.bits, f.status) for f in after.fates] == [(f.part, f.bits, f.status) for f in before.fates]
     assert (after.weight_bytes, after.float_weight_bytes) == (before.weight_bytes, before.float_weight_bytes)
     assert after.boundaries == before.boundaries
+    # and so does the cost line (it read "weights 0 B at their bits · 0 bit-ops")
+    from qviz.analysis.budget import budget
+    from qviz.runtime import tensor_shapes
+
+    rewritten = qviz.apply(g, recipe, report=False).graph
+    assert budget(q, q, tensor_shapes(q)).summary() == budget(g, rewritten, tensor_shapes(g)).summary()
     done = export_tflite(q, qviz.Recipe.default(q), tmp_path / "q.tflite", verification=_noise(q))
     assert done.device.ops.get("QUANTIZE") == 1 and not done.device.float_ops
