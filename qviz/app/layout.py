@@ -256,7 +256,11 @@ def page(default_sample: str | None, session_id: str, max_upload_bytes: int = 20
                        # (the form of AG Grid 32.2+, dash-ag-grid 32.3+: the string "single" is deprecated and warns)
                        dashGridOptions={"rowSelection": {"mode": "singleRow", "checkboxes": False,
                                                          "enableClickSelection": True},
-                                        "singleClickEdit": True},
+                                        "singleClickEdit": True,
+                                        # (a model quantized already, or one without conv/dense layers)
+                                        "localeText": {"noRowsToShow": "no layer here to fold or quantize: none "
+                                                       "has a batch norm to fold, and none is a conv, dense or "
+                                                       "bypass Add left float"}},
                        style={"position": "absolute", "inset": "0", "height": "auto"}), className="layer-grid-box"),
                    className="layers-panel"),
             _panel("Verification", html.Div(id=ids.VERIFY_PANEL),

@@ -40,7 +40,7 @@ from ..analysis.channel_ranges import ChannelRanges, channel_ranges
 from ..analysis.node_data import MAX_NODE_DATA_BYTES, NodeData, NodeDataError, on_layers
 from ..matcher import explain, explain_layer
 from ..passes import (LayerBits, Recipe, RecipeError, apply_rules, fold_candidates, quantizable_layers,
-                      quantizable_units)
+                      quantizable_units, quantized_in_graph)
 from ..passes.recipe import FLOAT_RECIPE, MAX_RULES
 from ..render.marks import Badge
 from ..render.metric import metric_fill
@@ -49,7 +49,7 @@ from ..render.svg import graph_svg
 
 __all__ = ["HISTORY_LIMIT", "START_RECIPE", "new_history", "current", "push", "undo", "redo", "edit_layer",
            "EDITED_FIELDS", "NOT_APPLICABLE", "apply_edits", "shows", "set_layer", "recipe_from_upload", "with_rule",
-           "rules_line", "layer_rows", "on_tflite", "ViewChoice", "DrawnView", "shown", "draw_view",
+           "rules_line", "preset_note", "layer_rows", "on_tflite", "ViewChoice", "DrawnView", "shown", "draw_view",
            "match_marks", "MatchItem", "why", "hover_lines", "hover_shapes",
            "warm_up", "device_flags", "bit_badges", "change_line", "cost_line", "painted", "metric_fill",
            "node_data_from_upload", "layer_of_key", "channel_bits", "channel_ranges_for",
@@ -155,6 +155,22 @@ def set_layer(recipe: Recipe, layer: str, field_name: str, value) -> Recipe:
     new[field_name] = parse_bits_label(value)
     bits = None if new["weight_bits"] is None and new["activation_bits"] is None else LayerBits(**new)
     return recipe.with_bits(layer, bits)
+
+
+def preset_note(graph, changed: bool) -> str:
+    """What the page says after a preset: nothing, unless it changed nothing (``changed``:
+    the recipe is different, which may still change no layer of ``graph``).
+
+    >>> import qviz
+    >>> from qviz.samples import sample_path
+    >>> g = qviz.load(sample_path("lenet_digits"))
+    >>> preset_note(g, changed=True), preset_note(g, changed=False)
+    ('', 'nothing changed: the recipe does that already')
+    """
+    if quantizable_units(graph) or any(c.foldable for c in fold_candidates(graph)):
+        return "" if changed else "nothing changed: the recipe does that already"
+    return ("nothing changed: no layer here to fold or quantize" +
+            (" (its conv/dense layers are fake-quantized already)" if quantized_in_graph(graph) else ""))
 
 
 def recipe_from_upload(contents: str, graph) -> Recipe:

@@ -181,9 +181,10 @@ def _read_by_fake_quant(graph: Graph, tensor: str) -> bool:
     return any(c.op in FAKE_QUANT_OPS for c in graph.consumers(tensor))
 
 
-def quantized_note(graph: Graph, names: int = 3) -> str | None:
+def quantized_note(graph: Graph, names: int = 3, why: bool = True) -> str | None:
     """One line saying which layers ``graph`` fake-quantizes already, for the
-    command line and the page; None if it quantizes none.
+    command line and the page (``why``: and what qviz does about it); None if it
+    quantizes none.
 
     >>> import qviz
     >>> from qviz.passes import Recipe
@@ -198,9 +199,9 @@ def quantized_note(graph: Graph, names: int = 3) -> str | None:
         return None
     shown = ", ".join(f"{layer} {bits.short}" for layer, bits in list(found.items())[:names])
     more = f" and {len(found) - names} more" if len(found) > names else ""
-    return (f"fake-quantized already: {len(found)} layer{'s' if len(found) > 1 else ''} ({shown}{more}): "
-            "qviz does not quantize them again, and compares what it changes with the model as given, "
-            "not with a float one")
+    return (f"fake-quantized already: {len(found)} layer{'s' if len(found) > 1 else ''} ({shown}{more})"
+            + (": qviz does not quantize them again, and compares what it changes with the model as given, "
+               "not with a float one" if why else ""))
 
 
 def _bits_in_graph(graph: Graph, tensor: str) -> int | None:

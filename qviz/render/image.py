@@ -36,7 +36,7 @@ from ..errors import QvizError
 from ..ir import Graph
 from ..ir.ops import ADD_OPS, LAYER_OPS
 from ..layout import ViewKey, around, default_cache, diff_status, routes_in_place, view_graph
-from ..passes import Recipe, fold_candidates, quantizable_layers, quantizable_units
+from ..passes import Recipe, fold_candidates, quantizable_layers, quantizable_units, quantized_in_graph
 from .marks import Badge
 from .png import crop_png
 from .svg import graph_svg
@@ -78,14 +78,21 @@ def recipe_badges(graph: Graph, vg: nx.DiGraph, recipe: Recipe, *, slots: bool =
     ...                             slots=True)
     >>> float_start["layer:conv1"], "layer:relu1" in float_start
     (Badge(text='', bits=None), False)
+
+    A model quantized already (:func:`~qviz.passes.quantized_in_graph`) shows its own widths:
+
+    >>> q = qviz.apply(g, r, report=False).graph
+    >>> recipe_badges(q, view_graph(q, "layer"), qviz.Recipe.default(q))["layer:conv2"].text
+    'w4a8'
     """
     units = set(quantizable_units(graph))
-    weighted = set(quantizable_layers(graph))
+    in_file = quantized_in_graph(graph)    # a model quantized already: its own widths
+    weighted = set(quantizable_layers(graph)) | {layer for layer, b in in_file.items() if b.weight_bits}
     folded = {c.layer for c in fold_candidates(graph) if c.foldable and recipe.folds(c.layer)}
-    marked = units | folded
+    marked = units | folded | set(in_file)
 
     def widths(layer):
-        bits = recipe.bits(layer) if layer in units else None
+        bits = recipe.bits(layer) if layer in units else in_file.get(layer)
         return (bits.weight_bits if bits and layer in weighted else None,   # an Add has no weights
                 bits.activation_bits if bits else None, layer in folded)
 

@@ -182,6 +182,8 @@ def register(app, store, options) -> None:
         if not keep_recipe:   # another model: what the page said of the last one goes with it
             set_props(ids.SELECTED, {"data": None})
             set_props(ids.SEARCH, {"value": ""})   # (a name of the last model: it stayed in the box)
+            # an error the red bar still shows (an upload that failed) is the last model's too
+            set_props(ids.ALERT, {"children": "", "className": "alert alert-empty"})
             for line in _MODEL_LINES:
                 set_props(line, {"children": ""})
         if origin.kind == "upload":   # the picker names what is open (it went on naming the last pick)
@@ -208,7 +210,7 @@ NO_GRAPH = {"data": [], "layout": {"xaxis": {"visible": False}, "yaxis": {"visib
 
 def _open_line(graph, name: str) -> str:
     """The status line of an open model (and which layers it fake-quantizes already)."""
-    quantized = quantized_note(graph)
+    quantized = quantized_note(graph, names=2, why=False)   # (three lines at most: the table says the rest)
     return f"{name}: {len(graph)} ops, {len(graph.layers)} layers" + (f"; {quantized}" if quantized else "")
 
 

@@ -255,7 +255,7 @@ def register(app, store) -> None:
             return dict(history=services.undo(history), error="")
         if trig == ids.REDO:
             return dict(history=services.redo(history), error="")
-        edited = history
+        edited, note = history, ""     # (note: what a preset with nothing to change says)
         if trig == ids.EDIT_LOG:
             # each edit is its own undo step; the history says which it has (see apply_edits)
             edited = services.apply_edits(history, edit_log, (version or {}).get("t"), s.graph.layers)
@@ -270,6 +270,7 @@ def register(app, store) -> None:
             edited = services.edit_layer(history, trig["layer"], field, bool(value) if field == "fold" else value)
         elif trig in PRESET_OF_BUTTON:
             edited = services.push(history, current(history).with_preset(PRESET_OF_BUTTON[trig], s.graph))
+            note = services.preset_note(s.graph, changed=current(edited) != current(history))
         elif trig == ids.RECIPE_UPLOAD:
             if not upload:
                 return dict(history=no_update, error=no_update)   # (emptied below)
@@ -285,9 +286,9 @@ def register(app, store) -> None:
             except RecipeError as exc:
                 return dict(history=no_update, error=f"not applied: {exc}")
         if current(edited) == current(history):
-            return dict(history=no_update, error="")
+            return dict(history=no_update, error=note)
         log.info("session %s: recipe edited (%s)", session["sid"][:8], trig)
-        return dict(history=services.push(history, current(edited)), error="")
+        return dict(history=services.push(history, current(edited)), error=note)
 
     @app.callback(Output(ids.RULES_APPLIED, "children"), Input(ids.RECIPE, "data"))
     def rules_applied(history):

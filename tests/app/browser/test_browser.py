@@ -187,6 +187,8 @@ def test_bad_upload_shows_error_and_app_keeps_working(dash_duo, tmp_path):
              timeout=60, what=lambda: f"the upload open; status {dash_duo.find_element('#model-status').text!r}")
     wait_for(lambda: text_of(dash_duo, "#model-picker").startswith("mine.keras (uploaded)"),
              what=lambda: f"the picker names the upload: {text_of(dash_duo, '#model-picker')!r}")
+    # the failed upload's error went with the model it was shown over (it stayed on every model)
+    assert dash_duo.find_element("#alert").text == ""
 
 
 def test_two_sessions_do_not_share_state(dash_duo):
@@ -533,3 +535,25 @@ def test_the_side_panel_controls_edit_the_recipe(dash_duo):
     assert dash_duo.find_element("#alert").text == ""
     click(dash_duo, "#undo")
     wait_for(lambda: badge_texts(dash_duo) == {}, what="the fold undone")
+
+
+def test_a_model_quantized_already_shows_its_widths_and_says_why_nothing_is_offered(dash_duo, tmp_path):
+    """A .pb qviz wrote, served: the page said "No Rows To Show", drew no badge, and
+    "all 8-bit" did nothing without a word."""
+    import qviz
+    from qviz.app import create_app
+    from qviz.exporters import save_graph_def
+    from qviz.samples import sample_path
+
+    g = qviz.load(sample_path("lenet_digits"))
+    path = save_graph_def(qviz.apply(g, qviz.Recipe.default(g), report=False).graph, tmp_path / "q.pb")
+    dash_duo.start_server(create_app(qviz.load(path), model_name=str(path)))
+    wait_open(dash_duo, path)
+    assert "fake-quantized already: 4 layers (conv1 w8a8, conv2 w8a8 and 2 more)" in \
+        dash_duo.find_element("#model-status").text
+    wait_for(lambda: badge_texts(dash_duo).get("layer:conv2") == "w8a8",
+             what=lambda: f"conv2's own widths on the graph: {badge_texts(dash_duo)}")
+    assert "no layer here to fold or quantize" in dash_duo.find_element("#layer-grid").text
+    click(dash_duo, "#bulk-all-8")
+    wait_for(lambda: dash_duo.find_element("#recipe-error").text == "nothing changed: no layer here to fold or "
+             "quantize (its conv/dense layers are fake-quantized already)", what="all 8-bit says why it did nothing")
