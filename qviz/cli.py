@@ -99,6 +99,31 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
                    help="largest model file (or unpacked archive) to read (default 2048)")
 
 
+def _add_data_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--data", metavar="FILE.npz",
+                   help="what to calibrate and verify on: a numpy .npz with x_calib (examples, axis 0), "
+                        "x_test (default: x_calib) and y_test (class labels, optional); default: a bundled "
+                        "sample's own data, else fixed-seed noise (said on stderr)")
+
+
+def _data(args, graph):
+    """What ``graph`` is calibrated and verified on: ``--data``, else :func:`qviz.samples.data_for`
+    (noise for a model that is not a sample: said once, since ranges from noise are not
+    the model's)."""
+    from .samples import data_for, data_from_file
+
+    if getattr(args, "data", None):
+        limit = getattr(args, "max_model_mb", None)
+        return data_from_file(graph, args.data, **({} if limit is None else {"max_bytes": int(limit * 2**20)}))
+    data = data_for(graph)
+    if data.origin == "fixed-seed noise" and not getattr(args, "_said_noise", False):
+        args._said_noise = True
+        print("note: calibrated and verified on fixed-seed noise (not a bundled sample): activation ranges, "
+              "errors and a quantized input's scale are the noise's, not your data's; give your data with "
+              "--data FILE.npz", file=sys.stderr)
+    return data
+
+
 def _quiet_tensorflow() -> None:
     """Import TensorFlow without its start-up notices (:func:`qviz.runtime.import_quietly`)."""
     from .runtime import import_quietly
@@ -205,7 +230,6 @@ def _cmd_node_data(args) -> int:
 
 def _cmd_render(args) -> int:
     from .render.image import graph_svg_of, svg_to_png
-    from .samples import data_for
 
     _check_output(args.output, (".svg", ".png"), "images")
     recipe = _read_recipe(args.recipe) if args.recipe else None
@@ -217,7 +241,7 @@ def _cmd_render(args) -> int:
 
         try:
             # calibrated (activation ranges), not verified: the picture needs no error figures
-            result = apply(graph, recipe, **data_for(graph).apply_kwargs(), report=False)
+            result = apply(graph, recipe, **_data(args, graph).apply_kwargs(), report=False)
         except RecipeError as exc:
             raise RecipeError(f"--recipe {args.recipe}: {exc}") from None
     name = Path(args.model).name
@@ -240,7 +264,6 @@ def _cmd_render(args) -> int:
 
 
 def _cmd_report(args) -> int:
-    from .samples import data_for
 
     from .analysis.fold_explainer import foldable_candidate
     from .passes import RecipeError
@@ -262,7 +285,7 @@ def _cmd_report(args) -> int:
         from .analysis.sensitivity import checkpoint_bits, sensitivity
 
         # the widths the checkpoint holds (a sweep at 8 and 4 bits is not extended to 6, 3 and 2)
-        sweep = sensitivity(graph, **data_for(graph).sweep_kwargs(), progress=_ProgressBar("measuring"),
+        sweep = sensitivity(graph, **_data(args, graph).sweep_kwargs(), progress=_ProgressBar("measuring"),
                             checkpoint=args.sensitivity, bits=checkpoint_bits(args.sensitivity) or SWEEP_BITS)
     try:
         page = make_report(graph, recipe, name=Path(args.model).name,
@@ -299,7 +322,6 @@ def _cmd_recipe(args) -> int:
 
 
 def _cmd_apply(args) -> int:
-    from .samples import data_for
 
     import json
 
@@ -313,7 +335,7 @@ def _cmd_apply(args) -> int:
     _check_output(args.output, (".pb", ".pbtxt"), "TensorFlow GraphDefs")
     recipe = _read_recipe(args.recipe)
     graph = _load(args)
-    data = data_for(graph)
+    data = _data(args, graph)
     try:
         result = apply(graph, recipe, **data.apply_kwargs(), report=not args.local)
         if args.local:   # the report with each layer's own error too
@@ -346,7 +368,6 @@ def _cmd_apply(args) -> int:
 
 def _cmd_export_tflite(args) -> int:
     from ._text import floor_percent
-    from .samples import data_for
 
     from .exporters.tflite import export_tflite
 
@@ -356,7 +377,7 @@ def _cmd_export_tflite(args) -> int:
     recipe = _read_recipe(args.recipe)
     graph = _load(args)
     try:
-        data = data_for(graph)
+        data = _data(args, graph)
         done = export_tflite(graph, recipe, args.output, int8_io=args.int8_io,
                              calibration=data.calibration, verification=data.verification)
     except RecipeError as exc:
@@ -384,7 +405,6 @@ def _cmd_export_tflite(args) -> int:
 
 
 def _cmd_export_qat(args) -> int:
-    from .samples import data_for
 
     from .qat import export_qat
 
@@ -397,7 +417,7 @@ def _cmd_export_qat(args) -> int:
     try:
         qat = export_qat(args.model, recipe, args.output, folding_mode=args.folding_mode,
                          freeze_bn_delay=args.freeze_bn_delay, ema_decay=args.ema_decay,
-                         calibration=lambda graph: data_for(graph).calibration, safe_mode=not args.unsafe)
+                         calibration=lambda graph: _data(args, graph).calibration, safe_mode=not args.unsafe)
     except RecipeError as exc:
         raise RecipeError(f"--recipe {args.recipe}: {exc}") from None
     kinds = sum(type(layer).__name__ == "FoldedQuantLayer" for layer in qat.layers)
@@ -411,7 +431,6 @@ def _cmd_export_qat(args) -> int:
 
 
 def _cmd_export_code(args) -> int:
-    from .samples import data_for
 
     from .exporters.code import CODE_TOOLS, export_code
     from .passes import RecipeError
@@ -425,7 +444,7 @@ def _cmd_export_code(args) -> int:
     try:
         options = _load_options(args)
         done = export_code(args.model, recipe, args.tool, args.output,
-                           calibration=lambda graph: data_for(graph).calibration,
+                           calibration=lambda graph: _data(args, graph).calibration,
                            safe_mode=options.pop("safe_mode", True), load_options=options)
     except RecipeError as exc:
         raise RecipeError(f"--recipe {args.recipe}: {exc}") from None
@@ -444,13 +463,12 @@ def _cmd_export_code(args) -> int:
 
 
 def _cmd_sensitivity(args) -> int:
-    from .samples import data_for
 
     from .analysis.sensitivity import sensitivity
 
     graph = _load(args)
     checkpoint = args.checkpoint or f"{Path(args.model).stem}.sensitivity.json"
-    data = data_for(graph)
+    data = _data(args, graph)
     # (said at the first measurement: a file the sweep refuses is not announced as where it saves)
     saved = (f"qviz: measurements are saved to {checkpoint} as they are made; run the same command again to "
              "resume a stopped sweep")
@@ -699,6 +717,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("apply", help="fold and quantize as a recipe says; write the graph and a report")
     _add_model_args(p)
+    _add_data_arg(p)
     p.add_argument("--recipe", required=True, help="recipe JSON (see `qviz recipe`)")
     p.add_argument("-o", "--output", help="write the rewritten frozen graph (.pb or .pbtxt)")
     p.add_argument("--saved-model", metavar="DIR", help="also write it as a SavedModel directory")
@@ -710,6 +729,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("export-tflite", help="write the recipe's model as .tflite and check it against qviz")
     _add_model_args(p)
+    _add_data_arg(p)
     p.add_argument("--recipe", required=True, help="recipe JSON (see `qviz recipe`)")
     p.add_argument("-o", "--output", required=True, help="the TensorFlow Lite model to write (.tflite)")
     p.add_argument("--int8-io", action="store_true",
@@ -720,6 +740,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("model", help="a Keras model (.keras or .h5)")
     p.add_argument("--unsafe", action="store_true",
                    help="allow Keras Lambda layers (runs code from the file)")
+    _add_data_arg(p)
     p.add_argument("--recipe", required=True, help="recipe JSON (see `qviz recipe`)")
     p.add_argument("-o", "--output", required=True, help="the QAT model to write (.keras)")
     p.add_argument("--folding-mode", choices=["ema_stats_folding", "batch_stats_folding"],
@@ -732,6 +753,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("export-code", help="write a recipe for tfmot or QKeras (a training script) or AI Edge "
                                            "Quantizer (a recipe JSON and the float .tflite it is for)")
     _add_model_args(p)
+    _add_data_arg(p)
     p.add_argument("--recipe", required=True, help="recipe JSON (see `qviz recipe`)")
     p.add_argument("--tool", required=True, choices=["tfmot", "qkeras", "ai-edge-quantizer"],
                    help="the tool to write for")
@@ -740,6 +762,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("sensitivity", help="per-layer output SQNR vs bit width, and a suggested recipe")
     _add_model_args(p)
+    _add_data_arg(p)
     p.add_argument("--bits", type=_bits, nargs="+", default=list(SWEEP_BITS))
     p.add_argument("--target-sqnr", type=_decibels, default=30.0, help="overall output SQNR to aim for (dB)")
     p.add_argument("--recipe-out", metavar="JSON", help="write the suggested recipe")
@@ -771,6 +794,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("report", help="one HTML file with the recipe's graph, verification, device check, "
                                       "sensitivity and fold explained (opens from disk, no network)")
     _add_model_args(p)
+    _add_data_arg(p)
     p.add_argument("--recipe", required=True, help="the recipe (JSON) to report on")
     p.add_argument("-o", "--output", required=True, help="the .html file to write")
     p.add_argument("--explain", action="append", metavar="LAYER",
@@ -783,6 +807,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("render", help="draw the graph (or a recipe's rewrite, changes marked) as SVG or PNG")
     _add_model_args(p)
+    _add_data_arg(p)
     p.add_argument("-o", "--output", required=True, help="a .svg (needs nothing) or a .png (drawn by Chromium)")
     p.add_argument("--view", choices=("layer", "op"), default="layer", help="one node a layer, or every op")
     p.add_argument("--direction", choices=("LR", "TB"), default="LR", help="left to right, or top to bottom")

@@ -24,7 +24,7 @@ if TYPE_CHECKING:   # numpy and the rest are imported where used: `qviz serve` r
     from .ir import Graph
 
 __all__ = ["SAMPLES", "SAMPLE_DIR", "DEFAULT_SAMPLE", "list_samples", "sample_path", "sample_data",
-           "randomize_batch_norms", "digits_split", "ModelData", "data_for"]
+           "randomize_batch_norms", "digits_split", "ModelData", "data_for", "data_from_file", "DATA_KEYS"]
 
 SAMPLE_DIR = Path(__file__).resolve().parent.parent / "sample_models"
 
@@ -69,14 +69,24 @@ def sample_data(name: str) -> dict[str, np.ndarray] | None:
 
 
 def sample_name_of(path) -> str | None:
-    """The sample name if ``path`` is one of the bundled sample files."""
+    """The sample name if ``path`` is one of the bundled sample files, or a copy of one
+    (the same bytes: a copied sample was calibrated on noise)."""
     try:
         resolved = Path(path).resolve()
+        size = resolved.stat().st_size if resolved.is_file() else None
     except (TypeError, OSError):
         return None
     for name, (fname, _) in SAMPLES.items():
-        if resolved == (SAMPLE_DIR / fname).resolve():
+        sample = (SAMPLE_DIR / fname).resolve()
+        if resolved == sample:
             return name
+    for name, (fname, _) in SAMPLES.items():
+        sample = SAMPLE_DIR / fname
+        try:
+            if size is not None and sample.stat().st_size == size and sample.read_bytes() == resolved.read_bytes():
+                return name
+        except OSError:
+            continue
     return None
 
 
@@ -204,3 +214,75 @@ def digits_split():
     x = (digits.images / 16.0).astype("float32")[..., None]
     y = digits.target.astype("int64")
     return train_test_split(x, y, test_size=0.25, random_state=0, stratify=y)
+
+
+#: The arrays a data file (``--data FILE.npz``) holds: the layout of the samples' own data.
+DATA_KEYS = {"x_calib": "examples to measure activation ranges on",
+             "x_test": "examples to compare outputs on (default: x_calib)",
+             "y_test": "class labels of x_test, for accuracy (optional)"}
+
+
+def data_from_file(graph: Graph, path, max_bytes: int = 2**31) -> ModelData:
+    """The data in a ``.npz`` file (``numpy.savez``), for a one-input ``graph``: the
+    arrays of :data:`DATA_KEYS`, examples along axis 0, as the samples' own data is kept.
+
+    Read without pickles, its archive checked before any array is (no zip bomb, at most
+    ``max_bytes`` unpacked).
+
+    Raises:
+        qviz.LoadError: not such a file, or arrays that do not fit the graph's input.
+
+    >>> import numpy as np, tempfile, os, qviz
+    >>> g = qviz.load(sample_path("lenet_digits"))
+    >>> path = os.path.join(tempfile.mkdtemp(), "d.npz")
+    >>> np.savez(path, x_calib=np.zeros((4, 8, 8, 1), np.float32))
+    >>> data = data_from_file(g, path)
+    >>> data.origin, len(data.verification[0]), data.labels
+    ('the data in d.npz', 4, None)
+    >>> np.savez(path, x_calib=np.zeros((4, 9, 9, 1), np.float32))
+    >>> data_from_file(g, path)
+    Traceback (most recent call last):
+    ...
+    qviz.importers.errors.LoadError: d.npz: x_calib holds examples of shape (9, 9, 1); the model's input image:0 takes (8, 8, 1)
+    """
+    import numpy as np
+
+    from .importers.errors import LoadError
+    from .importers.safety import Limits, check_model_path, check_zip
+
+    path = Path(path)
+    label = path.name
+    limits = Limits(max_bytes=max_bytes)
+    check_model_path(path, label, limits)
+    check_zip(path, label, limits)
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            arrays = {k: npz[k] for k in npz.files if k in DATA_KEYS}
+    except (OSError, ValueError, EOFError) as exc:
+        raise LoadError(label, f"not a numpy .npz file ({exc})") from None
+    if "x_calib" not in arrays and "x_test" not in arrays:
+        raise LoadError(label, "holds neither x_calib nor x_test (arrays saved with numpy.savez(path, "
+                               "x_calib=…, x_test=…, y_test=…))")
+    if len(graph.inputs) != 1:
+        raise LoadError(label, f"the model has {len(graph.inputs)} inputs; a data file feeds one-input models only")
+    node = graph.producer(graph.inputs[0])
+    shape = node.attrs.get("shape")
+    want = tuple(shape)[1:] if shape is not None and getattr(shape, "rank", 1) is not None else None
+    for key in ("x_calib", "x_test"):
+        x = arrays.get(key)
+        if x is None:
+            continue
+        if x.dtype.kind not in "fiu" or x.ndim < 1 or len(x) == 0:
+            raise LoadError(label, f"{key} is not a non-empty array of numbers ({x.dtype}, shape {x.shape})")
+        if want is not None and (len(want) != x.ndim - 1 or any(w is not None and w != d
+                                                                 for w, d in zip(want, x.shape[1:]))):
+            shown = "(" + ", ".join("?" if w is None else str(w) for w in want) + ")"
+            raise LoadError(label, f"{key} holds examples of shape {tuple(x.shape[1:])}; the model's input "
+                                   f"{graph.inputs[0]} takes {shown}")
+    calib = arrays.get("x_calib", arrays.get("x_test")).astype(np.float32, copy=False)
+    test = arrays.get("x_test", arrays.get("x_calib")).astype(np.float32, copy=False)
+    labels = arrays.get("y_test")
+    if labels is not None and (labels.ndim != 1 or len(labels) != len(test) or labels.dtype.kind not in "iu"):
+        raise LoadError(label, f"y_test must be one integer class label per example of x_test ({len(test)}), "
+                               f"not {labels.dtype} of shape {labels.shape}")
+    return ModelData((calib,), (test,), labels, f"the data in {label}")

@@ -158,7 +158,8 @@ def test_a_graph_that_cannot_be_run_is_one_line_naming_the_file(tmp_path, capsys
     recipe = tmp_path / "r.json"
     recipe.write_text('{"fold": {"default": true}, "quantize": {"default": {"weight_bits": 8, "activation_bits": 8}}}')
     assert main(["apply", str(model), "--recipe", str(recipe), "-o", str(tmp_path / "out.pb")]) == 2
-    err = capsys.readouterr().err.strip()
+    # (after the note that a model which is not a sample is calibrated on noise)
+    err = "\n".join(line for line in capsys.readouterr().err.strip().splitlines() if not line.startswith("note: "))
     assert err.startswith(f"qviz: error: {model}: ") and cause in err and "\n" not in err, err
 
 
@@ -240,3 +241,36 @@ def test_a_pattern_on_an_op_type_the_model_lacks_says_so(capsys, samples):
     """``match --pattern 'Conv2d as c'`` said "0 match(es)": the typo went unseen."""
     assert main(["match", str(samples["lenet_digits"]), "--pattern", "Conv2d as c"]) == 0
     assert capsys.readouterr().out.strip() == "0 match(es): no op of type Conv2d in this model"
+
+
+def test_what_the_cli_calibrates_on_is_said_and_can_be_the_users_data(tmp_path, capsys, samples):
+    """A model that is not a sample was calibrated and verified on noise without a word
+    (an --int8-io input scale from noise), and there was no way to give data."""
+    import numpy as np
+
+    from qviz.samples import SAMPLE_DIR, sample_data
+
+    recipe = tmp_path / "r.json"
+    assert main(["recipe", str(samples["lenet_digits"])]) == 0
+    recipe.write_text(capsys.readouterr().out)
+    copy = tmp_path / "mine.keras"      # a copy of a sample is the sample (same bytes)
+    copy.write_bytes(samples["lenet_digits"].read_bytes())
+    assert main(["apply", str(copy), "--recipe", str(recipe)]) == 0
+    said = capsys.readouterr()
+    assert "outputs on 450 examples" in said.out and "fixed-seed noise" not in said.err
+    # another model: noise, said on stderr
+    other = tmp_path / "other.keras"
+    other.write_bytes(samples["lenet_digits"].read_bytes() + b"\0")   # (a zip reads past trailing bytes)
+    assert main(["apply", str(other), "--recipe", str(recipe)]) == 0
+    said = capsys.readouterr()
+    assert "outputs on 16 examples" in said.out and "calibrated and verified on fixed-seed noise" in said.err
+    # its data given: the same figures as the sample's own
+    assert main(["apply", str(other), "--recipe", str(recipe), "--data",
+                 str(SAMPLE_DIR / "lenet_digits_data.npz")]) == 0
+    said = capsys.readouterr()
+    assert "outputs on 450 examples" in said.out and "test accuracy: 99.78%" in said.out and "noise" not in said.err
+    bad = tmp_path / "bad.npz"
+    np.savez(bad, x_calib=sample_data("lenet_digits")["x_calib"][:, :4])
+    assert main(["apply", str(other), "--recipe", str(recipe), "--data", str(bad)]) == 2
+    assert "bad.npz: x_calib holds examples of shape (4, 8, 1); the model's input image:0 takes (8, 8, 1)" \
+        in capsys.readouterr().err
