@@ -209,7 +209,11 @@ def deployability(graph: Graph, recipe: Recipe, result=None, *, int8_io: bool = 
     boundaries = _boundaries(result.graph, integer_ops)
     if int8_io and io:
         boundaries -= len(result.graph.inputs) + len(result.graph.outputs)
-    return DeployCheck(tuple(fates), boundaries, *_weight_bytes(folded, points), io, tuple(_notes(result.graph)))
+    # a layer left in float by the device (an unfolded batch norm after it) keeps float32 weights
+    in_float = {n.name for n in folded.nodes if n.op in LAYER_OPS and n.name not in integer_ops
+                and n.layer in config.layers and config.layers[n.layer].activation_bits is not None}
+    return DeployCheck(tuple(fates), boundaries, *_weight_bytes(folded, points, in_float), io,
+                       tuple(_notes(result.graph)))
 
 
 def _int_tensors(graph: Graph) -> set[str]:
@@ -335,14 +339,16 @@ def _const_size(graph: Graph, tensor: str) -> int | None:
     return None if value is None else int(np.size(value))
 
 
-def _weight_bytes(folded: Graph, points) -> tuple[int, int]:
+def _weight_bytes(folded: Graph, points, in_float: set[str]) -> tuple[int, int]:
+    """(bytes TFLite stores the conv/dense weights in, the same in float32); the ops in
+    ``in_float`` run in float, with float32 weights, whatever their quantizers say."""
     quantized = {p.tensor: p.bits for p in points if p.kind == "weights"}
     stored = floats = 0
     for node in folded.nodes:
         if node.op not in LAYER_OPS:
             continue
         weights, bits = rounded_from(folded, node.inputs[1])   # (quantized in the graph already)
-        bits = quantized.get(node.inputs[1], bits)
+        bits = None if node.name in in_float else quantized.get(node.inputs[1], bits)
         size = _const_size(folded, weights)
         if size is None:
             continue
