@@ -32,10 +32,11 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from .ir import Graph
+from .ir import Graph, GraphError
 from .ir.ops import FAKE_QUANT_OPS
 from .metrics import Report, verify
 from .passes import fold_batch_norms, folded_into, quantize
+from .passes.calibration import as_input_list
 from .passes.recipe import Recipe, RecipeError
 from .passes.result import Changes, PassResult, Skipped
 
@@ -90,8 +91,9 @@ def apply(graph: Graph, recipe: Recipe, *, calibration: Sequence[np.ndarray] | N
         calibration: inputs for activation ranges (one array per graph
             input, or a function making them, called only if a range is not
             in ``ranges``); default: fixed-seed noise.
-        verification, labels: inputs (and labels) for the report; default:
-            fixed-seed noise, no labels.
+        verification, labels: inputs (and labels) for the report, as
+            ``calibration`` takes them; default: the calibration arrays if
+            given as arrays, else fixed-seed noise, no labels.
         report: compute the verification report (runs both graphs).
         ranges: activation ranges measured already (``{tensor: (min, max)}``
             of the folded graph); tensors not in it are calibrated.
@@ -100,6 +102,8 @@ def apply(graph: Graph, recipe: Recipe, *, calibration: Sequence[np.ndarray] | N
         RecipeError: the recipe names layers the graph does not have, or asks
             for something a layer cannot do.
     """
+    if not isinstance(graph, Graph):
+        raise GraphError(f"apply takes a qviz.Graph (qviz.load(path) first), not a {type(graph).__name__}")
     if not isinstance(recipe, Recipe):
         raise RecipeError(f"a recipe is a qviz.Recipe (Recipe.from_dict or Recipe.from_json for "
                           f"{'a dict' if isinstance(recipe, dict) else 'text'}), not a {type(recipe).__name__}")
@@ -117,6 +121,8 @@ def apply(graph: Graph, recipe: Recipe, *, calibration: Sequence[np.ndarray] | N
     changes = folded.changes.then(quantized.changes)
     result = Result(out, changes, None, folded, quantized, graph)
     if report:
+        if verification is None and calibration is not None and not callable(calibration):
+            verification = calibration   # (noise would give a user's model figures that are not its own)
         result = replace(result, report=report_for(graph, recipe, result, verification, labels))
     return result
 
@@ -130,5 +136,5 @@ def report_for(graph: Graph, recipe: Recipe, result: Result,
     the (slower: it runs both graphs) report when it is ready. ``local``: each
     layer's own error too (:mod:`qviz.metrics.local`).
     """
-    return verify(graph, result.graph, None if verification is None else list(verification),
+    return verify(graph, result.graph, None if verification is None else as_input_list(graph, verification),
                   labels=labels, layer_map=folded_into(graph, recipe.fold_selection(graph)), local=local)
