@@ -321,6 +321,23 @@ def _cmd_recipe(args) -> int:
     return 0
 
 
+def _check_apply_outputs(args) -> None:
+    """Refuse outputs that cannot be written before anything is (a SavedModel directory that is
+    not empty was found after the .pb was written; a report naming a directory, after the run)."""
+    outputs = [p for p in (args.output, args.saved_model, args.report) if p]
+    if len(set(map(os.path.abspath, outputs))) < len(outputs):
+        raise _UsageError(f"the outputs must be different paths, not {' and '.join(outputs)}")
+    for flag, path in (("-o", args.output), ("--report", args.report)):
+        if path and Path(path).is_dir():
+            raise _UsageError(f"{flag} {path}: is a directory; name a file")
+        if path and not Path(path).resolve().parent.is_dir():
+            raise _UsageError(f"{flag} {path}: no such directory to write it in")
+    sm = Path(args.saved_model) if args.saved_model else None
+    if sm is not None and (sm.is_file() or (sm.is_dir() and any(sm.iterdir()))):
+        raise _UsageError(f"--saved-model {sm}: {'is a file' if sm.is_file() else 'exists and is not empty'}; "
+                          "name a new or empty directory")
+
+
 def _cmd_apply(args) -> int:
 
     import json
@@ -333,6 +350,7 @@ def _cmd_apply(args) -> int:
     from .passes import RecipeError
 
     _check_output(args.output, (".pb", ".pbtxt"), "TensorFlow GraphDefs")
+    _check_apply_outputs(args)
     recipe = _read_recipe(args.recipe)
     graph = _load(args)
     data = _data(args, graph)

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from ..choices import is_keras_file
 from ..errors import QvizError
+from ..passes.quant_points import quantized_in_graph
 from ..passes.recipe import Recipe
 
 __all__ = ["CODE_TOOLS", "CodeExport", "CodeExportError", "export_code"]
@@ -101,6 +102,10 @@ def export_code(model, recipe: Recipe, tool: str, out, *, calibration=None, safe
     # qviz's safety checks run before any Keras reads the file
     graph = load(model, **{**(load_options or {}), "safe_mode": safe_mode})
     recipe.validate(graph)
+    done = quantized_in_graph(graph)
+    if done:   # (the AI Edge Quantizer's float model failed to prepare in TFLite's interpreter)
+        raise CodeExportError(f"{model}: fake-quantized already ({len(done)} layers); {tool} quantizes a float "
+                              "model: export the model it came from")
     files: list[tuple[Path, bytes | None]] = []
     from .keras2 import Keras2Error
     from .tflite import TFLiteError

@@ -274,3 +274,36 @@ def test_what_the_cli_calibrates_on_is_said_and_can_be_the_users_data(tmp_path, 
     assert main(["apply", str(other), "--recipe", str(recipe), "--data", str(bad)]) == 2
     assert "bad.npz: x_calib holds examples of shape (4, 8, 1); the model's input image:0 takes (8, 8, 1)" \
         in capsys.readouterr().err
+
+
+def test_outputs_that_cannot_be_written_are_refused_before_anything_is(tmp_path, capsys, samples):
+    """`apply -o x.pb --saved-model full_dir` wrote x.pb, then failed on the directory; a
+    --report naming a directory failed after the whole run."""
+    assert main(["recipe", str(samples["lenet_digits"])]) == 0
+    (tmp_path / "r.json").write_text(capsys.readouterr().out)
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "x").write_text("")
+    base = ["apply", str(samples["lenet_digits"]), "--recipe", str(tmp_path / "r.json")]
+    for extra, said in ((["-o", str(tmp_path / "x.pb"), "--saved-model", str(tmp_path / "full")],
+                         "exists and is not empty"),
+                        (["-o", str(tmp_path / "x.pb"), "--report", str(tmp_path)], "is a directory; name a file"),
+                        (["-o", str(tmp_path / "y.pb"), "--saved-model", str(tmp_path / "y.pb")],
+                         "the outputs must be different paths"),
+                        (["-o", str(tmp_path / "no" / "x.pb")], "no such directory to write it in")):
+        assert main(base + extra) == 2
+        assert said in capsys.readouterr().err
+    assert not (tmp_path / "x.pb").exists() and not (tmp_path / "y.pb").exists()
+
+
+def test_code_for_a_model_quantized_already_is_refused_in_one_line(tmp_path, capsys, samples):
+    assert main(["recipe", str(samples["lenet_digits"])]) == 0
+    (tmp_path / "r.json").write_text(capsys.readouterr().out)
+    assert main(["apply", str(samples["lenet_digits"]), "--recipe", str(tmp_path / "r.json"),
+                 "-o", str(tmp_path / "q.pb")]) == 0
+    capsys.readouterr()
+    assert main(["recipe", str(tmp_path / "q.pb")]) == 0
+    (tmp_path / "rq.json").write_text(capsys.readouterr().out)
+    assert main(["export-code", str(tmp_path / "q.pb"), "--recipe", str(tmp_path / "rq.json"),
+                 "--tool", "ai-edge-quantizer", "-o", str(tmp_path / "aeq.json")]) == 2
+    assert "q.pb: fake-quantized already (4 layers); ai-edge-quantizer quantizes a float model" \
+        in capsys.readouterr().err
