@@ -143,18 +143,23 @@ def group_by_reason(messages, names: int = 4) -> tuple[str, ...]:
 
     >>> group_by_reason([("a", "a is slow"), ("b", "b is slow"), ("c", "c is odd")])
     ('a, b: is slow', 'c is odd')
+    >>> group_by_reason([("a", "a: runs in float"), ("b", "b: runs in float"), ("c", "c: runs in float")], names=1)
+    ('a and 2 more: runs in float',)
+    >>> group_by_reason([("a", "a: runs in float"), ("z", "something else")])   # (it read "a a: runs…")
+    ('a: runs in float', 'z something else')
     """
     by_reason: dict[str, list[str]] = {}
     for layer, message in messages:
-        reason = message[len(layer) + 1:] if message.startswith(f"{layer} ") else message
-        by_reason.setdefault(reason, []).append(layer)
+        # the reason after the layer's name, its separator kept (": …" or " …")
+        named = message.startswith((f"{layer}: ", f"{layer} "))
+        by_reason.setdefault(message[len(layer):] if named else " " + message, []).append(layer)
     lines = []
     for reason, layers in by_reason.items():
         if len(layers) == 1:
-            lines.append(f"{layers[0]} {reason}")
+            lines.append(f"{layers[0]}{reason}")
             continue
         shown = ", ".join(layers[:names]) + (f" and {len(layers) - names} more" if len(layers) > names else "")
-        lines.append(f"{shown}: {reason}")
+        lines.append(f"{shown}: {reason.lstrip(': ')}")
     return tuple(lines)
 
 
