@@ -200,6 +200,8 @@ def _read_recipe(path: str, flag: str = "--recipe"):
 
     try:   # a regular file of at most 16 MB: no FIFO hangs it, no /dev/zero fills memory
         limits = Limits(max_bytes=16 * 2**20)
+        if Path(path).is_dir():
+            raise _UsageError(f"{flag} {path}: is a directory; name a recipe file (JSON)")
         check_path(Path(path), path, limits)
         data = read_bounded(Path(path), path, limits)
     except LoadError as exc:
@@ -246,6 +248,9 @@ def _cmd_render(args) -> int:
             raise RecipeError(f"--recipe {args.recipe}: {exc}") from None
     name = Path(args.model).name
     title = f"{name}, {args.view} view" + (f", rewritten by {Path(args.recipe).name}" if recipe else "")
+    if args.hops is not None and not args.around:    # (it was ignored)
+        raise _UsageError(f"--hops {args.hops}: says how far from --around LAYER to draw; give --around")
+    args.hops = 2 if args.hops is None else args.hops
     if args.hops < 0:
         raise _UsageError(f"--hops {args.hops}: must be 0 or more")
     if args.around:
@@ -726,7 +731,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--float", action="store_true", help="list layers but quantize none (not with the two above)")
     p.add_argument("--rule", action="append", metavar="'SELECTORS: ACTIONS'",
                    help="then set layers by rule, later ones winning, e.g. 'name~block_1[0-3]: w4a8', "
-                        "'op=DepthwiseConv2dNative: w8a8', 'pattern=conv_bn & name~^block: nofold' "
+                        "'op=DepthwiseConv2dNative: w8a8', 'pattern=conv_bn & name~^block: nofold', "
                         "'between=block_3_expand..block_5_add: w4' (see qviz.passes.rules)")
     p.add_argument("--rules-from", metavar="RECIPE.json",
                    help="first apply the rules recorded in this recipe (made for another model, say), "
@@ -834,7 +839,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="PNG pixels per SVG pixel (default 2)")
     p.add_argument("--around", action="append", metavar="LAYER",
                    help="draw only this layer and its neighbours (repeat for more layers)")
-    p.add_argument("--hops", type=int, default=2, help="how many edges away from --around to draw (default 2)")
+    p.add_argument("--hops", type=int, default=None,
+                   help="how many edges away from --around to draw (default 2)")
     p.set_defaults(func=_cmd_render)
 
     p = sub.add_parser("serve", help="open the app in the browser (default model: the lenet_digits sample)")

@@ -318,7 +318,7 @@ def sensitivity(graph: Graph, *, bits: Sequence[int] = SWEEP_BITS,
     """
     from ..pipeline import apply
 
-    bits = tuple(int(b) for b in bits)
+    bits = tuple(dict.fromkeys(int(b) for b in bits))   # (8 8 4 measured 8 twice)
     for b in bits:
         LayerBits(b, b)  # validates the range
     if inputs is None:

@@ -140,3 +140,11 @@ def test_a_checkpoint_that_is_not_this_sweeps_is_refused_not_overwritten(tmp_pat
         assert (path.read_bytes() if path.is_file() else None) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["adir.json", "fifo.json", "other.json", "recipe.json",
                                                           "truncated.json"]   # no temp files
+
+
+def test_a_width_given_twice_is_measured_once(samples):
+    """`--bits 8 8 4` printed two w8 columns and measured them twice."""
+    g = qviz.load(samples["lenet_digits"])
+    done = []
+    result = sensitivity(g, bits=(8, 8), layers=["conv1"], progress=lambda d, t: done.append(t))
+    assert result.bits == (8,) and done[-1] == 2      # conv1's weights and its activations, at 8 bits

@@ -307,3 +307,13 @@ def test_code_for_a_model_quantized_already_is_refused_in_one_line(tmp_path, cap
                  "--tool", "ai-edge-quantizer", "-o", str(tmp_path / "aeq.json")]) == 2
     assert "q.pb: fake-quantized already (4 layers); ai-edge-quantizer quantizes a float model" \
         in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("args, said", [
+    (["render", "{m}", "-o", "{t}/g.svg", "--hops", "3"], "--hops 3: says how far from --around LAYER to draw"),
+    (["apply", "{m}", "--recipe", "{t}"], "is a directory; name a recipe file"),
+])
+def test_flags_that_would_be_ignored_or_misread_are_refused(tmp_path, capsys, samples, args, said):
+    args = [a.format(m=samples["lenet_digits"], t=tmp_path) for a in args]
+    assert main(args) == 2
+    assert said in capsys.readouterr().err
