@@ -70,6 +70,20 @@ def register(app, store) -> None:
                   time.monotonic() - started)
         return dict(body=body, why=why, stop_polling=not waiting)
 
+    @app.callback(Output(ids.EXPLAIN, "children", allow_duplicate=True),
+                  Input(ids.PATTERN_BUILTIN, "value"), Input(ids.PATTERN_TEXT, "value"),
+                  State(ids.SELECTED, "data"), State(ids.RECIPE, "data"), State(ids.SESSION, "data"),
+                  State(ids.SHOW, "value"), prevent_initial_call=True)
+    def explain_for_pattern(builtin, text, selected, history, session, show):
+        """Another pattern: what it says of the selected node (it kept the last pattern's words)."""
+        s = store.require(session)
+        key = ViewKey.parse(selected.get("key")) if selected else None
+        if s is None or key is None or not history or not s.result_ready(current(history)):
+            return ""
+        recipe = current(history)
+        graph, _ = services.shown(s, recipe, view_choice(None, show, None, None))
+        return _why(s, graph, key, recipe, builtin, text)
+
     @app.callback(Output({"type": ids.BLOCK_TOGGLE, "block": ALL}, "children"),
                   Input(ids.VIEW, "data"), State({"type": ids.BLOCK_TOGGLE, "block": ALL}, "id"))
     def block_toggle_words(view_state, toggles):
@@ -153,6 +167,18 @@ def _block_toggle(block_id: str, is_open: bool):
                        id={"type": ids.BLOCK_TOGGLE, "block": block_id}, className="block-toggle")
 
 
+def _why(s, graph, key: ViewKey, recipe: Recipe, builtin, text) -> str:
+    """What the Patterns box says of the selected layer or op in the shown ``graph``: in which
+    match, and what became of it, or why it matches nowhere ('' for a pattern that does not parse)."""
+    try:
+        pattern, fates = pattern_of(builtin, text), fates_of(s, recipe, builtin, text)
+    except PatternSyntaxError:
+        return ""
+    if key.is_layer:
+        return services.why(fates, graph, pattern, key.name) if key.name in graph.layers else ""
+    return services.why(fates, graph, pattern, graph.node(key.name).layer, node=key.name) if key.name in graph else ""
+
+
 def _item_panel(s, key: ViewKey, recipe: Recipe, builtin, text, show):
     """A layer's or an op's panel: (content, explanation, still waiting for the worker)."""
     if not s.result_ready(recipe):
@@ -164,10 +190,7 @@ def _item_panel(s, key: ViewKey, recipe: Recipe, builtin, text, show):
                          html.Div("applying the recipe (calibrating in the worker)…",
                                   className="verify-running")]), "", True
     graph, _ = services.shown(s, recipe, view_choice(None, show, None, None))
-    try:
-        pattern, fates = pattern_of(builtin, text), fates_of(s, recipe, builtin, text)
-    except PatternSyntaxError:
-        pattern, fates = None, []
+    why = _why(s, graph, key, recipe, builtin, text)
     if key.is_layer:
         layer = key.name
         if layer not in graph.layers:
@@ -177,7 +200,6 @@ def _item_panel(s, key: ViewKey, recipe: Recipe, builtin, text, show):
         body = [html.B(f"layer {layer}"), _controls(s.graph, recipe, layer),
                 html.Div(f"{len(ops)} ops: " + ", ".join(sorted({n.op for n in ops}))
                          + f"; {len(nodes) - len(ops)} constants (weights and their reads, not drawn)")]
-        why = services.why(fates, graph, pattern, layer) if pattern is not None else ""
     else:
         if key.name not in graph:
             return html.Div(f"{key.name} (removed by the rewrite)"), "", False
@@ -187,7 +209,6 @@ def _item_panel(s, key: ViewKey, recipe: Recipe, builtin, text, show):
         body = [html.B(node.name), html.Div(f"op {node.op}, layer {layer}"), _controls(s.graph, recipe, layer)]
         body += [html.Div(f"{k} = {_short(v)}") for k, v in node.attrs.items() if k != "value"]
         body += [_constant_histogram(graph, t) for t in node.inputs if graph.is_constant(t)]
-        why = services.why(fates, graph, pattern, layer, node=key.name) if pattern is not None else ""
     grids, waiting = _grids(s, graph, layer, recipe)
     return html.Div([b for b in body if b is not None] + grids), why, waiting
 

@@ -61,6 +61,9 @@ def test_builtin_pattern_highlights_matches_and_bad_text_errors(dash_duo):
     box.send_keys("Conv2d as c")
     wait_for(lambda: dash_duo.find_element("#match-count").text
              == "no match in the float graph: no op of type Conv2d in this model", what="no Conv2d said")
+    # and what the Patterns box says of the selected conv is this pattern's (it kept the last one's)
+    wait_for(lambda: dash_duo.find_element("#explain").text.endswith("does not match: it is a Conv2D, expected Conv2d"),
+             what=lambda: f"the explanation for the new pattern: {dash_duo.find_element('#explain').text!r}")
 
 
 def _halo_colours(dash_duo):
