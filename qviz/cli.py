@@ -417,7 +417,9 @@ def _cmd_export_tflite(args) -> int:
         print(f"qviz: warning: {d.warning}", file=sys.stderr)
     print(d.summary())
     worst = d.least_faithful(5)
-    if worst:
+    if d.faithful_line():
+        print(d.faithful_line())
+    elif worst:
         print(f"each integer op given the device's own inputs ({len(d.layers)} ops), the least faithful "
               "(within 1 LSB; max LSBs apart; within 1 LSB run from the model input):")
         width = max(len(t.layer) for t in worst)

@@ -96,6 +96,15 @@ class DeviceReport:
     integer_ops: tuple[str, ...] = ()  # "OP tensor" of the ops that run in integer
     warning: str | None = None   # the float outputs cannot measure error (metrics.report.constant_output)
 
+    def faithful_line(self) -> str | None:
+        """One line when every integer op is within 1 LSB of qviz, given the device's inputs
+        and run from the model input alike (a list of the "least faithful" at 100 % confused);
+        None when some is not (then :meth:`least_faithful` lists them)."""
+        if not self.layers or any(t.within_1_lsb < 1 or t.chained_within_1_lsb < 1 for t in self.layers):
+            return None
+        return (f"each of the {len(self.layers)} integer ops, given the device's own inputs or run from the "
+                "model input, is within 1 LSB of qviz on every value")
+
     def least_faithful(self, count: int = 5) -> list[TensorAgreement]:
         """The ``count`` integer ops least often within 1 LSB of qviz given the device's inputs;
         among equals (often all at 100 %), those that drift most run from the model input."""

@@ -337,7 +337,10 @@ def test_the_least_faithful_ops_break_ties_by_their_drift_from_the_model_input()
     import dataclasses
 
     report = DeviceReport(**{**{f.name: None for f in dataclasses.fields(DeviceReport)}, "layers": tuple(rows)})
-    assert [t.layer for t in report.least_faithful(3)] == ["odd", "op2", "op1"]
+    assert [t.layer for t in report.least_faithful(3)] == ["odd", "op2", "op1"] and report.faithful_line() is None
+    # every op exact both ways: one line, not five "least faithful" ops at 100 %
+    exact = dataclasses.replace(report, layers=tuple(TensorAgreement(f"op{i}", "t", 1.0, 1.0, 1.0) for i in range(6)))
+    assert exact.faithful_line().startswith("each of the 6 integer ops, given the device's own inputs or run from")
 
 
 def test_a_model_qviz_quantized_opens_again_as_quantized(tmp_path):

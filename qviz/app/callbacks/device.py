@@ -44,7 +44,9 @@ def device_view(check, device) -> list:
     if device.float_ops:
         parts.append(html.Div("runs in float on the device: " + ", ".join(device.float_ops), className="warning"))
     worst = device.least_faithful(5)
-    if worst:
+    if device.faithful_line():
+        parts.append(html.Div(device.faithful_line(), className="device-layers"))
+    elif worst:
         parts.append(html.Div(f"each of the {len(device.layers)} integer ops given the device's own inputs — the "
                               "least faithful: " + ", ".join(f"{t.layer} {floor_percent(t.within_1_lsb, 1)} % within 1 LSB{t.how}"
                                                              for t in worst), className="device-layers"))
