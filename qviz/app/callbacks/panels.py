@@ -100,12 +100,18 @@ def register(app, store) -> None:
     @app.callback(
         output=dict(panel=Output(ids.VERIFY_PANEL, "children"), errors=Output(ids.LAYER_ERRORS, "figure"),
                     status=Output(ids.LAYER_ERRORS_STATUS, "children"),
-                    stop_polling=Output(ids.VERIFY_POLL, "disabled")),
+                    stop_polling=Output(ids.VERIFY_POLL, "disabled"),
+                    # the last recipe's bars greyed while the new one is verified (they stood as if current)
+                    stale=Output(ids.LAYER_ERRORS, "className")),
         inputs=dict(drawn=Input(ids.DRAWN, "data"), _tick=Input(ids.VERIFY_POLL, "n_intervals"),
                     show_all=Input(ids.LAYER_ERRORS_ALL, "value"), mode=Input(ids.LAYER_ERRORS_MODE, "value")),
         state=dict(session=State(ids.SESSION, "data")),
     )
     def verification(drawn, _tick, show_all, mode, session):
+        answer = _verification(drawn, _tick, show_all, mode, session)
+        return {**answer, "stale": "stale" if answer["errors"] is no_update and not answer["stop_polling"] else ""}
+
+    def _verification(drawn, _tick, show_all, mode, session):
         # Follows DRAWN (not the recipe), so the redraw comes first; the report
         # runs both graphs in TensorFlow in the worker, and this callback only
         # polls it, so no request is held open while it runs.
