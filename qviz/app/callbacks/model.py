@@ -81,10 +81,10 @@ def register(app, store, options) -> None:
         inputs=dict(sample=Input(ids.MODEL_PICKER, "value"), contents=Input(ids.UPLOAD, "contents"),
                     _tick=Input(ids.MODEL_POLL, "n_intervals")),
         state=dict(filename=State(ids.UPLOAD, "filename"), session=State(ids.SESSION, "data"),
-                   view_state=State(ids.VIEW, "data")),
+                   view_state=State(ids.VIEW, "data"), alert_class=State(ids.ALERT, "className")),
         prevent_initial_call="initial_duplicate",
     )
-    def open_model(sample, contents, _tick, filename, session, view_state):
+    def open_model(sample, contents, _tick, filename, session, view_state, alert_class):
         sid = session["sid"] if isinstance(session, dict) and isinstance(session.get("sid"), str) else None
         if sid is None:
             raise LoadError("page", "the page's session id is missing; reload the page")
@@ -102,11 +102,11 @@ def register(app, store, options) -> None:
             keep = store.get(sid)
             # in the red bar, as every error the page shows; the status line goes on saying what
             # is open (it kept the error through every later edit)
-            set_props(ids.ALERT, {"children": f"error: {user_message(exc)}", "className": "alert"})
+            set_props(ids.ALERT, {"children": f"error: {user_message(exc)}", "className": f"alert {OPEN_FAILED}"})
             return _status(_open_line(keep.graph, keep.name) if keep else f"error: {exc}")
 
         if trig == ids.MODEL_POLL:
-            return _poll(sid, view_state, failed)
+            return _poll(sid, view_state, failed, alert_class)
         pending = store.loading.get(sid)
         if pending is not None and pending.answer is not None:
             # The last open is answered: a late poll tick must not replay it over what the user does now.
@@ -121,7 +121,7 @@ def register(app, store, options) -> None:
                 origin, upload = Origin("served", options["model_name"]), None
                 fut = served.future()
                 if fut.done() and not failed_future(fut):
-                    return _opened(fut.result(), origin, sid, view_state, None)
+                    return _opened(fut.result(), origin, sid, view_state, None, alert_class=alert_class)
             else:
                 name = sample or options["default_sample"]
                 if not isinstance(name, str) or name not in SAMPLES:
@@ -134,7 +134,7 @@ def register(app, store, options) -> None:
         figure = first.figure if first is not None and trig is not None else no_update
         return {**_status(status, polling=True), "figure": figure}
 
-    def _poll(sid, view_state, failed):
+    def _poll(sid, view_state, failed, alert_class=None):
         pending = store.loading.get(sid)
         if pending is None:
             return _status(no_update)
@@ -152,7 +152,8 @@ def register(app, store, options) -> None:
                 return _status(pending.first.status(name, took), polling=True)
             return _status(f"loading {name}… {took:.0f} s", polling=True)
         try:
-            answer = _opened(pending.future.result(), pending.origin, sid, view_state, upload, pending.keep_recipe)
+            answer = _opened(pending.future.result(), pending.origin, sid, view_state, upload, pending.keep_recipe,
+                             alert_class=alert_class)
         except LoadError as exc:
             answer = failed(exc)
         except Exception as exc:  # a loader bug: logged with its traceback, one line on the page
@@ -174,7 +175,7 @@ def register(app, store, options) -> None:
         given = options.get("start_recipe")
         return given if given is not None and origin.kind == "served" else services.START_RECIPE
 
-    def _opened(graph, origin, sid, view_state, upload, keep_recipe=False):
+    def _opened(graph, origin, sid, view_state, upload, keep_recipe=False, alert_class=None):
         store.put(sid, Session(graph, origin.name, runner=options["runner"], origin=origin,
                                upload_dir=upload.directory if upload is not None else None,
                                ranges=store.ranges_for(graph)))
@@ -182,8 +183,8 @@ def register(app, store, options) -> None:
         if not keep_recipe:   # another model: what the page said of the last one goes with it
             set_props(ids.SELECTED, {"data": None})
             set_props(ids.SEARCH, {"value": ""})   # (a name of the last model: it stayed in the box)
-            # an error the red bar still shows (an upload that failed) is the last model's too
-            set_props(ids.ALERT, {"children": "", "className": "alert alert-empty"})
+            if OPEN_FAILED in (alert_class or ""):   # a failed open's error is the last model's too (not a
+                set_props(ids.ALERT, {"children": "", "className": "alert alert-empty"})   # link's own say)
             for line in _MODEL_LINES:
                 set_props(line, {"children": ""})
         if origin.kind == "upload":   # the picker names what is open (it went on naming the last pick)
@@ -194,6 +195,10 @@ def register(app, store, options) -> None:
                     history=no_update if keep_recipe else services.new_history(_start_recipe(origin)),
                     view_state={**view_state, "expanded": [], "opened": [],
                                 "blocks": default_grouping(len(graph.layers))}, stop_polling=True)
+
+
+#: The red bar's class while it shows an open that failed: the next model opened clears it.
+OPEN_FAILED = "alert-open-failed"
 
 
 #: Status lines about the open model (a search, a saved image, a download, an uploaded
