@@ -116,7 +116,7 @@ def _data(args, graph):
         limit = getattr(args, "max_model_mb", None)
         return data_from_file(graph, args.data, **({} if limit is None else {"max_bytes": int(limit * 2**20)}))
     data = data_for(graph)
-    if data.origin == "fixed-seed noise" and not getattr(args, "_said_noise", False):
+    if data.is_noise and not getattr(args, "_said_noise", False):
         args._said_noise = True
         print("note: calibrated and verified on fixed-seed noise (not a bundled sample): activation ranges, "
               "errors and a quantized input's scale are the noise's, not your data's; give your data with "

@@ -24,7 +24,7 @@ if TYPE_CHECKING:   # numpy and the rest are imported where used: `qviz serve` r
     from .ir import Graph
 
 __all__ = ["SAMPLES", "SAMPLE_DIR", "DEFAULT_SAMPLE", "list_samples", "sample_path", "sample_data",
-           "randomize_batch_norms", "digits_split", "ModelData", "data_for", "data_from_file", "DATA_KEYS"]
+           "randomize_batch_norms", "digits_split", "ModelData", "data_for", "data_from_file", "DATA_KEYS", "NOISE"]
 
 SAMPLE_DIR = Path(__file__).resolve().parent.parent / "sample_models"
 
@@ -90,6 +90,10 @@ def sample_name_of(path) -> str | None:
     return None
 
 
+#: :attr:`ModelData.origin` of the noise a model without data is calibrated and verified on.
+NOISE = "fixed-seed noise"
+
+
 class ModelData:
     """What a graph is calibrated and verified on, and where that came from.
 
@@ -116,6 +120,11 @@ class ModelData:
     @property
     def verification(self) -> tuple[np.ndarray, ...] | None:
         return self._verification() if callable(self._verification) else self._verification
+
+    @property
+    def is_noise(self) -> bool:
+        """Whether this is the fixed-seed noise :func:`data_for` gives a model without data."""
+        return self.origin == NOISE
 
     def apply_kwargs(self) -> dict:
         """As keywords of :func:`qviz.apply`: ``qviz.apply(g, recipe, **data.apply_kwargs())``."""
@@ -153,7 +162,7 @@ def data_for(graph: Graph) -> ModelData:
         return make
 
     own = graph.memo("samples.data", sample)   # the lookup only: noise is never kept
-    return own if own is not None else ModelData(noise(64, 0), noise(VERIFY_EXAMPLES, 1), None, "fixed-seed noise")
+    return own if own is not None else ModelData(noise(64, 0), noise(VERIFY_EXAMPLES, 1), None, NOISE)
 
 
 def randomize_batch_norms(model, rng: np.random.Generator | int = 1) -> None:

@@ -318,13 +318,13 @@ class Recipe:
             if name not in foldable:
                 _fail(f"fold.layers.{_name(name)}", "this layer has no batch norm after it to fold")
         quantizable = set(quantizable_units(graph)) if self.quantize_layers else set()
+        done = quantized_in_graph(graph) if self.quantize_layers else {}
         for name in self.quantize_layers:
             if name not in graph.layers:
                 _fail(f"quantize.layers.{_name(name)}", "no such layer in the graph")
-            if name in quantized_in_graph(graph):
-                bits = quantized_in_graph(graph)[name]
+            if name in done:
                 _fail(f"quantize.layers.{_name(name)}", f"fake-quantized in the graph already "
-                                                        f"({bits.short}): qviz quantizes a tensor once")
+                                                        f"({done[name].short}): qviz quantizes a tensor once")
             if name not in quantizable:
                 _fail(f"quantize.layers.{_name(name)}", "not a Conv2D/DepthwiseConv2dNative/MatMul layer "
                                                         "or a bypass Add")

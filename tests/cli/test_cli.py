@@ -317,3 +317,41 @@ def test_flags_that_would_be_ignored_or_misread_are_refused(tmp_path, capsys, sa
     args = [a.format(m=samples["lenet_digits"], t=tmp_path) for a in args]
     assert main(args) == 2
     assert said in capsys.readouterr().err
+
+
+def test_a_hostile_data_file_is_refused_in_one_line_without_running_anything(tmp_path, samples):
+    """--data is a file from outside: a FIFO, a truncated or empty archive, a pickle inside, a zip
+    bomb, arrays of the wrong kind are each one line naming it (nothing waits, nothing runs)."""
+    import os
+    import zipfile
+
+    import numpy as np
+
+    import qviz
+    from qviz.importers import LoadError
+    from qviz.samples import data_from_file
+
+    g = qviz.load(samples["lenet_digits"])
+    good = tmp_path / "good.npz"
+    np.savez(good, x_calib=np.zeros((4, 8, 8, 1), np.float32))
+    cases = {}
+    os.mkfifo(tmp_path / "fifo.npz")
+    cases["fifo.npz"] = "not a regular file (a FIFO)"
+    (tmp_path / "empty.npz").write_bytes(b"")
+    cases["empty.npz"] = "the file is empty"
+    (tmp_path / "cut.npz").write_bytes(good.read_bytes()[:100])
+    cases["cut.npz"] = "not a valid zip archive"
+    np.savez(tmp_path / "pickle.npz", x_calib=np.array([object()], dtype=object))
+    cases["pickle.npz"] = "not a numpy .npz file"
+    with zipfile.ZipFile(tmp_path / "bomb.npz", "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("x_calib.npy", b"\0" * (64 * 2**20))
+    cases["bomb.npz"] = "a zip bomb?"
+    np.savez(tmp_path / "words.npz", x_calib=np.array(["a", "b"]))
+    cases["words.npz"] = "x_calib is not a non-empty array of numbers"
+    np.savez(tmp_path / "labels.npz", x_calib=np.zeros((4, 8, 8, 1), np.float32), y_test=np.zeros(3, np.int64))
+    cases["labels.npz"] = "y_test must be one integer class label per example of x_test (4)"
+    for name, said in cases.items():
+        with pytest.raises(LoadError) as err:
+            data_from_file(g, tmp_path / name)
+        assert str(err.value).startswith(f"{name}: ") and said in str(err.value) and "\n" not in str(err.value), \
+            (name, str(err.value))
