@@ -184,7 +184,7 @@ def _cmd_match(args) -> int:
             raise _UsageError(f"--explain {args.explain!r}: no node or layer of that name in {args.model}")
         return 0
     matches = find_matches(pattern, graph)
-    why = nowhere(pattern, graph) if not matches else None
+    why = nowhere(pattern, graph) if not matches and args.builtin is None else None   # (a typed op type: a typo?)
     print(f"{len(matches)} match(es)" + (f": {why}" if why else ""))
     for i, m in enumerate(matches, 1):
         print(f"{i:>4}. layer {m.root.layer}: {m.root.name} ({m.root.op})")

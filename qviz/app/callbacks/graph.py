@@ -225,7 +225,9 @@ def register(app, store) -> None:
         view = services.draw_view(s, recipe, choice)
         try:
             fates, error = fates_of(s, recipe, builtin, text), ""
-            count = summarize_matches(fates, None if fates else nowhere(pattern_of(builtin, text), s.graph))
+            typed = bool(text and text.strip())   # (a typo: a built-in's op types absent are no news)
+            count = summarize_matches(fates, nowhere(pattern_of(builtin, text), s.graph) if typed and not fates
+                                      else None)
         except PatternSyntaxError as exc:
             fates, error, count = [], str(exc), ""
         highlights, items = services.match_marks(fates, view, graph, choice.original, MAX_LISTED)
