@@ -24,9 +24,7 @@ import heapq
 import weakref
 from types import MappingProxyType
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from typing import TypeVar
-
-import networkx as nx
+from typing import TYPE_CHECKING, TypeVar
 
 from .errors import GraphError
 from .graphdef import graph_def_from_nodes, nodes_from_graph_def
@@ -34,6 +32,9 @@ from .layers import layers_from_names
 from .node import Node, canonical_tensor_name, parse_tensor_name, tensor_name
 from .proto import pb
 from .structure import consumer_indices, constant_nodes, dataflow_digraph, inferred_outputs, is_sorted, layer_order
+
+if TYPE_CHECKING:   # (networkx is imported when a pass asks for the graph as one)
+    import networkx as nx
 
 T = TypeVar("T")
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 
-from .attrs import decode_attr, encode_attr
 
 __all__ = ["Node", "parse_tensor_name", "tensor_name", "canonical_tensor_name"]
 
@@ -84,7 +83,7 @@ class Node:
         if not op:
             raise ValueError(f"node {name!r} needs an op type")
         if raw_attrs is None:
-            raw_attrs = {k: encode_attr(v) for k, v in (attrs or {}).items()}
+            raw_attrs = _encoded(attrs)
         elif attrs:
             raise ValueError("give either attrs or raw_attrs, not both")
         setter = object.__setattr__
@@ -106,6 +105,8 @@ class Node:
     def attrs(self) -> Mapping:
         """Attributes decoded to plain Python values (read-only, decoded on first use)."""
         if self._attrs is None:
+            from .attrs import decode_attr   # (numpy: not needed to read a graph's structure)
+
             decoded = {k: decode_attr(v) for k, v in self._raw.items()}
             object.__setattr__(self, "_attrs", MappingProxyType(decoded))
         return self._attrs
@@ -134,9 +135,8 @@ class Node:
         }
         raw = dict(self._raw)
         if "attrs" in changes:
-            raw = {k: encode_attr(v) for k, v in changes.pop("attrs").items()}
-        for k, v in changes.pop("update_attrs", {}).items():
-            raw[k] = encode_attr(v)
+            raw = _encoded(changes.pop("attrs"))
+        raw.update(_encoded(changes.pop("update_attrs", {})))
         unknown = set(changes) - set(fields)
         if unknown:
             raise TypeError(f"Node.replace() got unknown fields {sorted(unknown)}")
@@ -159,6 +159,16 @@ class Node:
     def __repr__(self) -> str:
         ins = ", ".join(self.inputs)
         return f"<Node {self.name!r} {self.op}({ins}) layer={self.layer!r}>"
+
+
+def _encoded(attrs: Mapping | None) -> dict:
+    """Attribute values as ``AttrValue`` protos (numpy and the protos are imported only for a
+    node that has attributes: a graph's structure is read, and drawn, without them)."""
+    if not attrs:
+        return {}
+    from .attrs import encode_attr
+
+    return {k: encode_attr(v) for k, v in attrs.items()}
 
 
 def _canonical(tensor: str) -> str:

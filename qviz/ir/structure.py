@@ -12,10 +12,12 @@ memoizes what it needs of them.
 from __future__ import annotations
 
 from collections.abc import Sequence
-
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from .node import Node, parse_tensor_name
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 __all__ = ["layer_order", "constant_nodes", "consumer_indices", "inferred_outputs", "dataflow_digraph", "is_sorted"]
 
@@ -100,6 +102,8 @@ def dataflow_digraph(nodes: Sequence[Node]) -> nx.DiGraph:
     Node data: ``op``, ``layer``. Edge data: ``tensors`` (the tensor names
     carried) and ``control`` (True for a pure control dependency).
     """
+    import networkx as nx   # (here: reading a graph's structure, and drawing it, does without networkx)
+
     g = nx.DiGraph()
     for n in nodes:
         g.add_node(n.name, op=n.op, layer=n.layer)
