@@ -1,6 +1,8 @@
 """The Dash app: ``create_app()`` builds it, ``qviz serve`` runs it.
 
-Only this package imports Dash. State: each page load gets a random session id;
+Only this package imports Dash, and only when the app is built: ``qviz serve``
+answers from :mod:`qviz.app.front`, inside this package, before that (so importing
+the package itself stays light). State: each page load gets a random session id;
 its model and cached results live in the app's :class:`SessionStore` on the
 server; the browser holds only that id, the recipe history and view settings.
 """
@@ -10,11 +12,9 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterable
-from concurrent.futures import wait
 from pathlib import Path
 
 from ..samples import DEFAULT_SAMPLE
-from .jobs import ProcessRunner
 
 __all__ = ["create_app"]
 
@@ -135,6 +135,8 @@ def create_app(model=None, *, model_name: str | None = None, default_sample: str
 
 
 def _start_when_open(opening, runner) -> None:
+    from concurrent.futures import wait
+
     wait([opening])
     try:
         runner.start()
@@ -152,4 +154,6 @@ def _runner():
         return CeleryRunner(url)
     # Started when the first model is open (create_app), or by the first job: until then the
     # CPU goes to drawing the first page, not to two processes importing TensorFlow.
+    from .jobs import ProcessRunner
+
     return ProcessRunner()

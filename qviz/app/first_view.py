@@ -24,8 +24,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
-import networkx as nx
-
+from ..layout.digraph import CycleError
 from ..importers import LoadError
 from ..importers.graphdef_sketch import sketch_graph_def
 from ..importers.keras_config import read_sketch
@@ -114,7 +113,7 @@ def sketch_of(path, max_bytes: int | None = None) -> FirstView | None:
             view = _first_view(view_graph(sketch_graph_def(path, limits), "layer"), from_file=True)
         else:
             view = _keras_first_view(read_sketch(path, limits))
-    except (LoadError, nx.NetworkXUnfeasible, _TooBig) as exc:   # a cycle: the open says what is wrong
+    except (LoadError, CycleError, _TooBig) as exc:   # a cycle: the open says what is wrong
         log.info("no layer view from %s before it opens: %s", path.name, exc)
         view = None
     except Exception:   # a file shape qviz did not foresee: the open still goes on

@@ -16,8 +16,7 @@ the callbacks in :mod:`qviz.app.callbacks.graph` and ``panels`` call them.
 
 from __future__ import annotations
 
-import networkx as nx
-
+from ..layout.digraph import DiGraph
 from ..layout import ViewKey
 from ..layout.view import block_showing
 from ..passes import Recipe
@@ -92,14 +91,14 @@ def look_at(view: DrawnView, frames: dict[str, Frame], session, key: str | None)
     return ((x0 + x1) / 2, (y0 + y1) / 2), (x1 - x0, y1 - y0)
 
 
-def search(vg: nx.DiGraph, needle: str) -> tuple[list[str], str]:
+def search(vg: DiGraph, needle: str) -> tuple[list[str], str]:
     """``(view keys found, status line)``: an exact layer or op name first, else
     every key whose name contains ``needle`` (any case)."""
     hits, status, note = _found(vg, needle)
     return hits, f"{status} ({note})" if note else status
 
 
-def _found(vg: nx.DiGraph, needle: str) -> tuple[list[str], str, str]:
+def _found(vg: DiGraph, needle: str) -> tuple[list[str], str, str]:
     """``(hits, status line, a note for it)``: what :func:`search` says, the note apart."""
     needle = (needle or "").strip()
     if not needle:
@@ -119,7 +118,7 @@ def _found(vg: nx.DiGraph, needle: str) -> tuple[list[str], str, str]:
     return [], f"no node or layer matches {needle!r}", ""
 
 
-def _searched(vg: nx.DiGraph, k: str) -> str:
+def _searched(vg: DiGraph, k: str) -> str:
     """The text a search looks through for view node ``k``, in lower case: its names, and
     the label drawn for it (shortened: what a user reads off the graph finds it too)."""
     key, d = ViewKey(k), vg.nodes[k]
@@ -131,7 +130,7 @@ def _searched(vg: nx.DiGraph, k: str) -> str:
     return f"{key.name}\n{drawn}".lower()
 
 
-def _layers_note(vg: nx.DiGraph, hits: list[str], low: str) -> str:
+def _layers_note(vg: DiGraph, hits: list[str], low: str) -> str:
     """How many names the hits stand for, where closed blocks hold several layers that
     match (a block is one hit, one place to look), else ""."""
     names = sum(max(1, sum(low in name.lower() for name in vg.nodes[k].get("layers", ())))
@@ -140,12 +139,12 @@ def _layers_note(vg: nx.DiGraph, hits: list[str], low: str) -> str:
            f"a closed block is one" if names > len(hits) else ""
 
 
-def search_step(vg: nx.DiGraph, needle: str, current: str | None = None) -> tuple[str | None, str]:
+def search_step(vg: DiGraph, needle: str, current: str | None = None) -> tuple[str | None, str]:
     """``(view key to select, status line)`` for a search: the first hit, or the one
     after ``current`` (Enter pressed again on the same text), round to the first.
 
-    >>> import networkx as nx
-    >>> vg = nx.DiGraph([("layer:conv1", "layer:relu1"), ("layer:relu1", "layer:conv2")])
+    >>> from qviz.layout import DiGraph
+    >>> vg = DiGraph([("layer:conv1", "layer:relu1"), ("layer:relu1", "layer:conv2")])
     >>> search_step(vg, "conv")
     ('layer:conv1', '1 of 2 found (Enter: next)')
     >>> search_step(vg, "conv", "layer:conv1"), search_step(vg, "conv", "layer:conv2")[0]
@@ -184,7 +183,7 @@ def layer_around(session, key: str | None) -> str | None:
     return parsed.layer_in(session.graph) if parsed is not None else None
 
 
-def with_expanded(view_state: dict, selected_key: str | None, vg: nx.DiGraph | None = None) -> dict | None:
+def with_expanded(view_state: dict, selected_key: str | None, vg: DiGraph | None = None) -> dict | None:
     """The view store with the selected layer expanded into its ops, or the selected
     block opened into its layers (None: nothing to expand). A layer in a closed block
     of ``vg`` (the view drawn) opens the block.
@@ -246,7 +245,7 @@ def block_rows(session, block_id: str, recipe: Recipe):
     block = session.block(block_id)
     if block is None:
         return None
-    layers = nx.DiGraph()
+    layers = DiGraph()
     layers.add_nodes_from((ViewKey.layer(name), {"layer": name}) for name in block.layers)
     badges = recipe_badges(session.graph, layers, recipe)
     return block, [(name, badges[ViewKey.layer(name)].text if ViewKey.layer(name) in badges else "")

@@ -29,8 +29,7 @@ import threading
 import weakref
 from dataclasses import dataclass, field, replace
 
-import networkx as nx
-
+from ..layout.digraph import DiGraph
 from ..choices import bits_label, parse_bits_label
 from ..layout import ViewKey, around, default_cache, diff_status, key_showing, routes_in_place, view_graph
 from ..layout.blocks import closed_blocks
@@ -290,7 +289,7 @@ class ViewChoice:
 class DrawnView:
     """A laid-out view of one graph: the view graph, node positions, edge bends."""
 
-    graph: nx.DiGraph
+    graph: DiGraph
     pos: dict = field(repr=False)
     routes: dict = field(repr=False)
 
@@ -341,7 +340,7 @@ def draw_view(session, recipe: Recipe, choice: ViewChoice) -> DrawnView:
     return cached
 
 
-def _laid_out(session, recipe: Recipe, choice: ViewChoice, vg: nx.DiGraph) -> tuple[dict, dict]:
+def _laid_out(session, recipe: Recipe, choice: ViewChoice, vg: DiGraph) -> tuple[dict, dict]:
     """``(positions, routes)`` of ``vg``, drawn as ``choice`` asks: a rewritten view where the
     float graph's view has each node, so an edit moves nothing (:func:`qviz.layout.routes_in_place`)."""
     if choice.original:
@@ -436,7 +435,7 @@ _SHAPES_LOCK = threading.Lock()
 _SHAPES_STARTED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # graph → True once asked for
 
 
-def hover_lines(session, graph, vg: nx.DiGraph, recipe: Recipe, shapes: dict) -> dict[str, str]:
+def hover_lines(session, graph, vg: DiGraph, recipe: Recipe, shapes: dict) -> dict[str, str]:
     """Extra hover lines per view key: output shape, and the layer's fold/bit state."""
     from ..metrics import layer_outputs
 
@@ -464,7 +463,7 @@ def hover_lines(session, graph, vg: nx.DiGraph, recipe: Recipe, shapes: dict) ->
     return out
 
 
-def bit_badges(session, vg: nx.DiGraph, recipe: Recipe) -> dict[str, Badge]:
+def bit_badges(session, vg: DiGraph, recipe: Recipe) -> dict[str, Badge]:
     """View key → the badge saying what ``recipe`` does to the layer drawn there
     (:func:`qviz.render.image.recipe_badges` on the session's float graph).
 
@@ -593,7 +592,7 @@ def cost_line(session, rewritten) -> str:
     return budget(session.graph, rewritten, shapes).summary()
 
 
-def device_flags(session, vg: nx.DiGraph, recipe: Recipe, hover: dict) -> dict[str, str]:
+def device_flags(session, vg: DiGraph, recipe: Recipe, hover: dict) -> dict[str, str]:
     """View key → ⚠/✗ where TFLite will not run the layer as simulated; the reason
     is appended to ``hover``."""
     if not recipe.quantize_config(session.graph).layers:

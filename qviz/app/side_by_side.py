@@ -95,9 +95,9 @@ def synced_range(relayout: Mapping | None, source: DrawnView, target: DrawnView,
     nearest the centre of ``source``'s new view (``relayout``: plotly's relayoutData),
     at the same zoom; None when the event moved no axis or nothing maps across.
 
-    >>> import networkx as nx
-    >>> a = DrawnView(nx.DiGraph([("layer:x", "layer:y")]), {"layer:x": (0, 0), "layer:y": (1, 0)}, {})
-    >>> b = DrawnView(nx.DiGraph([("layer:x", "layer:y")]), {"layer:x": (0, 0), "layer:y": (5, 2)}, {})
+    >>> from qviz.layout import DiGraph
+    >>> a = DrawnView(DiGraph([("layer:x", "layer:y")]), {"layer:x": (0, 0), "layer:y": (1, 0)}, {})
+    >>> b = DrawnView(DiGraph([("layer:x", "layer:y")]), {"layer:x": (0, 0), "layer:y": (5, 2)}, {})
     >>> synced_range({"xaxis.range[0]": 0.5, "xaxis.range[1]": 1.5, "yaxis.range[0]": -1, "yaxis.range[1]": 1},
     ...              a, b, {})
     ([4.5, 5.5], [1.0, 3.0])

@@ -33,10 +33,10 @@ the Keras applications this gives MobileNetV2's 16 ``block_N`` and ResNet50's
 16 ``convS_blockB`` exactly, DenseNet121's dense layers, and NASNetMobile's
 cells in two to five parts, each named by its branch.
 
->>> import networkx as nx
+>>> from qviz.layout import DiGraph
 >>> names = ["input", "block_1_expand", "block_1_bn", "block_1_relu", "block_1_project",
 ...          "block_2_expand", "block_2_bn", "block_2_relu", "block_2_project", "block_2_add", "head"]
->>> chain = nx.DiGraph(list(zip(names, names[1:])))
+>>> chain = DiGraph(list(zip(names, names[1:])))
 >>> chain.add_edge("block_1_project", "block_2_add")   # block 2's bypass
 >>> [(b.label, b.layers[0], b.layers[-1]) for b in find_blocks(chain, min_layers=2)]
 [('block_1', 'input', 'block_1_project'), ('block_2', 'block_2_expand', 'head')]
@@ -49,7 +49,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-import networkx as nx
+from .digraph import DiGraph
 
 __all__ = ["Block", "find_blocks", "layer_graph", "closed_blocks", "default_grouping", "MIN_LAYERS", "MAX_LAYERS",
            "TARGET_LAYERS", "BLOCKS_FROM_LAYERS"]
@@ -94,16 +94,16 @@ class Block:
     layers: tuple[str, ...]
 
 
-def layer_graph(view: nx.DiGraph) -> nx.DiGraph:
+def layer_graph(view: DiGraph) -> DiGraph:
     """A view graph's layers as a graph of layer names (nodes of other kinds, and ghosts,
     are left out).
 
-    >>> v = nx.DiGraph([("layer:a", "layer:b"), ("layer:b", "op:c/Relu")])
+    >>> v = DiGraph([("layer:a", "layer:b"), ("layer:b", "op:c/Relu")])
     >>> v.nodes["layer:a"]["layer"], v.nodes["layer:b"]["layer"] = "a", "b"
     >>> list(layer_graph(v).edges)
     [('a', 'b')]
     """
-    out = nx.DiGraph()
+    out = DiGraph()
     for k, d in view.nodes(data=True):
         if str(k).startswith("layer:") and not d.get("ghost_of"):
             out.add_node(d["layer"])
@@ -113,14 +113,14 @@ def layer_graph(view: nx.DiGraph) -> nx.DiGraph:
     return out
 
 
-def find_blocks(layers: nx.DiGraph, *, min_layers: int = MIN_LAYERS, max_layers: int = MAX_LAYERS,
+def find_blocks(layers: DiGraph, *, min_layers: int = MIN_LAYERS, max_layers: int = MAX_LAYERS,
                 target: int = TARGET_LAYERS) -> tuple[Block, ...]:
     """The blocks of a layer graph (nodes: layer names; edges: data flow), in order.
 
     Every layer is in at most one block; a layer left between two blocks (or a
     graph with a cycle between layers, which has no order to cut) is in none.
 
-    >>> find_blocks(nx.DiGraph([("a", "b")]))
+    >>> find_blocks(DiGraph([("a", "b")]))
     ()
     """
     order = _order(layers)
@@ -162,14 +162,14 @@ def _numbered_apart(blocks: Sequence[Block]) -> tuple[Block, ...]:
     return tuple(out)
 
 
-def _order(layers: nx.DiGraph) -> list[str] | None:
+def _order(layers: DiGraph) -> list[str] | None:
     """A topological order of the layers that finishes a branch before it starts
     another (the layer made ready last goes next; equals by name), so a block's
     layers are consecutive. It depends on the graph alone, not on the order its
     nodes were added: a Keras file's layer graph and the frozen graph's give the
     same order, hence the same blocks. None if the layers form a cycle.
 
-    >>> g = nx.DiGraph([("x", "a1"), ("a1", "a2"), ("x", "b1"), ("b1", "b2"), ("a2", "y"), ("b2", "y")])
+    >>> g = DiGraph([("x", "a1"), ("a1", "a2"), ("x", "b1"), ("b1", "b2"), ("a2", "y"), ("b2", "y")])
     >>> _order(g)
     ['x', 'a1', 'a2', 'b1', 'b2', 'y']
     """
@@ -188,7 +188,7 @@ def _order(layers: nx.DiGraph) -> list[str] | None:
     return order if len(order) == len(waiting) else None
 
 
-def _cut_costs(layers: nx.DiGraph, order: Sequence[str]) -> list[float]:
+def _cut_costs(layers: DiGraph, order: Sequence[str]) -> list[float]:
     """``cost[i]`` of cutting between ``order[i]`` and ``order[i + 1]``: width + name penalty."""
     position = {n: i for i, n in enumerate(order)}
     opens = [0] * (len(order) + 1)

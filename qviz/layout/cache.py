@@ -14,8 +14,9 @@ a file). The app's cache (:func:`default_cache`) also keeps the last :data:`RECE
 of any size in memory: every edit of a layer view is laid out as the same graph
 (:func:`qviz.layout.routes_in_place`).
 
->>> import networkx as nx, tempfile
->>> g = nx.DiGraph([("a", "b"), ("a", "c"), ("b", "d"), ("c", "d")])
+>>> import tempfile
+>>> from qviz.layout import DiGraph
+>>> g = DiGraph([("a", "b"), ("a", "c"), ("b", "d"), ("c", "d")])
 >>> cache = LayoutCache(tempfile.mkdtemp())
 >>> first = cache.routes(g)            # laid out, then saved
 >>> cache.routes(g) == first, cache.hits
@@ -31,8 +32,7 @@ from collections import OrderedDict
 from pathlib import Path
 from threading import Lock
 
-import networkx as nx
-
+from .digraph import DiGraph
 from ..cache_dir import cache_directory, mark_used, prune, save_json
 from .layered import LAYOUT_VERSION, layered_routes
 
@@ -55,7 +55,7 @@ _recent: OrderedDict[str, tuple[dict, dict]] = OrderedDict()
 _recent_lock = Lock()
 
 
-def _key(g: nx.DiGraph, direction: str) -> str:
+def _key(g: DiGraph, direction: str) -> str:
     h = hashlib.sha256(f"qviz-layout {LAYOUT_VERSION} {direction}\n".encode())
     for n in sorted(map(str, g.nodes)):
         ghost = g.nodes[n].get("ghost_of")
@@ -76,7 +76,7 @@ class LayoutCache:
         self.in_memory = in_memory
         self.hits = 0
 
-    def routes(self, g: nx.DiGraph, direction: str = "LR") -> tuple[dict, dict]:
+    def routes(self, g: DiGraph, direction: str = "LR") -> tuple[dict, dict]:
         """``(positions, routes)`` of ``g`` as :func:`layered_routes` gives them."""
         if not self.in_memory:
             return self._laid_out(g, direction)
@@ -94,7 +94,7 @@ class LayoutCache:
         pos, routes = found
         return dict(pos), dict(routes)   # (the caller's to change)
 
-    def _laid_out(self, g: nx.DiGraph, direction: str, key: str | None = None) -> tuple[dict, dict]:
+    def _laid_out(self, g: DiGraph, direction: str, key: str | None = None) -> tuple[dict, dict]:
         if g.number_of_nodes() < self.min_nodes:
             return layered_routes(g, direction)
         path = self.directory / f"{PREFIX}{key or _key(g, direction)}.json"
@@ -106,7 +106,7 @@ class LayoutCache:
         self._write(path, pos, routes)
         return pos, routes
 
-    def _read(self, path: Path, g: nx.DiGraph):
+    def _read(self, path: Path, g: DiGraph):
         try:
             with open(path, encoding="utf-8") as f:
                 data = json.load(f)

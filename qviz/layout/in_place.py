@@ -20,9 +20,9 @@ removes or changes layers; it adds none), so one layout serves them all and
 :meth:`qviz.layout.LayoutCache.routes` answers an edit from memory. In the op view
 the ops of the float graph keep their places too, whatever the rewrite added.
 
->>> import networkx as nx
->>> before = nx.DiGraph([("x", "conv"), ("conv", "bn"), ("bn", "relu")])
->>> after = nx.DiGraph([("x", "conv"), ("conv", "relu")])
+>>> from qviz.layout import DiGraph
+>>> before = DiGraph([("x", "conv"), ("conv", "bn"), ("bn", "relu")])
+>>> after = DiGraph([("x", "conv"), ("conv", "relu")])
 >>> after.add_node("bn", ghost_of="conv")
 >>> pos, routes = routes_in_place(after, before)
 >>> [pos[n][0] for n in ("x", "conv", "bn", "relu")], routes[("conv", "relu")]
@@ -30,15 +30,15 @@ the ops of the float graph keep their places too, whatever the rewrite added.
 
 A fake-quant put between ``conv`` and ``relu`` moves neither:
 
->>> quantized = nx.DiGraph([("x", "conv"), ("conv", "fq"), ("fq", "relu")])
->>> pos, _ = routes_in_place(quantized, nx.DiGraph([("x", "conv"), ("conv", "relu")]))
+>>> quantized = DiGraph([("x", "conv"), ("conv", "fq"), ("fq", "relu")])
+>>> pos, _ = routes_in_place(quantized, DiGraph([("x", "conv"), ("conv", "relu")]))
 >>> pos["conv"], pos["relu"], pos["fq"]
 ((1.0, -0.0), (2.0, -0.0), (1.5, 0.4))
 
 An added node after another added one is placed after it:
 
->>> pos, _ = routes_in_place(nx.DiGraph([("a", "zp"), ("zp", "k1"), ("zp", "k2"), ("k1", "b"), ("k2", "c")]),
-...                          nx.DiGraph([("a", "b"), ("a", "c")]))
+>>> pos, _ = routes_in_place(DiGraph([("a", "zp"), ("zp", "k1"), ("zp", "k2"), ("k1", "b"), ("k2", "c")]),
+...                          DiGraph([("a", "b"), ("a", "c")]))
 >>> sorted(pos) == ["a", "b", "c", "k1", "k2", "zp"]
 True
 """
@@ -49,8 +49,7 @@ import logging
 from collections import deque
 from typing import Callable
 
-import networkx as nx
-
+from .digraph import CycleError, DiGraph, topological_order
 from .layered import layered_routes
 
 __all__ = ["routes_in_place"]
@@ -65,7 +64,7 @@ ADDED_OFFSET = 0.4
 MIN_GAP = 0.3
 
 
-def routes_in_place(vg: nx.DiGraph, before: nx.DiGraph, direction: str = "LR",
+def routes_in_place(vg: DiGraph, before: DiGraph, direction: str = "LR",
                     lay_out: Callable[..., tuple[dict, dict]] = layered_routes) -> tuple[dict, dict]:
     """``(positions, routes)`` of the rewritten view ``vg``, laid out with ``before``
     (the same view of the float graph) as the module describes; ``lay_out(g, direction)``
@@ -78,7 +77,7 @@ def routes_in_place(vg: nx.DiGraph, before: nx.DiGraph, direction: str = "LR",
     ghosts = {k for k, d in vg.nodes(data=True) if d.get("ghost_of") is not None}
     runs = _added_runs(vg, before, ghosts)
     floating = {k for run, _, _ in runs for k in run}
-    skeleton = nx.DiGraph()
+    skeleton = DiGraph()
     skeleton.add_nodes_from(k for k in vg if k not in floating)
     # the float graph's edges among the nodes drawn: a ghost keeps its place in the chain
     skeleton.add_edges_from((u, v) for u, v in before.edges if u in vg and v in vg)
@@ -96,7 +95,7 @@ def routes_in_place(vg: nx.DiGraph, before: nx.DiGraph, direction: str = "LR",
             skeleton.nodes[k]["ghost_of"] = vg.nodes[k]["ghost_of"]
     try:
         pos, bends = lay_out(skeleton, direction)
-    except nx.NetworkXUnfeasible:
+    except CycleError:
         log.warning("the rewritten view and the float graph's make a cycle together: laid out alone")
         return lay_out(vg, direction)
     pos = dict(pos)
@@ -112,7 +111,7 @@ def routes_in_place(vg: nx.DiGraph, before: nx.DiGraph, direction: str = "LR",
     return pos, routes
 
 
-def _added_runs(vg: nx.DiGraph, before: nx.DiGraph, ghosts: set) -> list[tuple[list, object, object]]:
+def _added_runs(vg: DiGraph, before: DiGraph, ghosts: set) -> list[tuple[list, object, object]]:
     """The rewrite's added nodes that are drawn off an edge rather than laid out: runs of
     nodes not in ``before`` with at most one input each, each but the last with one output,
     as ``(run, the node before it or None, the one node after it or None)``; a run with
@@ -135,7 +134,7 @@ def _added_runs(vg: nx.DiGraph, before: nx.DiGraph, ghosts: set) -> list[tuple[l
     return runs
 
 
-def _place_runs(pos: dict, runs, vg: nx.DiGraph, direction: str) -> None:
+def _place_runs(pos: dict, runs, vg: DiGraph, direction: str) -> None:
     """Put each run of added nodes (:func:`_added_runs`) on its edge, just off it: evenly
     between the nodes before and after it, or within half a rank of the one it has. A place
     within :data:`MIN_GAP` of a node placed already (a ghost where a run spans ranks) moves
@@ -144,8 +143,8 @@ def _place_runs(pos: dict, runs, vg: nx.DiGraph, direction: str) -> None:
     across = (0.0, ADDED_OFFSET) if direction != "TB" else (ADDED_OFFSET, 0.0)
     taken = _Taken(pos.values())
     try:
-        order = {n: i for i, n in enumerate(nx.topological_sort(vg))}
-    except nx.NetworkXUnfeasible:   # (no rewrite makes a cycle; its runs then go by name)
+        order = {n: i for i, n in enumerate(topological_order(vg))}
+    except CycleError:   # (no rewrite makes a cycle; its runs then go by name)
         order = {}
     for run, pred, succ in sorted(runs, key=lambda r: (order.get(r[0][0], 0), str(r[0][0]))):
         _place_run(pos, run, pred if pred in pos else None, succ if succ in pos else None, along, across, taken)
@@ -189,7 +188,7 @@ class _Taken:
                    for dx in (-1, 0, 1) for dy in (-1, 0, 1) for q in self._cells.get((cx + dx, cy + dy), ()))
 
 
-def _through_ghosts(before: nx.DiGraph, u, v, ghosts: set) -> list | None:
+def _through_ghosts(before: DiGraph, u, v, ghosts: set) -> list | None:
     """The shortest path ``u → … → v`` of ``before`` whose inner nodes are all ghosts, or None."""
     if u not in before or v not in before:
         return None

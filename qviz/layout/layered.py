@@ -1,8 +1,8 @@
-"""A layered (Sugiyama-style) layout on networkx.
+"""A layered (Sugiyama-style) layout.
 
 0. Order: nodes and edges are taken in a canonical order (topological, ties
    by name), so the layout depends only on the graph's structure and names.
-1. Ranks: ``networkx.topological_generations`` (each node one past its latest
+1. Ranks: topological generations (each node one past its latest
    input), then nodes with slack pulled towards their consumers.
 2. Long edges get virtual nodes on every rank they cross, so crossing reduction
    sees them (and they bend around nodes instead of through them).
@@ -15,8 +15,8 @@
    (:func:`layered_routes`), so the crossings the sweeps removed stay removed in
    the drawing; :func:`layered_layout` gives the node positions alone.
 
->>> import networkx as nx
->>> g = nx.DiGraph([("a", "b"), ("a", "c"), ("b", "d"), ("c", "d")])
+>>> from qviz.layout import DiGraph
+>>> g = DiGraph([("a", "b"), ("a", "c"), ("b", "d"), ("c", "d")])
 >>> pos = layered_layout(g)
 >>> pos["a"][0] < pos["b"][0] < pos["d"][0], pos["b"][0] == pos["c"][0]
 (True, True)
@@ -24,7 +24,7 @@
 
 from __future__ import annotations
 
-import networkx as nx
+from .digraph import DiGraph, topological_generations, topological_order
 
 __all__ = ["layered_layout", "layered_routes", "count_crossings", "LAYOUT_VERSION"]
 
@@ -33,11 +33,11 @@ __all__ = ["layered_layout", "layered_routes", "count_crossings", "LAYOUT_VERSIO
 LAYOUT_VERSION = 1
 
 
-def _ranks(g: nx.DiGraph) -> dict:
+def _ranks(g: DiGraph) -> dict:
     """Earliest ranks (topological generations), then each node pulled as late as
     its consumers allow: shorter edges mean fewer virtual nodes and crossings."""
     rank = {}
-    generations = list(nx.topological_generations(g))
+    generations = list(topological_generations(g))
     for i, generation in enumerate(generations):
         for n in generation:
             rank[n] = i
@@ -49,7 +49,7 @@ def _ranks(g: nx.DiGraph) -> dict:
     return rank
 
 
-def _with_virtual_nodes(g: nx.DiGraph, rank: dict):
+def _with_virtual_nodes(g: DiGraph, rank: dict):
     """Layers (lists of nodes per rank) and the proper graph's edges (rank r → r+1)."""
     layers: list[list] = [[] for _ in range(max(rank.values(), default=-1) + 1)]
     for n in g.nodes:  # graph order: a stable start for the sweeps
@@ -127,15 +127,15 @@ def _transpose(layers, down, up, order, max_rounds: int = 8) -> None:
             return
 
 
-def _canonical(g: nx.DiGraph) -> nx.DiGraph:
+def _canonical(g: DiGraph) -> DiGraph:
     """``g``'s structure with its nodes and edges in an order that depends on the
     structure and names alone (a topological order, ties broken by name), not on
     the order they were added in: the layout is then a function of what is drawn,
     so a layer view drawn from a Keras file's config and the same view of the
     frozen graph land in the same places (and a cached layout stays valid)."""
-    order = list(nx.lexicographical_topological_sort(g, key=str))
+    order = list(topological_order(g, key=str))
     index = {n: i for i, n in enumerate(order)}
-    out = nx.DiGraph()
+    out = DiGraph()
     out.add_nodes_from(order)
     out.add_edges_from(sorted(g.edges, key=lambda e: (index[e[1]], index[e[0]])))
     return out
@@ -145,20 +145,20 @@ def _canonical(g: nx.DiGraph) -> nx.DiGraph:
 GHOST_OFFSET = 0.22
 
 
-def layered_layout(g: nx.DiGraph, direction: str = "LR", sweeps: int = 16) -> dict:
+def layered_layout(g: DiGraph, direction: str = "LR", sweeps: int = 16) -> dict:
     """``{node: (x, y)}`` for a DAG; ``direction`` ``"LR"`` (left→right) or ``"TB"``.
 
-    Raises ``networkx.NetworkXUnfeasible`` on a cycle.
+    Raises :class:`~qviz.layout.digraph.CycleError` on a cycle.
     """
     return layered_routes(g, direction, sweeps)[0]
 
 
-def layered_routes(g: nx.DiGraph, direction: str = "LR", sweeps: int = 16) -> tuple[dict, dict]:
+def layered_routes(g: DiGraph, direction: str = "LR", sweeps: int = 16) -> tuple[dict, dict]:
     """``(positions, routes)``: the layout, and for each edge spanning more than
     one rank the points it bends through, one per rank crossed
     (``{(u, v): [(x, y), ...]}``, endpoints excluded).
 
-    >>> g = nx.DiGraph([("a", "b"), ("b", "c"), ("a", "c")])
+    >>> g = DiGraph([("a", "b"), ("b", "c"), ("a", "c")])
     >>> pos, routes = layered_routes(g)
     >>> list(routes), len(routes[("a", "c")])
     ([('a', 'c')], 1)
@@ -236,7 +236,7 @@ def layered_routes(g: nx.DiGraph, direction: str = "LR", sweeps: int = 16) -> tu
     return pos, routes
 
 
-def count_crossings(g: nx.DiGraph, pos: dict, direction: str = "LR", routes: dict | None = None) -> int:
+def count_crossings(g: DiGraph, pos: dict, direction: str = "LR", routes: dict | None = None) -> int:
     """Edge crossings between adjacent ranks of a layout, for comparing layouts.
 
     Ranks are the integer coordinates along ``direction``. An edge is drawn

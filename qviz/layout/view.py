@@ -1,4 +1,4 @@
-"""What gets drawn: a graph's layer view or op view as a small networkx DiGraph.
+"""What gets drawn: a graph's layer view or op view as a small :class:`~qviz.layout.digraph.DiGraph`.
 
 Constants (``Const`` and constant subgraphs such as weight reads) are not drawn:
 they show in the side panel of the op that reads them. In the **layer view**
@@ -22,8 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-import networkx as nx
-
+from .digraph import DiGraph, reachable_within
 from ..ir import Graph, Node, parse_tensor_name
 from ..ir.ops import ACTIVATION_OPS, ADD_OPS, BATCH_NORM_OPS, CONV_LIKE_OPS, FAKE_QUANT_OPS, NO_OP
 
@@ -37,7 +36,7 @@ class ViewKey(str):
     (:mod:`qviz.layout.blocks`), spelled ``"layer:<name>"``, ``"op:<name>"`` or
     ``"block:<id>"``.
 
-    A ``str`` so it can be a networkx node, a plotly ``customdata`` and a value
+    A ``str`` so it can be a graph's node, a plotly ``customdata`` and a value
     in the browser's stores as it is; built and read only through this class.
 
     >>> k = ViewKey.layer("conv1")
@@ -118,7 +117,7 @@ def diff_status(result) -> tuple[dict[str, str], list[Node]]:
     return status, [result.original.node(n) for n in seen.removed]
 
 
-def key_showing(vg: nx.DiGraph, graph: Graph, name: str) -> ViewKey | None:
+def key_showing(vg: DiGraph, graph: Graph, name: str) -> ViewKey | None:
     """The view key that shows node ``name`` of ``graph``: its op, else its layer,
     else the closed block its layer is in."""
     if ViewKey.op(name) in vg:
@@ -131,7 +130,7 @@ def key_showing(vg: nx.DiGraph, graph: Graph, name: str) -> ViewKey | None:
     return block_showing(vg, layer)
 
 
-def block_showing(vg: nx.DiGraph, layer: str) -> ViewKey | None:
+def block_showing(vg: DiGraph, layer: str) -> ViewKey | None:
     """The closed block drawn in ``vg`` that holds ``layer`` (None: not in one)."""
     block_id = vg.graph.get("block_of", {}).get(layer)
     return ViewKey.block(block_id) if block_id is not None else None
@@ -199,7 +198,7 @@ def kind_of_keras_class(class_name: str) -> str:
     return "other"
 
 
-def sketch_view(sketch) -> nx.DiGraph:
+def sketch_view(sketch) -> DiGraph:
     """The layer view of a Keras model file's layer graph
     (:class:`qviz.importers.keras_config.ModelSketch`), drawn before TensorFlow
     has frozen the model: the nodes and edges the frozen graph's layer view will
@@ -213,7 +212,7 @@ def sketch_view(sketch) -> nx.DiGraph:
     >>> sorted(vg.edges), vg.nodes["layer:c"]["kind"]
     ([('layer:x', 'layer:c')], 'conv')
     """
-    out = nx.DiGraph()
+    out = DiGraph()
     for layer in sketch.layers:
         out.add_node(ViewKey.layer(layer.name), kind=kind_of_keras_class(layer.class_name), op=layer.class_name,
                      label=layer.name, layer=layer.name, ops=0, constants=0, status=None, members=[],
@@ -225,13 +224,13 @@ def sketch_view(sketch) -> nx.DiGraph:
     return out
 
 
-def around(vg: nx.DiGraph, layers: Iterable[str], hops: int = 2) -> nx.DiGraph:
+def around(vg: DiGraph, layers: Iterable[str], hops: int = 2) -> DiGraph:
     """The part of a view graph within ``hops`` edges (either way) of the nodes
     showing ``layers``: a sub-graph to put on a slide. A removed node (``ghost_of``)
     comes along with the kept one that took over its work; a layer the rewrite removed
     (a folded batch norm) is centred on that node.
 
-    >>> vg = nx.DiGraph([("layer:a", "layer:b"), ("layer:b", "layer:c"), ("layer:c", "layer:d")])
+    >>> vg = DiGraph([("layer:a", "layer:b"), ("layer:b", "layer:c"), ("layer:c", "layer:d")])
     >>> for k in vg:
     ...     vg.nodes[k]["layer"] = k.split(":")[1]
     >>> sorted(around(vg, ["b"], hops=1))
@@ -249,10 +248,9 @@ def around(vg: nx.DiGraph, layers: Iterable[str], hops: int = 2) -> nx.DiGraph:
     missing = wanted - {d.get("layer") for _, d in showing} - {m for _, d in showing for m in d.get("layers") or ()}
     if missing:
         raise ValueError(f"no layer named {sorted(missing)[0]!r} in the graph drawn")
-    undirected = vg.to_undirected(as_view=True)
     keep = set()
     for c in centres:
-        keep.update(nx.single_source_shortest_path_length(undirected, c, cutoff=hops))
+        keep.update(reachable_within(vg, c, hops))
     keep.update(k for k, d in vg.nodes(data=True) if d.get("ghost_of") in keep)
     return vg.subgraph(keep).copy()
 
@@ -271,7 +269,7 @@ def op_label(name: str, layer: str) -> str:
 
 def view_graph(graph: Graph, mode: str = "layer", expanded: Iterable[str] = (),
                removed: Iterable[Node] = (), status: dict | None = None, blocks: Iterable = (),
-               original: Graph | None = None) -> nx.DiGraph:
+               original: Graph | None = None) -> DiGraph:
     """The drawable graph.
 
     Args:
@@ -328,7 +326,7 @@ def view_graph(graph: Graph, mode: str = "layer", expanded: Iterable[str] = (),
             return ViewKey.op(node.name)
         return ViewKey.layer(node.layer)
 
-    out = nx.DiGraph()
+    out = DiGraph()
     members: dict[str, list[Node]] = {}
     # a NoOp drawn as an op would stand alone (its edges are control edges): it computes nothing
     nodes = [n for n in nodes if n.op != NO_OP or key(n).is_layer]
@@ -370,7 +368,7 @@ def view_graph(graph: Graph, mode: str = "layer", expanded: Iterable[str] = (),
     return close_blocks(out, blocks)
 
 
-def close_blocks(vg: nx.DiGraph, blocks: Iterable) -> nx.DiGraph:
+def close_blocks(vg: DiGraph, blocks: Iterable) -> DiGraph:
     """``vg`` with every node of each block's layers (layers, expanded ops, ghosts)
     drawn as one node ``block:<id>``: kind ``"block"``, the block's ``label`` and
     ``layers``, ``layer`` None, its members' ``ops``, ``constants`` and
@@ -378,7 +376,7 @@ def close_blocks(vg: nx.DiGraph, blocks: Iterable) -> nx.DiGraph:
     layer of a closed block to the block's id (:func:`block_showing`).
 
     >>> from qviz.layout.blocks import Block
-    >>> vg = nx.DiGraph([("layer:a", "layer:b"), ("layer:b", "layer:c"), ("layer:c", "layer:d")])
+    >>> vg = DiGraph([("layer:a", "layer:b"), ("layer:b", "layer:c"), ("layer:c", "layer:d")])
     >>> for k in vg:
     ...     vg.nodes[k].update(layer=k[6:], kind="conv", ops=2, constants=1, status=None, members=[k[6:]])
     >>> closed = close_blocks(vg, [Block("1", "bc", ("b", "c"))])
@@ -391,7 +389,7 @@ def close_blocks(vg: nx.DiGraph, blocks: Iterable) -> nx.DiGraph:
         return vg
     mapping = {k: ViewKey.block(block_of[d["layer"]].id) for k, d in vg.nodes(data=True)
                if d.get("layer") in block_of}
-    out = nx.DiGraph()
+    out = DiGraph()
     out.graph.update(vg.graph, block_of={layer: b.id for layer, b in block_of.items()})
     inside: dict[str, list[dict]] = {}
     for k, d in vg.nodes(data=True):

@@ -1,9 +1,9 @@
 """Plotly figures: the graph (SVG or WebGL), constant histograms, per-layer error bars; what
 the graph draws with (colours, badges, frames, labels) is :mod:`qviz.render.marks`.
 
->>> import networkx as nx
+>>> from qviz.layout import DiGraph
 >>> from qviz.layout import layered_layout
->>> g = nx.DiGraph([("layer:a", "layer:b")])
+>>> g = DiGraph([("layer:a", "layer:b")])
 >>> for n in g: g.nodes[n].update(kind="conv", op="Conv2D", label=n[6:], layer=n[6:], ops=1, status=None)
 >>> fig = graph_figure(g, layered_layout(g))
 >>> [t.type for t in fig.data][:2], list(fig.data[1].customdata)
@@ -281,8 +281,8 @@ def names_near_view(fig: go.Figure) -> go.Figure:
     keeps in ``layout.meta["names_margin"]``. A figure shown whole (no ranges) is left
     alone; a figure trimmed already is trimmed again from all its names.
 
-    >>> import networkx as nx
-    >>> g = nx.DiGraph([(f"layer:n{i}", f"layer:n{i + 1}") for i in range(30)])
+    >>> from qviz.layout import DiGraph
+    >>> g = DiGraph([(f"layer:n{i}", f"layer:n{i + 1}") for i in range(30)])
     >>> for n in g: g.nodes[n].update(kind="conv", op="Conv2D", label=n[6:], layer=n[6:], ops=1, status=None)
     >>> fig = names_near_view(graph_figure(g, {k: (float(i), 0.0) for i, k in enumerate(g)}, first_view=True))
     >>> fig.layout.xaxis.range, fig.layout.meta["labelled"][:2]

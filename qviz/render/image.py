@@ -30,8 +30,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-import networkx as nx
-
+from ..layout.digraph import DiGraph
 from ..errors import QvizError
 from ..ir import Graph
 from ..ir.ops import ADD_OPS, LAYER_OPS
@@ -56,7 +55,7 @@ class ImageError(QvizError, RuntimeError):
     """An image could not be made (no Chromium, or it failed); the message says which."""
 
 
-def recipe_badges(graph: Graph, vg: nx.DiGraph, recipe: Recipe, *, slots: bool = False) -> dict[str, Badge]:
+def recipe_badges(graph: Graph, vg: DiGraph, recipe: Recipe, *, slots: bool = False) -> dict[str, Badge]:
     """View key → the :class:`~qviz.render.marks.Badge` saying what ``recipe`` does
     to the layer drawn there (``w4a8+bn``): on a layer's node in the layer view, on
     the op that carries the layer's weights (or its bypass Add) in the op view.

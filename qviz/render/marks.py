@@ -370,8 +370,8 @@ def label_sides(g, pos: Mapping, direction: str = "LR") -> dict:
     :data:`UNIT_PX`. Badges are not weighed: an edit of bits must not move names about (nor
     the first view, drawn before there are badges, differ from the graph that replaces it).
 
-    >>> import networkx as nx
-    >>> g = nx.DiGraph()
+    >>> from qviz.layout import DiGraph
+    >>> g = DiGraph()
     >>> g.add_nodes_from([("a", {"label": "a_rather_long_layer_name"}), ("b", {"label": "b_rather_long_layer_name"}),
     ...                   ("c", {"label": "c"})])
     >>> pos = {"a": (0.0, 0.0), "b": (1.0, -0.3), "c": (2.0, 0.0)}

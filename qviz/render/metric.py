@@ -1,9 +1,9 @@
 """Nodes painted by a metric (:class:`qviz.analysis.node_data.NodeData`): the fill
 colours for :func:`qviz.render.graph_figure`, and the legend's words.
 
->>> import networkx as nx
+>>> from qviz.layout import DiGraph
 >>> from qviz.analysis.node_data import NodeData
->>> vg = nx.DiGraph([("layer:a", "layer:b")])
+>>> vg = DiGraph([("layer:a", "layer:b")])
 >>> vg.nodes["layer:a"]["layer"], vg.nodes["layer:b"]["layer"] = "a", "b"
 >>> hover = {}
 >>> metric_fill(NodeData("err", {"a": 1.0, "b": 3.0}), vg, hover), hover["layer:b"]
@@ -19,15 +19,14 @@ from __future__ import annotations
 import math
 from collections import Counter
 
-import networkx as nx
-
+from ..layout.digraph import DiGraph
 from ..analysis.node_data import NodeData
 from ..layout.view import BLOCK_KIND
 
 __all__ = ["metric_fill"]
 
 
-def metric_fill(data: NodeData, vg: nx.DiGraph, hover: dict) -> dict[str, str]:
+def metric_fill(data: NodeData, vg: DiGraph, hover: dict) -> dict[str, str]:
     """View key → fill colour from ``data`` (a layer's node, or each op of the layer);
     the value is added to ``hover``. A closed block is painted with its layers'
     most common colour for categories (fold status), else its layers' mean, and

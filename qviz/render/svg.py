@@ -7,8 +7,8 @@ colours (:mod:`qviz.render.figure`'s), until the plotly graph replaces it.
 
 Every name drawn is the file's: it is escaped, never markup.
 
->>> import networkx as nx
->>> g = nx.DiGraph([("layer:a", "layer:b")])
+>>> from qviz.layout import DiGraph
+>>> g = DiGraph([("layer:a", "layer:b")])
 >>> for n in g: g.nodes[n].update(kind="conv", label=n[6:] + "<&>")
 >>> svg = graph_svg(g, {"layer:a": (0.0, 0.0), "layer:b": (1.0, 0.0)})
 >>> svg.startswith("<svg"), svg.count("<circle"), "b&lt;&amp;&gt;" in svg

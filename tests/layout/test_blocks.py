@@ -37,6 +37,11 @@ def _residual_net(units: int) -> Graph:
 
 
 @settings(max_examples=60, deadline=None)
+def _acyclic(vg) -> bool:
+    """Whether a view graph (qviz's own DiGraph) is a DAG, as networkx judges it."""
+    return nx.is_directed_acyclic_graph(nx.DiGraph(list(vg.edges)))
+
+
 @given(st.integers(12, 120), st.floats(0.0, 0.08), st.integers(0, 10**6))
 def test_blocks_are_runs_that_close_into_a_dag(n, p, seed):
     g = nx.gnp_random_graph(n, p, seed=seed, directed=True)
@@ -51,7 +56,7 @@ def test_blocks_are_runs_that_close_into_a_dag(n, p, seed):
         vg.add_node(f"layer:{layer}", layer=layer, ops=1, constants=0, status=None, members=[layer])
     vg.add_edges_from((f"layer:{u}", f"layer:{v}") for u, v in dag.edges)
     closed = close_blocks(vg, blocks)
-    assert nx.is_directed_acyclic_graph(closed)
+    assert _acyclic(closed)
     assert closed.number_of_nodes() == n - len(seen) + len(blocks)
 
 
@@ -86,7 +91,7 @@ def test_the_view_draws_closed_blocks_with_their_members_changes_and_matches():
     assert not any(vg.nodes[k].get("layer") in blocks[0].layers for k in vg if k != key)
     conv = next(n.name for n in result.graph.nodes if n.layer == "conv1" and n.op == "Conv2D")
     assert key_showing(vg, result.graph, conv) == key     # a match in the block haloes the block
-    assert nx.is_directed_acyclic_graph(vg)
+    assert _acyclic(vg)
 
 
 @pytest.mark.parametrize("units", [BLOCKS_FROM_LAYERS // 3 + 20])
