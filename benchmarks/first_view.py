@@ -18,7 +18,9 @@ how long its page keeps the test's polls waiting.
   line reads ``…: N ops, M layers``) and when plotly has drawn the graph.
 
 Runs alternate between the tools (qviz, Netron, qviz, …) so load on a shared
-machine falls on both alike.
+machine falls on both alike. Both run from compiled bytecode, as after ``pip install``:
+qviz's is compiled first (an editable install with ``PYTHONDONTWRITEBYTECODE`` set, as
+on this workplace's machines, would otherwise compile every module on every launch).
 """
 
 from __future__ import annotations
@@ -178,6 +180,11 @@ def _median(values):
 def compare(files: list[str], repeats: int = 3, cold: bool = False) -> None:
     """Print a markdown table: medians over ``repeats`` interleaved runs per file (``cold``:
     every qviz run with an empty cache; otherwise the first run of each file fills it)."""
+    import compileall
+
+    import qviz
+
+    compileall.compile_dir(os.path.dirname(qviz.__file__), quiet=1)
     print("| file | Netron: answer / graph / launch→graph s | qviz: answer / graph / launch→graph s | "
           "qviz: plotly graph / open for edits s | launch→graph, Netron ÷ qviz |")
     print("|---|---|---|---|---|")

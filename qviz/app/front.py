@@ -12,9 +12,9 @@ into the app, whose HTML holds the same SVG in the same place: the
 graph does not move.
 
 The first view comes from a disk cache (:class:`FirstViewCache`), so a model
-served before is on screen without laying anything out or importing numpy;
-a model never seen is drawn once (networkx, plotly: about half a second) before
-the first answer. An entry is keyed by the file's path, size and modification
+served before is on screen without laying anything out; a model never seen is
+drawn once before the first answer, with the standard library alone (MobileNetV2's
+layer view: about 60 ms, imports included). An entry is keyed by the file's path, size and modification
 time, and the app draws the view again from the file when it starts: an entry
 that no longer matches what qviz draws is replaced (:meth:`FirstViewCache.refresh`).
 
@@ -151,8 +151,8 @@ class FirstViewCache:
             prune(self.directory, self.PREFIX, self.max_files)
 
     def read_or_draw(self, model, max_bytes: int | None = None) -> FirstViewEntry | None:
-        """The cached first view of ``model``, else drawn from the file now (importing
-        networkx and plotly, ~0.4 s) and kept; None if the file gives none."""
+        """The cached first view of ``model``, else drawn from the file now (tens of ms;
+        a 100 MB ``.pb`` is read and parsed in ~0.25 s) and kept; None if the file gives none."""
         model = Path(model)
         cached = self.read(model) if model.is_file() else None
         if cached is not None:

@@ -34,7 +34,7 @@ from .proto import pb
 from .structure import consumer_indices, constant_nodes, dataflow_digraph, inferred_outputs, is_sorted, layer_order
 
 if TYPE_CHECKING:   # (networkx is imported when a pass asks for the graph as one)
-    import networkx as nx
+    import networkx
 
 T = TypeVar("T")
 
@@ -371,7 +371,7 @@ class Graph:
     # -- algorithms --------------------------------------------------------
 
     @property
-    def nx(self) -> nx.DiGraph:
+    def nx(self) -> networkx.DiGraph:
         """A frozen ``networkx.DiGraph`` view: nodes are names, edges producer → consumer.
 
         Node data: ``op``, ``layer``. Edge data: ``tensors`` (the tensor names
