@@ -27,7 +27,7 @@ qviz.layout.digraph.CycleError: the graph has a cycle
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 
 from ..ir.errors import GraphError
 
@@ -47,8 +47,8 @@ class DiGraph:
     >>> g = DiGraph()
     >>> g.add_nodes_from(["a", ("b", {"label": "B"})])
     >>> g.add_edge("a", "b", control=True)
-    >>> g["a"]["b"], g.nodes["b"], list(g.edges), g.number_of_edges()
-    ({'control': True}, {'label': 'B'}, [('a', 'b')], 1)
+    >>> g["a"]["b"], g.nodes["b"], g.nodes.get("c"), list(g.edges), g.number_of_edges()
+    ({'control': True}, {'label': 'B'}, None, [('a', 'b')], 1)
     >>> sub = g.subgraph(["b"])
     >>> list(sub.nodes(data=True)), list(sub.edges)
     ([('b', {'label': 'B'})], [])
@@ -186,8 +186,9 @@ class DiGraph:
         return f"<DiGraph: {self.number_of_nodes()} nodes, {self.number_of_edges()} edges>"
 
 
-class _NodeView:
-    """``g.nodes``: iterate, ``in``, ``len``, ``g.nodes[n]`` (its data), ``g.nodes(data=...)``."""
+class _NodeView(Mapping):
+    """``g.nodes``: a mapping of each node to its data (``g.nodes[n]``, ``.get``, ``in``,
+    ``len``, iteration), and ``g.nodes(data=...)`` as networkx's."""
 
     __slots__ = ("_node",)
 
@@ -201,7 +202,10 @@ class _NodeView:
         return len(self._node)
 
     def __contains__(self, n):
-        return n in self._node
+        try:
+            return n in self._node
+        except TypeError:
+            return False
 
     def __getitem__(self, n) -> dict:
         return self._node[n]
@@ -215,9 +219,6 @@ class _NodeView:
 
     def data(self, data=True, default=None):
         return self(data, default)
-
-    def items(self):
-        return self._node.items()
 
 
 class _EdgeView:
