@@ -24,12 +24,11 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
-from ..layout.digraph import CycleError
 from ..importers import LoadError
 from ..importers.graphdef_sketch import sketch_graph_def
 from ..importers.keras_config import read_sketch
 from ..importers.safety import Limits
-from ..layout import default_cache, sketch_view, view_graph
+from ..layout import CycleError, default_cache, sketch_view, view_graph
 from ..layout.blocks import default_grouping, find_blocks, layer_graph
 from ..layout.view import close_blocks
 from ..render.marks import first_view_range

@@ -16,8 +16,7 @@ the callbacks in :mod:`qviz.app.callbacks.graph` and ``panels`` call them.
 
 from __future__ import annotations
 
-from ..layout.digraph import DiGraph
-from ..layout import ViewKey
+from ..layout import DiGraph, ViewKey
 from ..layout.view import block_showing
 from ..passes import Recipe
 from ..render.marks import Frame, short_label

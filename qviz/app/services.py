@@ -29,9 +29,8 @@ import threading
 import weakref
 from dataclasses import dataclass, field, replace
 
-from ..layout.digraph import DiGraph
 from ..choices import bits_label, parse_bits_label
-from ..layout import ViewKey, around, default_cache, diff_status, key_showing, routes_in_place, view_graph
+from ..layout import DiGraph, ViewKey, around, default_cache, diff_status, key_showing, routes_in_place, view_graph
 from ..layout.blocks import closed_blocks
 from ..layout.view import block_showing
 from ..analysis.budget import budget

@@ -30,11 +30,10 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..layout.digraph import DiGraph
 from ..errors import QvizError
 from ..ir import Graph
 from ..ir.ops import ADD_OPS, LAYER_OPS
-from ..layout import ViewKey, around, default_cache, diff_status, routes_in_place, view_graph
+from ..layout import DiGraph, ViewKey, around, default_cache, diff_status, routes_in_place, view_graph
 from ..passes import Recipe, fold_candidates, quantizable_layers, quantizable_units, quantized_in_graph
 from .marks import Badge
 from .png import crop_png

@@ -19,8 +19,8 @@ from __future__ import annotations
 import math
 from collections import Counter
 
-from ..layout.digraph import DiGraph
 from ..analysis.node_data import NodeData
+from ..layout import DiGraph
 from ..layout.view import BLOCK_KIND
 
 __all__ = ["metric_fill"]
