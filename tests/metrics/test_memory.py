@@ -69,7 +69,9 @@ def test_a_calibration_takes_only_each_tensors_extremes_out_of_tensorflow(lenet,
     sizes = _fetched_bytes(monkeypatch)
     ranges = activation_ranges(folded, tensors, x)
     assert sizes == []   # no activation came out whole
-    assert ranges == {t: (float(v.min()), float(v.max())) for t, v in zip(tensors, values)}
+    # (as computed whole, to the last bits TensorFlow's kernels keep from one batch size to another)
+    assert ranges == {t: pytest.approx((float(v.min()), float(v.max())), rel=1e-5, abs=1e-6)
+                      for t, v in zip(tensors, values)}
 
 
 def test_the_quantizers_samples_come_from_every_example_a_chunk_at_a_time(lenet, monkeypatch):
@@ -83,11 +85,25 @@ def test_the_quantizers_samples_come_from_every_example_a_chunk_at_a_time(lenet,
     assert len(sizes) == 40
     assert set(samples) == set(tensors)
     for t, v in samples.items():
-        assert len(v) == 400 and np.isin(v, everything[t]).all()
+        assert len(v) == 400 and _near(v, everything[t]).all()
     # drawn from every example, not only the first: values only the last examples have are in it
     t = max(tensors, key=lambda t: len(np.unique(everything[t])))
-    late_only = np.setdiff1d(everything[t][20:].ravel(), everything[t][:20].ravel())
-    assert np.isin(samples[t], late_only).any()
+    late_only = everything[t][20:].ravel()
+    late_only = late_only[~_near(late_only, everything[t][:20])]
+    assert _near(samples[t], late_only).any()
+
+
+def _near(values, among, rel=1e-5, tiny=1e-6):
+    """Which of ``values`` are one of ``among``, to the last bits TensorFlow's kernels keep
+    from one batch size to another (a run a few examples at a time is not bit for bit a
+    run of all of them on every CPU)."""
+    among = np.unique(np.asarray(among, np.float64).ravel())
+    values = np.asarray(values, np.float64).ravel()
+    if among.size == 0:
+        return np.zeros(values.shape, bool)
+    at = np.clip(np.searchsorted(among, values), 1, max(among.size - 1, 1))
+    nearest = np.minimum(np.abs(values - among[at - 1]), np.abs(values - among[np.minimum(at, among.size - 1)]))
+    return nearest <= tiny + rel * np.abs(values)
 
 
 def test_a_sweeps_measurement_runs_big_inputs_a_few_examples_at_a_time(lenet, monkeypatch):

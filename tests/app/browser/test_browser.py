@@ -483,7 +483,10 @@ def test_a_served_file_is_named_in_the_model_picker_and_can_be_picked_again(dash
     path = sample_path("resnet_block")
     dash_duo.start_server(create_app(qviz.load(path), model_name=str(path)))
     wait_open(dash_duo, path)
-    assert dash_duo.find_element("#model-picker").text == f"{path.name} (served)"
+    # (the dropdown's code arrives on its own: on a loaded machine, after the status line)
+    wait_for(lambda: [e.text for e in dash_duo.find_elements("#model-picker")] == [f"{path.name} (served)"],
+             what=lambda: f"the picker naming the served file; it shows "
+                          f"{[e.text for e in dash_duo.find_elements('#model-picker')]}")
     dash_duo.find_element("#search").send_keys("conv1\n")
     wait_for(lambda: "layer conv1" in dash_duo.find_element("#node-panel").text, what="conv1 selected")
     choose(dash_duo, "#model-picker", "lenet_digits")
