@@ -102,7 +102,8 @@ def create_app(model=None, *, model_name: str | None = None, default_sample: str
     if first_open is not None:
         # a thread of its own, made here: the worker processes take the priority of the thread
         # that starts them, and the loading threads run below the server's (jobs.ThreadRunner)
-        threading.Thread(target=_start_when_open, args=(first_open, options["runner"]), daemon=True,
+        settle = served is not None and served.path is None   # a graph given: no open job settles the heap
+        threading.Thread(target=_start_when_open, args=(first_open, options["runner"], settle), daemon=True,
                          name="qviz-start-workers").start()
     app = dash.Dash(__name__, title="qviz", assets_folder=str(ASSETS), suppress_callback_exceptions=True,
                     on_error=make_error_handler(store, options))
@@ -134,10 +135,16 @@ def create_app(model=None, *, model_name: str | None = None, default_sample: str
     return app
 
 
-def _start_when_open(opening, runner) -> None:
+def _start_when_open(opening, runner, settle: bool = False) -> None:
+    """Start the worker processes once the first model is open; ``settle``: a model given as a
+    graph, not opened by a job (:func:`qviz.app.worker.open_model` settles those itself)."""
     from concurrent.futures import wait
 
     wait([opening])
+    if settle:
+        from .worker import settle_heap
+
+        settle_heap()
     try:
         runner.start()
     except RuntimeError:   # closed meanwhile (the app is stopping)

@@ -239,3 +239,24 @@ def test_a_failed_job_is_one_line_on_the_page_and_a_traceback_in_the_log(caplog)
     theirs.set_exception(RunError("op type 'Bogus' (node 'x') is not known to TensorFlow"))
     answer = poll(Job("report", theirs), running=None, done=lambda r: r, failed=lambda line: ("failed", line))
     assert answer == ("failed", "op type 'Bogus' (node 'x') is not known to TensorFlow")
+
+
+def test_an_open_model_and_tensorflow_are_left_out_of_pythons_full_collections():
+    """A full collection of the web process's ~0.5 M objects held the GIL ~0.9 s in the middle
+    of a redraw: after an open, what is alive is frozen (and what was garbage collected)."""
+    import subprocess
+    import sys
+
+    script = "\n".join([
+        "import gc, weakref",
+        "from qviz.app.worker import open_model",
+        "from qviz.samples import sample_path",
+        "class Cycle: pass",
+        "a = Cycle(); a.me = a; gone = weakref.ref(a); del a",
+        "gc.disable()   # (the open's own collection alone may take it)",
+        "graph = open_model(sample_path('lenet_digits'), 'lenet_digits')",
+        "print(gone() is None, gc.get_freeze_count() > 10_000, gc.get_count()[0] < 1000)",
+    ])
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                         env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}).stdout
+    assert out.split()[-3:] == ["True", "True", "True"], out
