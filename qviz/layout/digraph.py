@@ -71,7 +71,7 @@ class DiGraph:
     def add_nodes_from(self, nodes: Iterable, **data) -> None:
         for item in nodes:
             if isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], dict):
-                self.add_node(item[0], **data, **item[1])
+                self.add_node(item[0], **{**data, **item[1]})
             else:
                 self.add_node(item, **data)
 
@@ -87,14 +87,7 @@ class DiGraph:
     def add_edges_from(self, edges: Iterable, **data) -> None:
         for e in edges:
             u, v, *rest = e
-            self.add_edge(u, v, **data, **(rest[0] if rest else {}))
-
-    def remove_node(self, n: Hashable) -> None:
-        for v in self._succ.pop(n):
-            del self._pred[v][n]
-        for u in self._pred.pop(n):
-            del self._succ[u][n]
-        del self._node[n]
+            self.add_edge(u, v, **{**data, **(rest[0] if rest else {})})
 
     # --- reading ----------------------------------------------------------------
     @property
@@ -120,19 +113,11 @@ class DiGraph:
     def __getitem__(self, u) -> dict:
         return self._succ[u]
 
-    def has_node(self, n) -> bool:
-        return n in self
-
     def has_edge(self, u, v) -> bool:
         return u in self._succ and v in self._succ[u]
 
-    def get_edge_data(self, u, v, default=None):
-        return self._succ[u][v] if self.has_edge(u, v) else default
-
     def successors(self, n) -> Iterator:
         return iter(self._succ[n])
-
-    neighbors = successors
 
     def predecessors(self, n) -> Iterator:
         return iter(self._pred[n])
@@ -141,22 +126,17 @@ class DiGraph:
         """``n``'s count of incoming edges; without ``n``, ``(node, count)`` pairs."""
         return len(self._pred[n]) if n is not None else ((k, len(p)) for k, p in self._pred.items())
 
-    def out_degree(self, n=None):
-        return len(self._succ[n]) if n is not None else ((k, len(s)) for k, s in self._succ.items())
+    def out_degree(self, n) -> int:
+        return len(self._succ[n])
 
-    def degree(self, n=None):
-        if n is not None:
-            return len(self._succ[n]) + len(self._pred[n])
-        return ((k, len(self._succ[k]) + len(self._pred[k])) for k in self._node)
+    def degree(self, n) -> int:
+        return len(self._succ[n]) + len(self._pred[n])
 
     def number_of_nodes(self) -> int:
         return len(self._node)
 
     def number_of_edges(self) -> int:
         return sum(len(s) for s in self._succ.values())
-
-    def is_directed(self) -> bool:
-        return True
 
     # --- copies -----------------------------------------------------------------
     def subgraph(self, nodes: Iterable) -> "DiGraph":
@@ -217,12 +197,8 @@ class _NodeView(Mapping):
             return iter(self._node.items())
         return ((n, d.get(data, default)) for n, d in self._node.items())
 
-    def data(self, data=True, default=None):
-        return self(data, default)
-
-
 class _EdgeView:
-    """``g.edges``: ``(u, v)`` pairs; ``g.edges(data=...)``, ``(u, v) in g.edges``, ``g.edges[u, v]``."""
+    """``g.edges``: ``(u, v)`` pairs, ``(u, v) in g.edges``, ``g.edges[u, v]`` (the edge's data)."""
 
     __slots__ = ("_succ",)
 
@@ -242,20 +218,6 @@ class _EdgeView:
     def __getitem__(self, e) -> dict:
         u, v = e
         return self._succ[u][v]
-
-    def __call__(self, nbunch=None, data=False, default=None):
-        froms = self._succ if nbunch is None else ([nbunch] if nbunch in self._succ else list(nbunch))
-        for u in froms:
-            for v, d in self._succ[u].items():
-                if data is False:
-                    yield u, v
-                elif data is True:
-                    yield u, v, d
-                else:
-                    yield u, v, d.get(data, default)
-
-    def data(self, data=True, default=None):
-        return self(data=data, default=default)
 
 
 def topological_generations(g) -> Iterator[list]:
