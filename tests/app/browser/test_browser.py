@@ -347,7 +347,7 @@ def test_qat_export_downloads_a_model_with_the_recipes_bits(dash_duo):
     wait_for(lambda: "4" in dash_duo.driver.execute_script(
         "return dash_ag_grid.getApi('layer-grid').getRowNode('conv2').data.weight_bits"), what="bulk bits")
     click(dash_duo, "#qat-export-button")
-    wait_for(lambda: dash_duo.find_element("#qat-status").text.startswith("downloaded"), timeout=120,
+    wait_for(lambda: dash_duo.find_element("#qat-status").text.startswith("downloaded"), timeout=300,
           what="QAT model downloaded")
     path = Path(dash_duo.download_path) / "lenet_digits_qat.keras"
     wait_for(lambda: path.exists() and path.stat().st_size > 0, what="the file on disk")
