@@ -18,14 +18,19 @@ cancel and "running" are a few lines here.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
+
+from celery.states import READY_STATES
 
 from .fan_out import Plan, plan
 from .jobs import JobFuture
 
 __all__ = ["CeleryRunner"]
+
+log = logging.getLogger(__name__)
 
 #: How often running tasks are asked for their state (seconds).
 POLL_INTERVAL = 0.1
@@ -95,11 +100,14 @@ class CeleryRunner:
         done = total = 0
         for i, handle in enumerate(handles):
             part_total = track.totals[i] if track is not None else None
-            if handle.ready():
+            # one read of the task's record: its state and its info are two reads of
+            # the backend, and a task may finish between them (its info is then the result)
+            meta = handle.backend.get_task_meta(handle.id)
+            if meta["status"] in READY_STATES:
                 done += part_total or 0
-            elif handle.state == "PROGRESS" and isinstance(handle.info, dict):
-                done += handle.info["done"]
-                part_total = part_total or handle.info["total"]
+            elif meta["status"] == "PROGRESS" and isinstance(meta["result"], dict):
+                done += meta["result"]["done"]
+                part_total = part_total or meta["result"]["total"]
             total += part_total or 0
         if total:
             fut.report_progress(done, total)
@@ -124,6 +132,7 @@ class CeleryRunner:
                 try:
                     self._step(fut, track)
                 except Exception as exc:  # Redis unreachable: the job is lost, say so
+                    log.error("following a Celery job failed", exc_info=exc)
                     if fut.set_running_or_notify_cancel():
                         fut.set_exception(RuntimeError(f"the job queue is unreachable: {exc}"))
                 if fut.done():
