@@ -202,18 +202,22 @@ def _rgb(color: str):
     return None
 
 
-def layer_sqnr(layers) -> NodeData:
+def layer_sqnr(layers, local: bool = False) -> NodeData:
     """Each layer's output SQNR (dB) as node data, from a verification report's
-    ``layers`` (records with ``.layer`` and ``.sqnr_db``). A layer left exact
-    (infinite SQNR) gets no value: it is drawn grey, "exact (no error)".
+    ``layers`` (records with ``.layer`` and ``.sqnr_db``; ``local``: its
+    ``local_layers``, each layer's own error, and the legend says so). A layer left
+    exact (infinite SQNR) gets no value: it is drawn grey, "exact (no error)".
 
     >>> from types import SimpleNamespace as L
     >>> d = layer_sqnr([L(layer="conv1", sqnr_db=20.0), L(layer="image", sqnr_db=float("inf"))])
     >>> dict(d.values), d.color_of("conv1"), d.color_of("image")
     ({'conv1': 20.0}, '#ffffbf', None)
+    >>> layer_sqnr([], local=True).name
+    "per-layer SQNR, local: each layer's own error (dB)"
     """
     values = {e.layer: e.sqnr_db for e in layers if math.isfinite(e.sqnr_db)}
-    return NodeData("per-layer SQNR (dB)", values, gradient=SQNR_GRADIENT, no_value="exact (no error)")
+    name = "per-layer SQNR, local: each layer's own error (dB)" if local else "per-layer SQNR (dB)"
+    return NodeData(name, values, gradient=SQNR_GRADIENT, no_value="exact (no error)")
 
 
 def on_layers(data: NodeData, graph: Graph) -> tuple[NodeData, int]:

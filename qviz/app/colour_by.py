@@ -85,7 +85,7 @@ def metric_of(session, name: str, recipe: Recipe | None = None) -> NodeData | No
         report = job.result()
         if name == ERROR_SHARE:
             return error_share(report.local_layers)
-        return layer_sqnr(report.local_layers if name == LOCAL_SQNR else report.layers)
+        return layer_sqnr(report.local_layers, local=True) if name == LOCAL_SQNR else layer_sqnr(report.layers)
     return session.node_data.get(name)
 
 

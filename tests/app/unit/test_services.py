@@ -323,3 +323,25 @@ def test_a_model_quantized_already_says_so_on_its_status_line_and_offers_no_laye
     line = _open_line(q, "q.pb")
     assert line == "q.pb: 59 ops, 10 layers; fake-quantized already: 4 layers (conv1 w8a8, conv2 w8a8 and 2 more)"
     assert [row["layer"] for row in services.layer_rows(q, Recipe.default(q))] == []
+
+
+def test_the_two_sqnr_colourings_say_which_error_they_paint(samples):
+    """Colouring by each layer's own error and by the accumulated one are different
+    pictures: the legend named both "per-layer SQNR (dB)"."""
+    from qviz.app import worker
+    from qviz.app.colour_by import LOCAL_SQNR, RECIPE_SQNR, metric_of
+    from qviz.app.jobs import ThreadRunner
+
+    runner = ThreadRunner(functions={"calibrate": worker.calibrate, "report": worker.report})
+    try:
+        g = qviz.load(samples["lenet_digits"])
+        s = Session(g, "lenet", runner=runner)
+        recipe = Recipe.default(g, LayerBits(4, 4))
+        s.report_future(recipe).result(timeout=120)
+        s.report_future(recipe, local=True).result(timeout=120)
+        accumulated, own = metric_of(s, RECIPE_SQNR, recipe), metric_of(s, LOCAL_SQNR, recipe)
+        assert accumulated.name == "per-layer SQNR (dB)"
+        assert own.name == "per-layer SQNR, local: each layer's own error (dB)"
+        assert accumulated.values != own.values
+    finally:
+        runner.close()
