@@ -18,6 +18,8 @@ GLOSSARY = {
             "rewrite adds. Each 6 dB is about one more bit of precision; higher is better, ∞ means exact.",
     "max |Δ|": "The largest absolute difference between an output of the float model and the same output of the "
                "rewritten one, over the inputs checked.",
+    "relative": "max |Δ| divided by the largest absolute value of the float model's output, over the inputs "
+                "checked: 0.01 means the worst error is 1% of the output's scale.",
     "batch norm": "Batch normalization: per channel, y = γ(x − μ)/√(σ² + ε) + β, with μ and σ² the mean and "
                   "variance measured in training and γ, β learned. At inference it is a fixed scale and shift.",
     "fold": "Merging a batch norm into the conv or dense layer before it: its scale goes into the weights and "

@@ -278,7 +278,7 @@ def grid_parts(g, values, bits: int):
 def _report_view(rep, origin: str):
     sq = "∞" if math.isinf(rep.sqnr_db) else f"{rep.sqnr_db:.1f}"
     lines = [html.Div([f"output error on {rep.examples} examples ({origin}): ", term("max |Δ|"),
-                       f" {rep.max_abs:.3g}, relative {rep.rel_err:.3g}, ", term("SQNR"), f" {sq} dB"],
+                       f" {rep.max_abs:.3g}, ", term("relative"), f" {rep.rel_err:.3g}, ", term("SQNR"), f" {sq} dB"],
                       className="verify-output")]
     if rep.accuracy is not None:
         lines.append(html.Div(f"test accuracy: {rep.accuracy_before:.2%} → {rep.accuracy:.2%}",
