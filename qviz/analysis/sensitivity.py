@@ -46,7 +46,7 @@ from .. import runtime
 from ..choices import SWEEP_BITS
 from ..errors import QvizError
 
-__all__ = ["Sensitivity", "sensitivity", "measured_already", "checkpoint_bits", "CheckpointError"]
+__all__ = ["Sensitivity", "sensitivity", "measured_already", "measured_so_far", "checkpoint_bits", "CheckpointError"]
 
 log = logging.getLogger(__name__)
 
@@ -281,6 +281,45 @@ def measured_already(checkpoint: str | os.PathLike, layers: Sequence[str], bits:
     """
     cells = _any_cells(checkpoint)
     return sum(_cell(which, layer, int(b)) in cells for layer in layers for which in ("w", "a") for b in bits)
+
+
+def measured_so_far(checkpoint: str | os.PathLike, layers: Sequence[str], bits: Sequence[int]) -> Sensitivity | None:
+    """What ``checkpoint`` holds of a sweep of ``layers`` at ``bits`` (a sweep stopped part
+    way), as a :class:`Sensitivity` with NaN where a measurement was not made; None if it
+    holds none of them. The caller's own checkpoint, for the same graph and inputs: not
+    checked here, as in :func:`measured_already`.
+
+    >>> import tempfile
+    >>> d = tempfile.TemporaryDirectory()
+    >>> path = Path(d.name) / "sweep.json"
+    >>> _write_checkpoint(path, "f", {_cell("w", "conv1", 8): [40.0, 0.9], _cell("a", "conv1", 8): [None, 0.9]})
+    >>> part = measured_so_far(path, ["conv1", "fc1"], [8, 2])
+    >>> part.weight_sqnr.tolist(), part.activation_sqnr[0].tolist(), part.weight_accuracy[0].tolist()
+    ([[40.0, nan], [nan, nan]], [inf, nan], [0.9, nan])
+    >>> measured_so_far(path, ["fc1"], [8]) is None
+    True
+    >>> d.cleanup()
+    """
+    cells = _any_cells(checkpoint)
+    bits = tuple(int(b) for b in bits)
+    shape = (len(layers), len(bits))
+    sq = {"w": np.full(shape, np.nan), "a": np.full(shape, np.nan)}
+    acc = {"w": np.full(shape, np.nan), "a": np.full(shape, np.nan)}
+    found = has_acc = False
+    for i, layer in enumerate(layers):
+        for which in ("w", "a"):
+            for j, b in enumerate(bits):
+                cell = cells.get(_cell(which, layer, b))
+                if cell is None:
+                    continue
+                found = True
+                sq[which][i, j] = math.inf if cell[0] is None else cell[0]   # (None: exact, as sensitivity writes it)
+                if cell[1] is not None:
+                    acc[which][i, j], has_acc = cell[1], True
+    if not found:
+        return None
+    return Sensitivity(tuple(layers), bits, sq["w"], sq["a"], acc["w"] if has_acc else None,
+                       acc["a"] if has_acc else None)
 
 
 def _ranges(graph: Graph, calibration) -> dict:

@@ -573,6 +573,18 @@ def sweep_plan(session, bits) -> str:
             "weights and activations apart (fewer widths: a shorter sweep)")
 
 
+def stopped_sweep(session, bits):
+    """What a sweep of ``bits`` had measured when it was stopped (and any earlier sweep of
+    this page at those widths), NaN where it had not: a
+    :class:`~qviz.analysis.sensitivity.Sensitivity`, or None when nothing was measured or
+    the runner keeps no checkpoint (Celery's workers may be on other machines)."""
+    from ..analysis.sensitivity import measured_so_far
+
+    if session.graph is None or session.work_dir is None or not bits:
+        return None
+    return measured_so_far(session.sweep_checkpoint, quantizable_layers(session.graph), bits)
+
+
 def change_line(session, result) -> str:
     """The line under the graph: what the rewrite changed, in the ops the graph draws
     (:meth:`qviz.pipeline.Result.change_summary`), then :func:`cost_line`."""

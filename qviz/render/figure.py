@@ -451,22 +451,25 @@ def sensitivity_figure(layers, bits, weight_sqnr, activation_sqnr, need_db: floa
     """Two heatmaps (layers × bits): output SQNR with one layer's weights, then its
     activations, quantized. Cells at or above ``need_db`` (what each quantizer
     must reach for the target) have their value in bold; with accuracies (a
-    sample with labels) the hover shows them too."""
+    sample with labels) the hover shows them too. A NaN cell (a sweep stopped before
+    it was measured) is left blank."""
     from plotly.subplots import make_subplots
 
     fig = make_subplots(rows=1, cols=2, subplot_titles=("weights quantized", "activations quantized"),
                         shared_yaxes=True, horizontal_spacing=0.04)
     x = [f"{b} bits" for b in bits]
     for col, z, acc in ((1, weight_sqnr, weight_accuracy), (2, activation_sqnr, activation_accuracy)):
-        z = np.where(np.isinf(np.asarray(z, np.float64)), 100.0, z).tolist()  # lists: readable in the page
-        text = [[(f"<b>{v:.0f}</b>" if need_db is not None and v >= need_db else f"{v:.0f}") for v in row]
-                for row in z]
+        z = [[None if math.isnan(v) else v for v in row]   # lists: readable in the page; None: a gap
+             for row in np.where(np.isinf(np.asarray(z, np.float64)), 100.0, z).tolist()]
+        text = [["" if v is None else (f"<b>{v:.0f}</b>" if need_db is not None and v >= need_db else f"{v:.0f}")
+                 for v in row] for row in z]
         hover = "%{y} at %{x}: %{z:.1f} dB"
         extra = {}
         if acc is not None:
             extra["customdata"] = (100 * np.asarray(acc, np.float64)).tolist()
             hover += ", accuracy %{customdata:.2f} %"
-        fig.add_trace(go.Heatmap(z=z, x=x, y=list(layers), text=text, texttemplate="%{text}",
+        fig.add_trace(go.Heatmap(z=z, x=x, y=list(layers), text=text, texttemplate="%{text}", hoverongaps=False,
+                                 textfont=dict(size=11),   # (Plotly's own fit shrank them to ~6 px in the panel)
                                  colorscale="RdYlGn", zmin=0, zmax=60, showscale=col == 2,
                                  colorbar=dict(title="output SQNR (dB)"), hovertemplate=hover + "<extra></extra>",
                                  **extra), 1, col)

@@ -39,6 +39,13 @@ def _suggestion_view(sweep, target):
 _HIDDEN, _SHOWN = {"display": "none"}, {"display": "block"}
 
 
+def _heatmap(sweep, target):
+    """The sweep's table as the panel's heatmap (bold: what the target needs)."""
+    return sensitivity_figure(sweep.layers, sweep.bits, sweep.weight_sqnr, sweep.activation_sqnr,
+                              need_db=sweep.need_db(30.0 if target is None else float(target)),
+                              weight_accuracy=sweep.weight_accuracy, activation_accuracy=sweep.activation_accuracy)
+
+
 def _sweep_props(*, polling=False, done=0, total=1, bar=_HIDDEN, status="", heatmap=no_update, heatmap_style=None,
                  suggestion="", can_apply=False, can_stop=None) -> dict:
     """The sweep panel's properties (idle by default; a sweep polled can be stopped)."""
@@ -89,8 +96,14 @@ def register(app, store) -> None:
             return _sweep_props(status=services.sweep_plan(s, bits))
         if job.state is JobState.CANCELLED:
             done, total = job.progress() or (0, 0)
-            stopped = f"stopped after {done:,} of {total:,} measurements · run again: " if total else ""
-            return _sweep_props(status=stopped + services.sweep_plan(s, bits))
+            stopped = f"stopped after {done:,} of {total:,} measurements" if total else ""
+            made = services.stopped_sweep(s, job.key)
+            if made is None:
+                return _sweep_props(status=(stopped and stopped + " · run again: ") + services.sweep_plan(s, bits))
+            # what it measured stays on screen (blank: not measured); no suggestion from half a table
+            return _sweep_props(status=f"{stopped or 'stopped'}: the cells measured are shown, the blank ones "
+                                       f"were not · run again to finish: {services.sweep_plan(s, bits)}",
+                                heatmap=_heatmap(made, target), heatmap_style=_SHOWN)
         if job.state in (JobState.QUEUED, JobState.RUNNING):
             done, total = job.progress() or (0, 1)
             left = job.time_left()
@@ -108,14 +121,11 @@ def register(app, store) -> None:
         result = job.handle.result()
         target = 30.0 if target is None else float(target)
         s.aim_sweep(target)   # "colour by: suggested weight bits" paints this suggestion
-        fig = sensitivity_figure(result.layers, result.bits, result.weight_sqnr, result.activation_sqnr,
-                                 need_db=result.need_db(target), weight_accuracy=result.weight_accuracy,
-                                 activation_accuracy=result.activation_accuracy)
         n = 2 * len(result.layers) * len(result.bits)
         status = f"done: {n:,} measurements"
         if ctx.triggered_id == ids.SWEEP_BITS:   # the widths of a next sweep: this one's figures stay
             status += f" · run again: {services.sweep_plan(s, bits)}"
-        return _sweep_props(done=n, total=n, status=status, heatmap=fig, heatmap_style=_SHOWN,
+        return _sweep_props(done=n, total=n, status=status, heatmap=_heatmap(result, target), heatmap_style=_SHOWN,
                             suggestion=_suggestion_view(result, target), can_apply=True)
 
     @app.callback(

@@ -286,17 +286,23 @@ def test_training_fold_view_switches_modes_and_phases(dash_duo):
 def test_sensitivity_sweep_heatmap_and_one_click_apply(dash_duo):
     start_app(dash_duo)
     status = lambda: dash_duo.find_element("#sweep-status").text   # noqa: E731
-    # a sweep stopped at once (it calibrates for a second before its first measurement) ends
-    # stopped, and the panel says again what a sweep costs
+    # a sweep stopped part way ends stopped: what it measured stays on screen, the rest
+    # blank, and the panel says what a run to finish costs
     wait_for(lambda: status().startswith("40 measurements"), what=lambda: f"the sweep's plan; {status()!r}")
     click(dash_duo, "#sweep-run")
-    wait_for(lambda: dash_duo.find_element("#sweep-stop").is_enabled(), what="the stop button enabled")
+    wait_for(lambda: re.match(r"[1-9]\d* of 40 measurements", status()), timeout=180,
+             what=lambda: f"a first measurement; {status()!r}")
     click(dash_duo, "#sweep-stop")
-    # (a measurement made before the stop is kept: "40 measurements (1 made already): …")
-    wait_for(lambda: not dash_duo.find_element("#sweep-stop").is_enabled()
-             and re.search(r"40 measurements( \(\d+ made already\))?: 4 layers", status()),
+    wait_for(lambda: not dash_duo.find_element("#sweep-stop").is_enabled() and status().startswith("stopped after"),
              timeout=60, what=lambda: f"the sweep stopped; {status()!r}")
-    assert not status().startswith("done") and not dash_duo.find_element("#sweep-heatmap").is_displayed()
+    made = int(re.search(r"run again to finish: 40 measurements \((\d+) made already\): 4 layers", status())[1])
+    assert dash_duo.find_element("#sweep-heatmap").is_displayed() and not dash_duo.find_elements("#sweep-suggested")
+    z = dash_duo.driver.execute_script(
+        "const g = document.querySelector('#sweep-heatmap .js-plotly-plot'); return g.data.map(d => d.z);")
+    cells = [v for rows in z for row in rows for v in row]
+    assert len(cells) == 40 and 0 < sum(v is not None for v in cells) == made < 40, z
+    dash_duo.driver.execute_script("document.getElementById('sweep-heatmap').scrollIntoView();")
+    shot(dash_duo, "sensitivity_stopped.png")
     for b in ("6", "3", "2"):   # sweep 8 and 4 bits only: 4 layers × 2 × 2 = 16 measurements
         _click_label(dash_duo, "#sweep-bits", b)
     # what the sweep will cost is said before it runs, and follows the widths chosen (after
@@ -331,9 +337,10 @@ def test_sensitivity_sweep_heatmap_and_one_click_apply(dash_duo):
         "api.forEachNode(n => out.push(n.data)); return out;") if r["foldable"] == "yes")
     # widths ticked after a sweep: its figures stay, and the line says what a new run would cost
     _click_label(dash_duo, "#sweep-bits", "2")
-    wait_for(lambda: status() == "done: 16 measurements · run again: 24 measurements (16 made already): 4 layers × 3 widths, "
-                                 "weights and activations apart (fewer widths: a shorter sweep)",
-             what=lambda: f"the next run's plan; {status()!r}")
+    # (16, and those at 2 bits the stopped run made)
+    next_plan = (r"done: 16 measurements · run again: 24 measurements \((1[6-9]|2[0-4]) made already\): 4 layers "
+                 r"× 3 widths, weights and activations apart \(fewer widths: a shorter sweep\)")
+    wait_for(lambda: re.fullmatch(next_plan, status()), what=lambda: f"the next run's plan; {status()!r}")
     assert dash_duo.find_element("#sweep-heatmap").is_displayed()
 
 
