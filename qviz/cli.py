@@ -304,6 +304,8 @@ def _cmd_report(args) -> int:
 
 
 def _cmd_recipe(args) -> int:
+    from dataclasses import replace
+
     from .passes import LayerBits, Recipe, apply_rules, parse_rule
 
     if args.float and (args.weight_bits is not None or args.activation_bits is not None):
@@ -311,15 +313,22 @@ def _cmd_recipe(args) -> int:
     rules = list(args.rule or ())
     for rule in rules:
         parse_rule(rule)   # a typo is said before seconds of loading
+    source = None
     if args.rules_from:
-        # another model's recipe: its rules, not its layers, carry over (read first: they come first)
-        carried = _read_recipe(args.rules_from, "--rules-from").rules
-        if not carried:
+        # another model's recipe: its rules, default widths and options carry over, not its
+        # layers (read first: its rules come first)
+        source = _read_recipe(args.rules_from, "--rules-from")
+        if not source.rules:
             raise _UsageError(f"--rules-from {args.rules_from}: the recipe has no rules to carry over")
-        rules = [*carried, *rules]
+        rules = [*source.rules, *rules]
     graph = _load(args)
-    bits = None if args.float else LayerBits(args.weight_bits or 8, args.activation_bits or 8)
+    if source is not None and not (args.float or args.weight_bits or args.activation_bits):
+        bits = source.quantize_default   # the widths its rules were written against
+    else:
+        bits = None if args.float else LayerBits(args.weight_bits or 8, args.activation_bits or 8)
     recipe = Recipe.default(graph, bits)
+    if source is not None:
+        recipe = replace(recipe, **source.options())
     if rules:
         recipe = apply_rules(recipe, rules, graph)
     print(recipe.to_json())
@@ -737,7 +746,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "'between=block_3_expand..block_5_add: w4' (see qviz.passes.rules)")
     p.add_argument("--rules-from", metavar="RECIPE.json",
                    help="first apply the rules recorded in this recipe (made for another model, say), "
-                        "then any --rule")
+                        "then any --rule; its default widths (unless given here) and options carry over too")
     p.set_defaults(func=_cmd_recipe)
 
     p = sub.add_parser("apply", help="fold and quantize as a recipe says; write the graph and a report")

@@ -445,10 +445,17 @@ class Recipe:
             "fold": {"default": self.fold_default, "layers": dict(self.fold_layers)},
             "quantize": {"default": bits(self.quantize_default),
                          "layers": {k: bits(v) for k, v in self.quantize_layers.items()}},
-            "options": {"narrow_range": self.narrow_range, "symmetric_weights": self.symmetric_weights,
-                        "symmetric_activations": self.symmetric_activations, "per_channel": self.per_channel,
-                        "ema_decay": self.ema_decay, "int32_bias": self.int32_bias},
+            "options": self.options(),
         }
+
+    def options(self) -> dict:
+        """How this recipe quantizes, whatever the model (``{"per_channel": …, …}``, as its
+        JSON's "options"): what another model's recipe made from it keeps.
+
+        >>> Recipe(per_channel=True).options()["per_channel"]
+        True
+        """
+        return {k: getattr(self, k) for k in _OPTION_DEFAULTS}
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent)

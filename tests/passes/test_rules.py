@@ -1,6 +1,8 @@
 """Rules choose layers by name, op type or pattern; later ones win; the recipe keeps
 them; the rewrite then does what they resolved to (checked on the graph's own fake quants)."""
 
+from dataclasses import replace
+
 import pytest
 
 import qviz
@@ -106,6 +108,15 @@ def test_a_recipes_rules_carry_over_to_another_model(samples, tmp_path, capsys):
     again = Recipe.from_json(capsys.readouterr().out)
     assert again.rules == (*made.rules, "name~dw: w3")
     assert again.bits("dw") == LayerBits(3, 8) and again.bits("stem_conv") == LayerBits(6, 8)
+    # the recipe's options and default widths come too (they are not the model's): per-channel
+    # weights at 6 bits by default stay so for the next model, unless the command says otherwise
+    saved.write_text(replace(made, per_channel=True, ema_decay=0.9, quantize_default=LayerBits(6, 8)).to_json())
+    assert main(["recipe", str(samples["mobilenet_block"]), "--rules-from", str(saved)]) == 0
+    carried = Recipe.from_json(capsys.readouterr().out)
+    assert carried.per_channel and carried.ema_decay == 0.9 and carried.quantize_default == LayerBits(6, 8)
+    assert carried.bits("project") == LayerBits(6, 8) and carried.bits("dw") == LayerBits(4, 8)
+    assert main(["recipe", str(samples["mobilenet_block"]), "--rules-from", str(saved), "--weight-bits", "8"]) == 0
+    assert Recipe.from_json(capsys.readouterr().out).bits("project") == LayerBits(8, 8)
     saved.write_text(Recipe.default(block).to_json())
     assert main(["recipe", str(samples["mobilenet_block"]), "--rules-from", str(saved)]) == 2
     assert "the recipe has no rules to carry over" in capsys.readouterr().err
