@@ -237,20 +237,22 @@ def page(default_sample: str | None, session_id: str, max_upload_bytes: int = 20
                    html.Div(dag.AgGrid(id=ids.GRID, columnDefs=[   # minimum widths: below them the table scrolls sideways
                        # what is chosen first (at 1280 px the bits and "on TFLite" were off the panel's edge,
                        # behind the batch norm's name and "foldable"), what explains it after
-                       {"field": "layer", "pinned": "left", "minWidth": 130},
+                       {"field": "layer", "pinned": "left", "minWidth": 110},
                        # a fold only where it can fold; weight bits only where there are weights
                        {"field": "fold", "editable": {"function": "params.data.foldable === 'yes'"},
-                        "cellDataType": "boolean", "minWidth": 75},
-                       {"field": "weight_bits", "headerName": "weight bits", "minWidth": 95,
+                        "cellDataType": "boolean", "minWidth": 50},
+                       {"field": "weight_bits", "headerName": "weight bits", "minWidth": 70,
                         "editable": {"function": f"params.data.weight_bits !== '{NOT_APPLICABLE}'"},
                         "cellEditor": "agSelectCellEditor", "cellEditorParams": {"values": BITS}},
                        {"field": "activation_bits", "headerName": "activation bits", "editable": True,
-                        "minWidth": 115, "cellEditor": "agSelectCellEditor", "cellEditorParams": {"values": BITS}},
-                       {"field": "tflite", "headerName": "on TFLite", "tooltipField": "tflite_why", "minWidth": 150},
-                       {"field": "batch_norm", "headerName": "batch norm", "minWidth": 95},
-                       {"field": "foldable", "minWidth": 100},
-                       {"field": "why", "headerName": "why not foldable", "tooltipField": "why", "flex": 2,
-                        "minWidth": 180},
+                        "minWidth": 90, "cellEditor": "agSelectCellEditor", "cellEditorParams": {"values": BITS}},
+                       {"field": "tflite", "headerName": "on TFLite", "tooltipField": "tflite_why", "minWidth": 100},
+                       # its batch norm, and why it cannot fold if it cannot (three columns once: at
+                       # 1280 and 1600 px the table scrolled sideways to a column mostly empty)
+                       {"field": "batch_norm", "headerName": "batch norm", "tooltipField": "why", "flex": 2,
+                        "minWidth": 120, "valueFormatter": {"function": (
+                            "params.data.foldable === 'no' ? params.value + ' ✗ not foldable: ' + params.data.why"
+                            " : params.value")}},
                    ], rowData=[], getRowId="params.data.layer",
                        defaultColDef={"resizable": True, "flex": 1, "wrapHeaderText": True, "autoHeaderHeight": True},
                        # (the form of AG Grid 32.2+, dash-ag-grid 32.3+: the string "single" is deprecated and warns)

@@ -123,6 +123,11 @@ def test_every_panel_fits_at_both_window_sizes(dash_duo):
             "const row = document.querySelector('#layer-grid .ag-row').getBoundingClientRect();"
             "return box.height / row.height;")
         assert rows >= 8, f"at {width}×{height} the layer table shows {rows:.1f} rows"
+        # every column in view, none behind a sideways scroll
+        scroll = dash_duo.driver.execute_script(
+            "const v = document.querySelector('#layer-grid .ag-center-cols-viewport');"
+            "return [v.scrollWidth, v.clientWidth];")
+        assert scroll[0] <= scroll[1] + 1, f"at {width}×{height} the layer table scrolls sideways: {scroll}"
         dash_duo.driver.execute_script("document.getElementById('fold-explainer-panel').scrollIntoView()")
         shot(dash_duo, f"fold_explainer_{width}.png")
         dash_duo.driver.execute_script("document.getElementById('layer-errors').scrollIntoView()")
