@@ -240,7 +240,10 @@ def _grids(s, graph, layer, recipe):
     out = []
     activations = [g.tensor for g in grids if g.kind != "weights"]
     samples = s.samples_future(recipe) if activations else None
-    if samples is not None and not samples.done():
+    # read once: a job that ends between two reads left the panel saying "sampling…" with
+    # its poll stopped, and the activation grid never came (a test waited 120 s for it)
+    pending = samples is not None and not samples.done()
+    if pending:
         grids = [g for g in grids if g.kind == "weights"]
         out.append(html.Div("sampling the activations in the worker…", className="verify-running",
                             id=ids.GRID_WAITING))
@@ -259,7 +262,7 @@ def _grids(s, graph, layer, recipe):
         out.append(html.Div([html.Span("try another width: ", className="muted"), dcc.Slider(
             id={"type": ids.GRID_BITS, **where}, min=2, max=max(8, g.bits), step=1, value=g.bits,
             marks={b: str(b) for b in range(2, max(8, g.bits) + 1)})], className="grid-bits"))
-    return out, samples is not None and not samples.done()
+    return out, pending
 
 
 def grid_parts(g, values, bits: int):

@@ -345,3 +345,36 @@ def test_the_two_sqnr_colourings_say_which_error_they_paint(samples):
         assert accumulated.values != own.values
     finally:
         runner.close()
+
+
+def test_a_layers_grids_are_polled_for_until_they_are_drawn(samples, monkeypatch):
+    """The node panel asks whether the activation samples are in, draws, then says whether to
+    poll again: a job that ended between the two reads left "sampling…" on screen with the
+    poll stopped, and the activation grid never came (a browser test waited 120 s for it)."""
+    from concurrent.futures import Future
+
+    from qviz.analysis.quant_grid import activation_samples
+    from qviz.app.callbacks.panels import _grids
+    from qviz.pipeline import apply
+    from qviz.samples import data_for
+
+    g = qviz.load(samples["lenet_digits"])
+    recipe = Recipe.default(g)
+    s = Session(g, "lenet")
+    rewritten = apply(g, recipe, calibration=data_for(g).calibration, report=False).graph
+    values = activation_samples(rewritten, [x[:16] for x in data_for(g).calibration])
+
+    class EndsWhileDrawn(Future):
+        """Running at the first look, done at every later one."""
+        looks = 0
+
+        def done(self):
+            EndsWhileDrawn.looks += 1
+            return EndsWhileDrawn.looks > 1
+
+    job = EndsWhileDrawn()
+    job.set_result(values)
+    monkeypatch.setattr(s, "samples_future", lambda recipe: job)
+    out, poll_again = _grids(s, rewritten, "conv1", recipe)
+    drawn = [part for part in out if isinstance(getattr(part, "id", None), dict)]
+    assert poll_again or len(drawn) == 2, "neither the activation grid drawn nor a poll for it"
