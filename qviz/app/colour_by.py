@@ -131,7 +131,10 @@ def other_pane_metric(session, name: str, recipe: Recipe | None) -> tuple[NodeDa
         return None, f"op kinds here: {name} comes from pane A's run"
     metric = metric_of(session, name, recipe if recipe is not None else FLOAT_RECIPE)
     if metric is None and name == SUGGESTED_BITS:   # the sweep: not run yet, or running
-        return None, f"colour: {metric_waiting(session, name, FLOAT_RECIPE)}"
+        waiting = metric_waiting(session, name, FLOAT_RECIPE)
+        if waiting:
+            return None, f"colour: {waiting}"
+        metric = metric_of(session, name, FLOAT_RECIPE)   # (it ended between the two reads)
     return metric, ""
 
 

@@ -237,8 +237,10 @@ def register(app, store) -> None:
         flags = services.device_flags(s, view.graph, recipe, hover) if not choice.original else {}
         badges = services.bit_badges(s, view.graph, recipe) if not choice.original else {}
         metric = metric_of(s, color_by, recipe)
-        fill = services.metric_fill(metric, view.graph, hover) if metric is not None else None
         waiting = "" if metric is not None else metric_waiting(s, color_by, recipe)
+        if metric is None and not waiting:   # (its job ended between the two reads: it is in now)
+            metric = metric_of(s, color_by, recipe)
+        fill = services.metric_fill(metric, view.graph, hover) if metric is not None else None
         frames = navigation.opened_frames(s, view, choice)
         fig = graph_figure(view.graph, view.pos, routes=view.routes, highlights=highlights, selected=sel,
                            show_status=not choice.original, hover=hover, flags=flags, badges=badges,
