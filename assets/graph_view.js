@@ -382,13 +382,17 @@
     // What the plot looks at, for the figure drawn (gd.data: a new figure brings its own
     // ranges) at the size it was drawn: units per pixel and, on each axis, the point held in
     // place when the plot is resized (side by side): the view's edge at the graph's start if
-    // it shows the start and not the end (the graph starts at the left, or at the top when
-    // drawn downwards: the first node is not cut in half), else the view's centre (a node
-    // looked at stays in the middle).
+    // it opens on the start (shows it, a margin before it, and not the end: the graph starts
+    // at the left, or at the top when drawn downwards; the first node is not cut in half),
+    // else the view's centre (a node looked at stays in the middle: centred on the second
+    // node, the view showed a wide margin before the first, and holding that edge cut the
+    // node looked at out of a half-width pane).
     // A graph shown whole (autorange: a short graph, or a double-click home) is left to
     // plotly, which fits it again to the new size.
     function held(lo, hi, first, last, startIsHigh) {
-        var start = startIsHigh ? hi >= last && lo > first : lo <= first && hi < last;
+        var margin = (hi - lo) / 4;
+        var start = startIsHigh ? hi >= last && hi - last < margin && lo > first
+                                : lo <= first && first - lo < margin && hi < last;
         return !start ? {at: (lo + hi) / 2, side: 0} : (startIsHigh ? {at: hi, side: 1} : {at: lo, side: -1});
     }
     function around(h, units, px) {

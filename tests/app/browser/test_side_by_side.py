@@ -184,6 +184,23 @@ def test_side_by_side_on_and_off_keeps_pane_a_where_it_looked(dash_duo):
                           f"in a pane of {_width(dash_duo, 'graph')}")
 
 
+def test_a_node_looked_at_near_the_start_stays_in_view_as_pane_b_comes(dash_duo):
+    """A user's try: "Learn BN folding" centres conv1, the graph's second node; side by side
+    then showed the input at each pane's right edge and nothing else (the narrowed pane kept
+    the view's left edge, four units before the graph's start, as if it opened on the start)."""
+    start_app(dash_duo)
+    dash_duo.find_element("#search").send_keys("conv1\n")
+    x = _positions(dash_duo, "graph")["layer:conv1"][0]
+    wait_for(lambda: abs(sum(_x_range(dash_duo, "graph")) / 2 - x) < 0.5,
+             what=lambda: f"conv1 (x={x}) centred; pane A shows {_x_range(dash_duo, 'graph')}")
+    wide = _width(dash_duo, "graph")
+    click(dash_duo, "#side-by-side input")
+    wait_for(lambda: _width(dash_duo, "graph") < 0.75 * wide, what="pane A narrowed for pane B")
+    for pane in ("graph", "graph-b"):
+        wait_for(lambda: abs(sum(_x_range(dash_duo, pane)) / 2 - x) < 0.5,
+                 what=lambda: f"conv1 (x={x}) in the middle of {pane}; it shows {_x_range(dash_duo, pane)}")
+
+
 def _fill(dash_duo, graph_id):
     return dash_duo.driver.execute_script(
         f"const g = {_pane(graph_id)}; const t = g.data.find(d => d.name === 'nodes'); const out = {{}};"
