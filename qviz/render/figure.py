@@ -366,17 +366,20 @@ def histogram_figure(values: np.ndarray, title: str, levels: np.ndarray | None =
         fig.add_trace(go.Scatter(x=[lo, lo, hi, hi, lo], y=[0, 1, 1, 0, 0], yaxis="y2", mode="lines",
                                  fill="toself", fillcolor="rgba(208,2,27,0.08)",
                                  line=dict(width=1, color="#d0021b"), hoverinfo="skip", name="levels"))
-        # (in the plot's corner, under the key: centred on the grid it ran out of a narrow plot)
-        fig.add_annotation(x=0.01, xref="paper", xanchor="left", y=0.84, yref="paper", showarrow=False,
+        # (in the plot's corner: centred on the grid it ran out of a narrow plot)
+        fig.add_annotation(x=0.01, xref="paper", xanchor="left", y=0.98, yanchor="top", yref="paper", showarrow=False,
                            font=dict(size=10, color="#d0021b"), bgcolor="rgba(255,255,255,0.75)",
                            text=f"{lv.size} levels, step {step:.3g}")
     title = wrap_title(title)
     lines = title.count("<br>") + 1
-    fig.update_layout(title=dict(text=title, font=dict(size=12)), margin=dict(l=40, r=10, t=14 + 16 * lines, b=40),
-                      height=200 + 16 * lines, showlegend=len(fig.data) > 1,
-                      # inside the plot's top right: above it, a wrapped title ran under it
-                      legend=dict(orientation="h", x=1, xanchor="right", y=1, yanchor="top", font_size=10,
-                                  bgcolor="rgba(255,255,255,0.75)"),
+    keyed = len(fig.data) > 1
+    fig.update_layout(title=dict(text=title, font=dict(size=12)),
+                      margin=dict(l=40, r=10, t=14 + 16 * lines, b=58 if keyed else 40),
+                      height=200 + 16 * lines + (18 if keyed else 0), showlegend=keyed,
+                      # under the axis title: inside the plot it hid the tallest bars, and above it
+                      # a wrapped title ran under it
+                      legend=dict(orientation="h", x=1, xanchor="right", y=0, yanchor="bottom", yref="container",
+                                  font_size=10),
                       xaxis=dict(title=dict(text="value", standoff=2)), yaxis=dict(title=dict(text="count", standoff=2)),
                       yaxis2=dict(overlaying="y", range=[0, 1], visible=False, fixedrange=True))
     return fig
