@@ -322,10 +322,15 @@ def _cmd_recipe(args) -> int:
             raise _UsageError(f"--rules-from {args.rules_from}: the recipe has no rules to carry over")
         rules = [*source.rules, *rules]
     graph = _load(args)
-    if source is not None and not (args.float or args.weight_bits or args.activation_bits):
-        bits = source.quantize_default   # the widths its rules were written against
+    # the widths the carried rules were written against, each unless this command gives its own
+    base = source.quantize_default if source is not None else None
+    if args.float:
+        bits = None
+    elif source is not None and not (args.weight_bits or args.activation_bits):
+        bits = base
     else:
-        bits = None if args.float else LayerBits(args.weight_bits or 8, args.activation_bits or 8)
+        base = base or LayerBits(8, 8)
+        bits = LayerBits(args.weight_bits or base.weight_bits, args.activation_bits or base.activation_bits)
     recipe = Recipe.default(graph, bits)
     if source is not None:
         recipe = replace(recipe, **source.options())
@@ -737,8 +742,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("recipe", help="print the default recipe (JSON): every foldable and quantizable layer")
     _add_model_args(p)
-    p.add_argument("--weight-bits", type=_bits, default=None, help="bits for every layer's weights (default 8)")
-    p.add_argument("--activation-bits", type=_bits, default=None, help="bits for activations (default 8)")
+    p.add_argument("--weight-bits", type=_bits, default=None,
+                   help="bits for every layer's weights (default 8, or --rules-from's recipe's)")
+    p.add_argument("--activation-bits", type=_bits, default=None,
+                   help="bits for activations (default 8, or --rules-from's recipe's)")
     p.add_argument("--float", action="store_true", help="list layers but quantize none (not with the two above)")
     p.add_argument("--rule", action="append", metavar="'SELECTORS: ACTIONS'",
                    help="then set layers by rule, later ones winning, e.g. 'name~block_1[0-3]: w4a8', "
