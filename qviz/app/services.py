@@ -580,7 +580,8 @@ def stopped_sweep(session, bits):
     the runner keeps no checkpoint (Celery's workers may be on other machines)."""
     from ..analysis.sensitivity import measured_so_far
 
-    if session.graph is None or session.work_dir is None or not bits:
+    if (session.graph is None or session.work_dir is None or not bits
+            or not getattr(session.runner, "shares_files", False)):   # (as Session.start_sweep decides)
         return None
     return measured_so_far(session.sweep_checkpoint, quantizable_layers(session.graph), bits)
 

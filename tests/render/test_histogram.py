@@ -32,3 +32,17 @@ def test_a_grid_too_dense_to_see_is_drawn_as_its_range_and_step(bits):
 def test_without_levels_only_the_histogram():
     fig = histogram_figure(np.arange(10.0), "w")
     assert [t.type for t in fig.data] == ["histogram"]
+
+
+def test_a_sweep_stopped_part_way_leaves_its_unmeasured_cells_blank():
+    """A stopped sweep's heatmap: NaN cells (not measured) are gaps with no number and no
+    hover, and the figure's JSON holds no NaN (the page's JSON.parse refuses it)."""
+    from qviz.render.figure import sensitivity_figure
+
+    nan = float("nan")
+    fig = sensitivity_figure(["conv1", "conv2"], [8, 4], [[40.0, nan], [nan, nan]], [[float("inf"), nan], [nan, nan]],
+                             need_db=30.0)
+    weights, activations = fig.data
+    assert [list(r) for r in weights.z] == [[40.0, None], [None, None]] and list(activations.z[0]) == [100.0, None]
+    assert [list(r) for r in weights.text] == [["<b>40</b>", ""], ["", ""]] and weights.hoverongaps is False
+    assert "NaN" not in fig.to_json()

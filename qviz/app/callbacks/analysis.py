@@ -101,8 +101,10 @@ def register(app, store) -> None:
             if made is None:
                 return _sweep_props(status=(stopped and stopped + " · run again: ") + services.sweep_plan(s, bits))
             # what it measured stays on screen (blank: not measured); no suggestion from half a table
+            same = tuple(sorted((int(b) for b in bits or ()), reverse=True)) == job.key
             return _sweep_props(status=f"{stopped or 'stopped'}: the cells measured are shown, the blank ones "
-                                       f"were not · run again to finish: {services.sweep_plan(s, bits)}",
+                                       f"were not · run again{' to finish' if same else ''}: "
+                                       f"{services.sweep_plan(s, bits)}",
                                 heatmap=_heatmap(made, target), heatmap_style=_SHOWN)
         if job.state in (JobState.QUEUED, JobState.RUNNING):
             done, total = job.progress() or (0, 1)
