@@ -32,7 +32,7 @@ from ..render.marks import BIT_COLORS
 from .jobs import JobStopped
 
 __all__ = ["RECIPE_SQNR", "LOCAL_SQNR", "ERROR_SHARE", "FOLD_STATUS", "ACTIVATION_RANGE", "SUGGESTED_BITS",
-           "MENU", "metric_of", "recipe_sqnr", "metric_waiting", "SQNR_GRADIENT", "PER_RECIPE", "other_pane_metric"]
+           "MENU", "metric_of", "metric_and_waiting", "recipe_sqnr", "metric_waiting", "SQNR_GRADIENT", "PER_RECIPE", "other_pane_metric"]
 
 RECIPE_SQNR = "per-layer SQNR (this recipe)"
 LOCAL_SQNR = "per-layer SQNR, local (each layer's own error)"
@@ -129,13 +129,20 @@ def other_pane_metric(session, name: str, recipe: Recipe | None) -> tuple[NodeDa
     """
     if name in PER_RECIPE:
         return None, f"op kinds here: {name} comes from pane A's run"
-    metric = metric_of(session, name, recipe if recipe is not None else FLOAT_RECIPE)
-    if metric is None and name == SUGGESTED_BITS:   # the sweep: not run yet, or running
-        waiting = metric_waiting(session, name, FLOAT_RECIPE)
-        if waiting:
-            return None, f"colour: {waiting}"
-        metric = metric_of(session, name, FLOAT_RECIPE)   # (it ended between the two reads)
+    metric, waiting = metric_and_waiting(session, name, recipe if recipe is not None else FLOAT_RECIPE)
+    if metric is None and name == SUGGESTED_BITS and waiting:   # the sweep: not run yet, or running
+        return None, f"colour: {waiting}"
     return metric, ""
+
+
+def metric_and_waiting(session, name: str, recipe: Recipe) -> tuple[NodeData | None, str]:
+    """``(metric_of(...), metric_waiting(...))`` read consistently: a job that ends between
+    the two reads is read again (drawn as op kinds with its poll stopped, it never came)."""
+    metric = metric_of(session, name, recipe)
+    if metric is not None:
+        return metric, ""
+    waiting = metric_waiting(session, name, recipe)
+    return (metric_of(session, name, recipe), "") if not waiting else (None, waiting)
 
 
 def recipe_sqnr(session, recipe: Recipe, local: bool = False) -> NodeData | None:

@@ -24,7 +24,7 @@ from ...layout.view import BLOCK_KIND
 from ...render import graph_figure, names_near_view, sent_once
 from ...render.marks import FIRST_VIEW_RANKS
 from .. import ids, navigation, services
-from ..colour_by import SUGGESTED_BITS, metric_of, metric_waiting
+from ..colour_by import SUGGESTED_BITS, metric_and_waiting, metric_waiting
 from ..legend import OP_KIND, color_options, metric_legend
 from ..services import ViewChoice, current
 
@@ -236,10 +236,7 @@ def register(app, store) -> None:
         hover = services.hover_lines(s, graph, view.graph, recipe, services.hover_shapes(s.graph, graph))
         flags = services.device_flags(s, view.graph, recipe, hover) if not choice.original else {}
         badges = services.bit_badges(s, view.graph, recipe) if not choice.original else {}
-        metric = metric_of(s, color_by, recipe)
-        waiting = "" if metric is not None else metric_waiting(s, color_by, recipe)
-        if metric is None and not waiting:   # (its job ended between the two reads: it is in now)
-            metric = metric_of(s, color_by, recipe)
+        metric, waiting = metric_and_waiting(s, color_by, recipe)
         fill = services.metric_fill(metric, view.graph, hover) if metric is not None else None
         frames = navigation.opened_frames(s, view, choice)
         fig = graph_figure(view.graph, view.pos, routes=view.routes, highlights=highlights, selected=sel,
