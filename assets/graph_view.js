@@ -382,7 +382,8 @@
     // What the plot looks at, for the figure drawn (gd.data: a new figure brings its own
     // ranges) at the size it was drawn: units per pixel and, on each axis, the point held in
     // place when the plot is resized (side by side): the view's edge at the graph's start if
-    // it opens on the start (shows it, a margin before it, and not the end: the graph starts
+    // it opens on the start (shows it with less than a quarter of the view before it, so a
+    // half-width pane still shows the start, and not the end: the graph starts
     // at the left, or at the top when drawn downwards; the first node is not cut in half),
     // else the view's centre (a node looked at stays in the middle: centred on the second
     // node, the view showed a wide margin before the first, and holding that edge cut the

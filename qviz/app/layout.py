@@ -236,7 +236,7 @@ def page(default_sample: str | None, session_id: str, max_upload_bytes: int = 20
                    # least: at 260 px it showed 4½ of MobileNetV2's 63, above an empty half-panel
                    html.Div(dag.AgGrid(id=ids.GRID, columnDefs=[   # minimum widths: below them the table scrolls sideways
                        # what is chosen first (at 1280 px the bits and "on TFLite" were off the panel's edge,
-                       # behind the batch norm's name and "foldable"), what explains it after
+                       # behind the batch norm's columns), what explains it after
                        {"field": "layer", "pinned": "left", "minWidth": 110},
                        # a fold only where it can fold; weight bits only where there are weights
                        {"field": "fold", "editable": {"function": "params.data.foldable === 'yes'"},
@@ -251,8 +251,8 @@ def page(default_sample: str | None, session_id: str, max_upload_bytes: int = 20
                        # 1280 and 1600 px the table scrolled sideways to a column mostly empty)
                        {"field": "batch_norm", "headerName": "batch norm", "tooltipField": "why", "flex": 2,
                         "minWidth": 120, "valueFormatter": {"function": (
-                            "params.data.foldable === 'no' ? params.value + ' ✗ not foldable: ' + params.data.why"
-                            " : params.value")}},
+                            "params.data.foldable === 'no' ? params.value + ' ✗ not foldable'"
+                            " + (params.data.why ? ': ' + params.data.why : '') : params.value")}},
                    ], rowData=[], getRowId="params.data.layer",
                        defaultColDef={"resizable": True, "flex": 1, "wrapHeaderText": True, "autoHeaderHeight": True},
                        # (the form of AG Grid 32.2+, dash-ag-grid 32.3+: the string "single" is deprecated and warns)

@@ -196,9 +196,9 @@ def test_a_node_looked_at_near_the_start_stays_in_view_as_pane_b_comes(dash_duo)
     wide = _width(dash_duo, "graph")
     click(dash_duo, "#side-by-side input")
     wait_for(lambda: _width(dash_duo, "graph") < 0.75 * wide, what="pane A narrowed for pane B")
-    for pane in ("graph", "graph-b"):
-        wait_for(lambda: abs(sum(_x_range(dash_duo, pane)) / 2 - x) < 0.5,
-                 what=lambda: f"conv1 (x={x}) in the middle of {pane}; it shows {_x_range(dash_duo, pane)}")
+    for pane in ("graph", "graph-b"):   # (each pane's own layout: conv1 where that pane drew it)
+        wait_for(lambda: abs(sum(_x_range(dash_duo, pane)) / 2 - _positions(dash_duo, pane)["layer:conv1"][0]) < 0.5,
+                 what=lambda: f"conv1 in the middle of {pane}; it shows {_x_range(dash_duo, pane)}")
 
 
 def _fill(dash_duo, graph_id):

@@ -61,11 +61,13 @@ def test_a_task_that_finishes_while_its_progress_is_read_gives_its_result(reads)
     result = object()
     fut.handles = [_Handle(_Backend(reads, result))]
     seen = set()
-    for _ in range(10):
-        runner._step(fut, None)
-        seen.add(fut.progress())
-        if fut.done():
-            break
-    assert fut.result(timeout=0) is result
-    assert seen <= {None, (3, 8)}
-    runner.close()
+    try:
+        for _ in range(10):
+            runner._step(fut, None)
+            seen.add(fut.progress())
+            if fut.done():
+                break
+        assert fut.result(timeout=0) is result
+        assert seen <= {None, (3, 8)}
+    finally:
+        runner.close()
