@@ -300,8 +300,18 @@ def measured_so_far(checkpoint: str | os.PathLike, layers: Sequence[str], bits: 
     True
     >>> d.cleanup()
     """
-    cells = _any_cells(checkpoint)
     bits = tuple(int(b) for b in bits)
+    sq, acc, found, has_acc = _table(_any_cells(checkpoint), layers, bits)
+    if not found:
+        return None
+    return Sensitivity(tuple(layers), bits, sq["w"], sq["a"], acc["w"] if has_acc else None,
+                       acc["a"] if has_acc else None)
+
+
+def _table(cells: dict, layers: Sequence[str], bits: Sequence[int]):
+    """``(sqnr, accuracy, any cell found, any accuracy found)`` of ``cells`` (a checkpoint's
+    measurements): ``{"w"|"a": layers × bits array}`` each, NaN where a cell is missing;
+    an SQNR written as None is exact (∞), an accuracy written as None is NaN."""
     shape = (len(layers), len(bits))
     sq = {"w": np.full(shape, np.nan), "a": np.full(shape, np.nan)}
     acc = {"w": np.full(shape, np.nan), "a": np.full(shape, np.nan)}
@@ -313,13 +323,10 @@ def measured_so_far(checkpoint: str | os.PathLike, layers: Sequence[str], bits: 
                 if cell is None:
                     continue
                 found = True
-                sq[which][i, j] = math.inf if cell[0] is None else cell[0]   # (None: exact, as sensitivity writes it)
+                sq[which][i, j] = math.inf if cell[0] is None else cell[0]
                 if cell[1] is not None:
                     acc[which][i, j], has_acc = cell[1], True
-    if not found:
-        return None
-    return Sensitivity(tuple(layers), bits, sq["w"], sq["a"], acc["w"] if has_acc else None,
-                       acc["a"] if has_acc else None)
+    return sq, acc, found, has_acc
 
 
 def _ranges(graph: Graph, calibration) -> dict:
@@ -375,9 +382,6 @@ def sensitivity(graph: Graph, *, bits: Sequence[int] = SWEEP_BITS,
     layers = every if layers is None else [name for name in every if name in set(layers)]
     # One calibration for every run (made at the first measurement a checkpoint does not hold)
     ranges = None
-    shape = (len(layers), len(bits))
-    sq = {"w": np.zeros(shape), "a": np.zeros(shape)}
-    acc = {"w": np.zeros(shape), "a": np.zeros(shape)}
     path = Path(checkpoint) if checkpoint is not None else None
     fingerprint = _fingerprint(graph, inputs) if path is not None else ""
     if path is not None:
@@ -388,9 +392,9 @@ def sensitivity(graph: Graph, *, bits: Sequence[int] = SWEEP_BITS,
     if path is not None and total < 2 * len(layers) * len(bits):
         log.info("%d of %d measurements read from %s", 2 * len(layers) * len(bits) - total,
                  2 * len(layers) * len(bits), path)
-    for i, layer in enumerate(layers):
+    for layer in layers:
         for which in ("w", "a"):
-            for j, b in enumerate(bits):
+            for b in bits:
                 key = _cell(which, layer, b)
                 if key not in cells:
                     if ranges is None:
@@ -405,9 +409,7 @@ def sensitivity(graph: Graph, *, bits: Sequence[int] = SWEEP_BITS,
                     done += 1
                     if progress is not None:
                         progress(done, total)
-                sqnr, accuracy = cells[key]
-                sq[which][i, j] = math.inf if sqnr is None else sqnr
-                acc[which][i, j] = np.nan if accuracy is None else accuracy
+    sq, acc, _, _ = _table(cells, layers, bits)
     has_acc = labels is not None
     return Sensitivity(tuple(layers), bits, sq["w"], sq["a"],
                        acc["w"] if has_acc else None, acc["a"] if has_acc else None,
