@@ -197,6 +197,7 @@ class _NodeView(Mapping):
             return iter(self._node.items())
         return ((n, d.get(data, default)) for n, d in self._node.items())
 
+
 class _EdgeView:
     """``g.edges``: ``(u, v)`` pairs, ``(u, v) in g.edges``, ``g.edges[u, v]`` (the edge's data)."""
 
