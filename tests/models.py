@@ -72,3 +72,21 @@ def rel_err(a, b) -> float:
     """max |a - b| / max |b|: the relative error measure the proofs use."""
     a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
     return float(np.abs(a - b).max() / max(np.abs(b).max(), 1e-12))
+
+
+def separable_bn_model():
+    """SeparableConv2D → BN → ReLU twice (NASNet's cells): the fold scales the pointwise
+    conv, so the depthwise output between them keeps its value. BN statistics are not 0/1."""
+    import keras
+    from keras import layers
+
+    rng = np.random.default_rng(3)
+    inp = keras.Input((10, 10, 3), name="image")
+    x = inp
+    for i, width in enumerate((6, 4)):
+        x = layers.SeparableConv2D(width, 3, use_bias=False, name=f"sep{i}")(x)
+        bn = layers.BatchNormalization(name=f"bn{i}")
+        x = layers.ReLU(name=f"relu{i}")(bn(x))
+        bn.set_weights([rng.uniform(0.5, 2, width), rng.normal(0, 0.5, width), rng.normal(0, 0.5, width),
+                        rng.uniform(0.2, 3, width)])
+    return keras.Model(inp, layers.GlobalAveragePooling2D(name="pool")(x), name="separable")

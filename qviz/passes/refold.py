@@ -7,6 +7,8 @@ ranges a new fold selection needs are the old selection's, read tensor by tensor
 * a tensor of a layer whose fold did not change: the same tensor, by name;
 * a newly folded conv's output (what it hands on): its batch norm's output before;
 * an unfolded batch norm's output: its conv's output before (the conv did its work);
+* a tensor inside a changed fold computed as before (a separable conv's depthwise
+  output: the fold scales the pointwise conv after it): the same tensor;
 * anything else inside a changed fold (a conv's output before its batch norm now
   applies again): not known — the caller calibrates (:func:`ranges_across_folds`
   returns None).
@@ -30,13 +32,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ..ir import Graph
+from ..ir import Graph, GraphError
 from ..ir.ops import LAYER_OPS
 from .fold_batch_norms import fold_batch_norms, folded_into
 from .quant_points import bypass_adds, quant_points, quantizable_units
 from .quantize import LayerBits, QuantizeConfig
 
-__all__ = ["calibration_tensors", "ranges_across_folds"]
+__all__ = ["calibration_tensors", "ranges_across_folds", "float_calibration_tensors", "float_ranges",
+           "ranges_for_folds"]
 
 
 def calibration_tensors(folded: Graph) -> list[str]:
@@ -73,11 +76,57 @@ def ranges_across_folds(graph: Graph, ranges: Mapping[str, tuple[float, float]],
             source = old_out.get(bn_of[layer])
         elif layer in changed_bns and t == new_out.get(layer):      # unfolded: the BN hands on the folded value
             source = old_out.get(conv_of[layer])
-        elif layer in changed or layer in changed_bns:               # inside a changed fold: not measured
-            return None
+        elif (layer in changed or layer in changed_bns) and not _kept(old, new, t):
+            return None                                              # inside a changed fold: not measured
         else:
             source = t
         if source is None or source not in ranges:
             return None
         out[t] = ranges[source]
+    return out
+
+
+def _kept(old: Graph, new: Graph, tensor: str) -> bool:
+    """Whether ``new`` computes ``tensor`` with the very nodes ``old`` did, back to its
+    layer's inputs (a rewrite keeps the nodes it does not touch)."""
+    layer = new.producer(tensor).layer
+    todo, seen = [tensor.rpartition(":")[0]], set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        node = new.node(name)
+        if name not in old or old.node(name) is not node:
+            return False
+        todo += [i.rpartition(":")[0] for i in node.inputs if new.producer(i).layer == layer]
+    return True
+
+
+def float_calibration_tensors(graph: Graph) -> list[str]:
+    """The tensors of ``graph`` as loaded (no batch norm folded) whose ranges give every
+    fold selection's :func:`calibration_tensors` by :func:`ranges_for_folds`: those of the
+    graph unfolded, and the batch norms' outputs, which a folded conv hands on."""
+    tensors = calibration_tensors(graph)
+    outputs = graph.layer_outputs()
+    tensors += [outputs[bn] for bn in folded_into(graph).values() if bn in outputs]
+    return list(dict.fromkeys(tensors))
+
+
+def float_ranges(graph: Graph, inputs, *, ema_decay: float | None = None) -> dict[str, tuple[float, float]]:
+    """Measure :func:`float_calibration_tensors` on ``graph`` as loaded: one calibration
+    that serves every fold selection (:func:`ranges_for_folds`). This is how qviz
+    calibrates a recipe: the page, ``qviz apply`` and a sweep read the same numbers."""
+    from .calibration import activation_ranges
+
+    return activation_ranges(graph, float_calibration_tensors(graph), inputs, ema_decay=ema_decay)
+
+
+def ranges_for_folds(graph: Graph, ranges: Mapping[str, tuple[float, float]],
+                     folds: Sequence[str]) -> dict[str, tuple[float, float]]:
+    """The ranges :func:`calibration_tensors` of ``graph`` folded as ``folds`` needs, read
+    off :func:`float_ranges` of ``graph``."""
+    out = ranges_across_folds(graph, ranges, (), folds)
+    if out is None:   # (a bug, not the user's: float_calibration_tensors missed one)
+        raise GraphError(f"the float graph's calibration does not cover the folds {sorted(folds)}")
     return out
