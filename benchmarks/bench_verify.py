@@ -1,9 +1,10 @@
 """Verification after an edit: the report the app's Verification panel shows, for a
 fold toggle on MobileNetV2 (224×224, random weights, all 8-bit), on its 16 noise
 examples, as the worker computes it (one TensorFlow thread per worker on a 2-core
-machine). The rewrite gets the toggle's own calibration, as the app's does since
-stop 39, and, beside it, ranges read off the opening's calibration, as it did before;
-the report runs both graphs in TensorFlow.
+machine). The rewrite reads the float graph's one calibration, carried to the
+toggle's folds (as the app and ``qviz apply`` do since stop 45), and, beside it, the
+toggle's own calibration of its folded graph (stops 39–44); the report runs both
+graphs in TensorFlow.
 
     python benchmarks/bench_verify.py [--toggles 5] [--threads 1]
 
@@ -31,7 +32,7 @@ def main() -> None:
     import qviz
     from qviz.passes import Recipe, fold_batch_norms, fold_candidates
     from qviz.passes.calibration import activation_ranges
-    from qviz.passes.refold import calibration_tensors, ranges_across_folds
+    from qviz.passes.refold import calibration_tensors, float_ranges, ranges_for_folds
     from qviz.pipeline import apply, report_for
     from qviz.runtime import limit_threads
     from qviz.samples import data_for
@@ -42,19 +43,18 @@ def main() -> None:
     start = Recipe.default(graph)
     folds = [c.layer for c in fold_candidates(graph) if c.foldable]
     # the calibration the app's worker made when the model opened (services.warm_up)
-    folded = fold_batch_norms(graph, layers=folds).graph
-    measured = activation_ranges(folded, calibration_tensors(folded), data.calibration)
-    paths = {"calibrated (the app since stop 39)": [], "read off the last calibration (before)": []}
+    measured = float_ranges(graph, data.calibration)
+    paths = {"the float graph's calibration (now)": [], "its own calibration (stops 39-44)": []}
     for i in range(args.toggles + 1):
         recipe = start.with_fold(folds[i], False)
         toggled = [f for f in folds if f != folds[i]]
         for path, times in paths.items():
             t0 = time.perf_counter()
-            if path.startswith("calibrated"):   # the toggle's own calibration, as qviz apply makes it
+            if path.startswith("its own"):   # the toggle's folded graph calibrated
                 refolded = fold_batch_norms(graph, layers=toggled).graph
                 ranges = activation_ranges(refolded, calibration_tensors(refolded), data.calibration)
-            else:   # its ranges read off the opening's calibration (refold)
-                ranges = ranges_across_folds(graph, measured, folds, toggled)
+            else:   # the opening's calibration of the float graph, carried to the folds
+                ranges = ranges_for_folds(graph, measured, toggled)
             result = apply(graph, recipe, ranges=ranges, calibration=lambda: data.calibration, report=False)
             t1 = time.perf_counter()
             report = report_for(graph, recipe, result, data.verification, data.labels)

@@ -1,7 +1,8 @@
 """Verification as the app's page waits for it: a fold toggle on MobileNetV2 (224×224,
 random weights, all 8-bit, every batch norm folded) → its report from the worker
-processes (the toggle's own calibration in the interactive lane, then the report in
-the background lane, as :class:`qviz.app.session.Session` sends them), what
+processes (the report in the background lane, with the float graph's calibration
+made at opening carried to the toggle's folds, as :class:`qviz.app.session.Session`
+sends it), what
 ``benchmarks/bench_verify.py`` times in one process. The page polls every 300 ms on
 top of this.
 

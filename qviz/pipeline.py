@@ -5,7 +5,12 @@ result depends only on (graph, recipe), which is what makes live apply, undo
 and redo simple in the app.
 
 What the graph is calibrated and verified on is the caller's choice; here,
-the sample's own digits (with no data given, fixed-seed noise is used).
+the sample's own digits (with no data given, fixed-seed noise is used). The
+activation ranges are measured on the graph as loaded, batch norms and all, and
+carried to the folded graph (:func:`qviz.passes.refold.float_ranges`): folding
+is exact in float, so they are the folded graph's own, up to float32 round-off,
+and one calibration serves every fold selection — the app's, ``qviz apply``'s
+and a sweep's numbers are the same.
 
 >>> import qviz
 >>> from qviz.samples import data_for, sample_path
@@ -36,7 +41,8 @@ from .ir import Graph, GraphError
 from .ir.ops import FAKE_QUANT_OPS
 from .metrics import Report, verify
 from .passes import fold_batch_norms, folded_into, quantize
-from .passes.calibration import as_input_list
+from .passes.calibration import as_input_list, noise_inputs
+from .passes.refold import float_ranges, ranges_for_folds
 from .passes.recipe import Recipe, RecipeError
 from .passes.result import Changes, PassResult, Skipped
 
@@ -88,15 +94,16 @@ def apply(graph: Graph, recipe: Recipe, *, calibration: Sequence[np.ndarray] | N
     Args:
         graph: the original graph (never modified).
         recipe: the user's choices; checked against the graph first.
-        calibration: inputs for activation ranges (one array per graph
-            input, or a function making them, called only if a range is not
-            in ``ranges``); default: fixed-seed noise.
+        calibration: inputs for activation ranges, run through ``graph``
+            (one array per graph input, or a function making them, called only
+            if ``ranges`` is not given); default: fixed-seed noise.
         verification, labels: inputs (and labels) for the report, as
             ``calibration`` takes them; default: the calibration arrays if
             given as arrays, else fixed-seed noise, no labels.
         report: compute the verification report (runs both graphs).
         ranges: activation ranges measured already (``{tensor: (min, max)}``
-            of the folded graph); tensors not in it are calibrated.
+            of the folded graph: :func:`~qviz.passes.refold.ranges_for_folds`);
+            tensors not in it are calibrated on the folded graph.
 
     Raises:
         RecipeError: the recipe names layers the graph does not have, or asks
@@ -112,10 +119,15 @@ def apply(graph: Graph, recipe: Recipe, *, calibration: Sequence[np.ndarray] | N
     # fold asked by name that cannot be done is given to the pass, which says why).
     asked = {k for k, v in recipe.fold_layers.items() if v}
     selection = recipe.fold_selection(graph)
-    folded = fold_batch_norms(graph, layers=selection + sorted(asked - set(selection)))
+    folds = selection + sorted(asked - set(selection))
+    folded = fold_batch_norms(graph, layers=folds)
     folded = PassResult(folded.graph, folded.changes,
                         tuple(s for s in folded.skipped if recipe.fold_default or s.layer in asked))
     config = recipe.quantize_config(folded.graph)
+    if ranges is None and config.layers:
+        inputs = calibration() if callable(calibration) else calibration
+        inputs = noise_inputs(graph) if inputs is None else as_input_list(graph, inputs)
+        ranges = ranges_for_folds(graph, float_ranges(graph, inputs, ema_decay=config.ema_decay), folds)
     quantized = quantize(folded.graph, config, calibration=calibration, ranges=ranges)
     out = quantized.graph
     changes = folded.changes.then(quantized.changes)

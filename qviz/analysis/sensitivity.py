@@ -38,9 +38,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir import Graph, GraphError
-from ..passes import LayerBits, Recipe, fold_batch_norms, quant_points, quantizable_layers, quantized_in_graph
-from ..passes.calibration import activation_ranges, noise_inputs
-from ..passes.quantize import QuantizeConfig
+from ..passes import LayerBits, Recipe, folded_into, quantizable_layers, quantized_in_graph
+from ..passes.calibration import noise_inputs
+from ..passes.refold import float_ranges, ranges_for_folds
 from ..metrics import VERIFY_EXAMPLES, constant_output, verify
 from .. import runtime
 from ..choices import SWEEP_BITS
@@ -330,12 +330,10 @@ def _table(cells: dict, layers: Sequence[str], bits: Sequence[int]):
 
 
 def _ranges(graph: Graph, calibration) -> dict:
-    """The activation ranges every measurement of a sweep uses: the folded graph's, at 8 bits."""
-    folded = fold_batch_norms(graph).graph
-    config = QuantizeConfig({name: LayerBits(8, 8) for name in quantizable_layers(folded)})
-    points, _ = quant_points(folded, config)
-    return activation_ranges(folded, [p.tensor for p in points if p.kind != "weights"],
-                             list(calibration) if calibration is not None else noise_inputs(graph))
+    """The activation ranges every measurement of a sweep uses: the folded graph's, as
+    ``qviz.apply`` gives them (the float graph's calibration carried to the folds)."""
+    inputs = list(calibration) if calibration is not None else noise_inputs(graph)
+    return ranges_for_folds(graph, float_ranges(graph, inputs), sorted(folded_into(graph)))
 
 
 def sensitivity(graph: Graph, *, bits: Sequence[int] = SWEEP_BITS,

@@ -45,7 +45,7 @@ MENU = (*WEIGHT_METRICS, FOLD_STATUS, RECIPE_SQNR, LOCAL_SQNR, ERROR_SHARE, ACTI
 
 #: What each job-backed metric waits for, in the legend's words.
 _WAITS_FOR = {RECIPE_SQNR: "this recipe's verification report", LOCAL_SQNR: "each layer's own error",
-              ERROR_SHARE: "each layer's own error", ACTIVATION_RANGE: "this fold selection's calibration"}
+              ERROR_SHARE: "each layer's own error", ACTIVATION_RANGE: "the calibration"}
 
 
 def _job(session, name: str, recipe: Recipe) -> Future | None:
@@ -79,7 +79,7 @@ def metric_of(session, name: str, recipe: Recipe | None = None) -> NodeData | No
         if not _ready(job):
             return None
         if name == ACTIVATION_RANGE:
-            return activation_range(session.result(recipe).folded.graph, job.result())
+            return activation_range(session.result(recipe).folded.graph, session.folded_ranges(recipe))
         if name == SUGGESTED_BITS:
             return suggested_bits(job.result(), session.sweep_target, BIT_COLORS)
         report = job.result()

@@ -57,7 +57,8 @@ log = logging.getLogger(__name__)
 KINDS = {
     "open": "a model file loaded (and a Keras model frozen) into a Graph, with its tensor shapes; run "
             "by the session store's own bounded ThreadRunner, as the graph is drawn in the web process",
-    "calibrate": "activation ranges of a fold selection (a redraw with quantized layers waits for it)",
+    "calibrate": "the float graph's activation ranges, which every fold selection reads (a redraw with "
+                 "quantized layers waits for it)",
     "samples": "what each activation quantizer sees, for the quantization grids",
     "report": "the verification report: both graphs run on the model's data",
     "sweep": "the sensitivity sweep (reports progress)",

@@ -314,7 +314,7 @@ def drawn_key(view: DrawnView, graph, key: str | None) -> str | None:
 
 def shown(session, recipe: Recipe, choice: ViewChoice):
     """``(graph drawn, the recipe's result)``: the rewritten graph unless the original is asked."""
-    result = session.drawn_result(recipe)
+    result = session.result(recipe)
     return (session.graph if choice.original else result.graph), result
 
 

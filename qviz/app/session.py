@@ -29,7 +29,7 @@ from ..ir import Graph
 from ..layout import view_graph
 from ..layout.blocks import find_blocks, layer_graph
 from ..passes import Recipe
-from ..passes.refold import ranges_across_folds
+from ..passes.refold import ranges_for_folds
 from .jobs import Job, JobState, ThreadRunner, shared_thread_runner
 
 if TYPE_CHECKING:
@@ -89,7 +89,6 @@ class Session:
     work_dir: Path | None = None     # its jobs' files (the sweep's measurements): removed with the session
     # Per-recipe caches, least recently used first out: undo/redo and re-selection are instant.
     results: LRUCache = field(default_factory=lambda: LRUCache(8))   # recipe json → Result (no report)
-    previews: LRUCache = field(default_factory=lambda: LRUCache(4))  # recipe json → Result to draw meanwhile
     folds: LRUCache = field(default_factory=lambda: LRUCache(4))     # fold selection → the graph folded so
     checks: LRUCache = field(default_factory=lambda: LRUCache(8))    # recipe json → DeployCheck
     reports: LRUCache = field(default_factory=lambda: LRUCache(8))   # recipe json → Future[Report]
@@ -100,7 +99,9 @@ class Session:
     latest: str = ""   # the recipe last drawn: reports for older ones are not worth computing
     warmed: bool = False   # the starting calibration has been asked for (services.warm_up)
     sweep_target: float = 30.0   # the sweep panel's target SQNR (dB): its suggestion colours the graph
-    ranges: dict = field(default_factory=dict)   # (folds, EMA decay) → Future of activation ranges (shared per graph)
+    # EMA decay (None: extremes) → Future of the float graph's activation ranges (shared per graph)
+    ranges: dict = field(default_factory=dict)
+    fold_ranges: LRUCache = field(default_factory=lambda: LRUCache(8))   # (folds, EMA) → ranges for them
     key: str = field(default_factory=lambda: uuid.uuid4().hex)  # names this model in the worker
     # Jobs the page started and polls, by name ("sweep", "qat", "tflite", "explain", "training"): one
     # each, replaced by the next start, cancelled when the session goes.
@@ -154,30 +155,14 @@ class Session:
 
     def result(self, recipe: Recipe):
         """``qviz.apply(original, recipe, report=False)``, cached (undo/redo is instant): the
-        model the recipe makes, calibrated on its own fold selection as ``qviz apply`` does,
-        which the verification, the downloads and the exports all read.
+        model the recipe makes, with the ranges ``qviz apply`` gives it (the float graph's
+        calibration carried to its folds), which the drawing, the verification, the
+        downloads and the exports all read. A fold toggle calibrates nothing again.
 
         The passes take milliseconds; the report, which runs both graphs in
         TensorFlow, is :meth:`report`, so the graph can be redrawn first.
         """
-        return _cached(self.results, recipe, lambda: self._apply(recipe, self._ranges))
-
-    def drawn_result(self, recipe: Recipe):
-        """What the graph is drawn from at once: :meth:`result` once the recipe's calibration
-        is in, else the recipe applied with ranges read off a calibration of other folds
-        (:func:`qviz.passes.refold.ranges_across_folds`), which draws the same graph. Those
-        ranges differ from the recipe's own calibration by float32 round-off, and on a model
-        at 7 dB moved its SQNR by 0.4 dB: so nothing but the drawing reads them."""
-        if self.result_ready(recipe):
-            return self.result(recipe)
-        with _CACHES:
-            preview = self.previews.get(recipe.to_json(indent=None))
-        if preview is not None:
-            return preview
-        derived = self._derived_ranges(recipe)
-        if derived is None:
-            return self.result(recipe)
-        return _cached(self.previews, recipe, lambda: self._apply(recipe, lambda _: derived))
+        return _cached(self.results, recipe, lambda: self._apply(recipe, self.folded_ranges))
 
     def folded(self, recipe: Recipe):
         """The graph with the recipe's batch norms folded and nothing quantized, cached per fold
@@ -201,7 +186,7 @@ class Session:
         the graph's ⚠ marks and the table's *on TFLite* column read the same check."""
         from ..analysis.deployability import deployability
 
-        return _cached(self.checks, recipe, lambda: deployability(self.graph, recipe, self.drawn_result(recipe)))
+        return _cached(self.checks, recipe, lambda: deployability(self.graph, recipe, self.result(recipe)))
 
     def match_fates(self, source: str, pattern, recipe: Recipe):
         """The float graph's matches of ``pattern`` followed through the recipe's rewrite
@@ -210,21 +195,25 @@ class Session:
         from ..analysis.match_fates import match_fates
 
         key = (source, recipe.to_json(indent=None))
-        return _cached(self.matches, key, lambda: match_fates(pattern, self.graph, self.drawn_result(recipe)))
+        return _cached(self.matches, key, lambda: match_fates(pattern, self.graph, self.result(recipe)))
 
-    def _ranges(self, recipe: Recipe):
-        """Activation ranges for this fold selection (bits do not change them), cached."""
+    def folded_ranges(self, recipe: Recipe) -> dict:
+        """The activation ranges of the recipe's fold selection (bits do not change them):
+        the float graph's calibration (:meth:`ranges_future`; waits for it) carried to its
+        folds (:func:`qviz.passes.refold.ranges_for_folds`), cached."""
         fut = self.ranges_future(recipe)
         try:
-            return fut.result()
-        except Exception:   # not kept: the next recipe with these folds tries again
+            measured = fut.result()
+        except Exception:   # not kept: the next recipe tries again
             self._forget_calibration(recipe, fut)
             raise
+        key = (tuple(recipe.fold_selection(self.graph)), self._calibration_key(recipe))
+        return _cached(self.fold_ranges, key, lambda: ranges_for_folds(self.graph, measured, key[0]))
 
-    def _calibration_key(self, recipe: Recipe) -> tuple[tuple[str, ...], float | None]:
-        """What a calibration is made for: ``(fold selection, EMA decay or None)`` (an EMA's
-        ranges are an average over the batches, not their extremes). Also the job's arguments."""
-        return tuple(recipe.fold_selection(self.graph)), recipe.quantize_config(self.graph).ema_decay
+    def _calibration_key(self, recipe: Recipe) -> float | None:
+        """What a calibration is made for, and the job's argument: the recipe's EMA decay or
+        None (an EMA's ranges are an average over the batches, not their extremes)."""
+        return recipe.quantize_config(self.graph).ema_decay
 
     def _forget_calibration(self, recipe: Recipe, failed: Future) -> None:
         """Drop a failed calibration (the next ask tries again), unless a newer one replaced it."""
@@ -234,30 +223,13 @@ class Session:
                 del self.ranges[key]
 
     def ranges_future(self, recipe: Recipe) -> Future:
-        """The calibration of this fold selection, running or done in the runner."""
+        """The float graph's calibration the recipe reads (:func:`qviz.passes.refold.float_ranges`:
+        one per EMA decay, whatever the folds), running or done in the runner."""
         key = self._calibration_key(recipe)
         with _CACHES:
             if key in self.ranges:
                 return self.ranges[key]
-        return self._submit_once(self.ranges, key, "calibrate", self.key, self.graph, *key)
-
-    def _derived_ranges(self, recipe: Recipe) -> dict | None:
-        """This fold selection's ranges read off a calibration made for other folds (a fold
-        toggle: :func:`qviz.passes.refold.ranges_across_folds`), for :meth:`drawn_result`;
-        None when none is done. Its own calibration is started meanwhile."""
-        folds, ema = self._calibration_key(recipe)
-        self.ranges_future(recipe)
-        if ema is not None:
-            return None   # (an average over batches is not read off another calibration)
-        with _CACHES:
-            done = [(other, fut) for (other, other_ema), fut in self.ranges.items()
-                    if other != folds and other_ema is None and fut.done()
-                    and not fut.cancelled() and fut.exception() is None]
-        for other, fut in done[-2:]:   # the newest: most likely one toggle away
-            derived = ranges_across_folds(self.graph, fut.result(), other, folds)
-            if derived is not None:
-                return derived
-        return None
+        return self._submit_once(self.ranges, key, "calibrate", self.key, self.graph, key)
 
     def result_ready(self, recipe: Recipe) -> bool:
         """Whether :meth:`result` returns at once (made already, or only the passes left to run)."""
@@ -336,7 +308,8 @@ class Session:
 
         def calibrated(done: Future) -> None:
             try:
-                ranges = done.result()
+                done.result()
+                ranges = self.folded_ranges(recipe)   # (at once: the calibration is done)
             except BaseException as exc:   # the calibration failed or was cancelled: so does this job
                 self._forget_calibration(recipe, done)
                 forget(answer)   # (first: whoever sees the failure and asks again gets a new try)

@@ -106,17 +106,14 @@ def _calibration(graph) -> list:
     return list(calibration) if calibration is not None else noise_inputs(graph)   # raises, saying why
 
 
-def calibrate(key, graph, fold_layers, ema_decay=None, progress=None):
-    """Activation ranges of every quantizable layer of the graph folded as asked
-    (:func:`qviz.passes.refold.calibration_tensors`); ``ema_decay``: the recipe's moving
+def calibrate(key, graph, ema_decay=None, progress=None):
+    """The float graph's activation ranges, which every fold selection reads
+    (:func:`qviz.passes.refold.float_ranges`); ``ema_decay``: the recipe's moving
     average of each batch's extremes, as ``qviz apply`` calibrates it."""
-    from ..passes import fold_batch_norms
-    from ..passes.calibration import activation_ranges
-    from ..passes.refold import calibration_tensors
+    from ..passes.refold import float_ranges
 
     graph = _graph(key, graph)
-    folded = fold_batch_norms(graph, layers=list(fold_layers)).graph
-    return activation_ranges(folded, calibration_tensors(folded), _calibration(graph), ema_decay=ema_decay)
+    return float_ranges(graph, _calibration(graph), ema_decay=ema_decay)
 
 
 def report(key, graph, recipe_json, ranges, local=False, progress=None):

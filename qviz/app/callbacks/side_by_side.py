@@ -85,7 +85,7 @@ def register(app, store) -> None:
         a, b = pane_views(s, recipe, other, choice)
         key, pairs = (selected or {}).get("key"), folded_pairs(s, recipe, other)
         chosen = counterparts(key, a, b, pairs) if key else []
-        graph = s.graph if other is None else s.drawn_result(other).graph
+        graph = s.graph if other is None else s.result(other).graph
         # (the float model's hover says it folds and quantizes nothing: it said pane A's recipe)
         hover = services.hover_lines(s, graph, b.graph, other or FLOAT_RECIPE, services.hover_shapes(s.graph, graph))
         # (no empty badge slots: the page previews an edit's badge in pane A only)

@@ -66,13 +66,15 @@ def _result_and_progress(fut):
 def test_jobs_run_in_celery_and_match_in_process(redis_url):
     from qviz.analysis.sensitivity import sensitivity
     from qviz.app.celery_worker import CeleryRunner
+    from qviz.passes.refold import ranges_for_folds
     from qviz.pipeline import apply, report_for
     from qviz.samples import data_for
 
     g = qviz.load(sample_path("lenet_digits"))
     recipe = Recipe.default(g, LayerBits(4, 4))
     runner = CeleryRunner(redis_url)
-    ranges = runner.submit("calibrate", "k", g, tuple(recipe.fold_selection(g))).result(timeout=120)
+    measured = runner.submit("calibrate", "k", g, None).result(timeout=120)
+    ranges = ranges_for_folds(g, measured, recipe.fold_selection(g))
     rep = runner.submit("report", "k", g, recipe.to_json(indent=None), ranges).result(timeout=120)
     data = data_for(g)      # what the workers verify on: the sample's own digits
     here = report_for(g, recipe, apply(g, recipe, report=False, calibration=data.calibration),
