@@ -2,6 +2,8 @@
 hold every activation of every example at once (MobileNetV2's worker went to 3.5 GB
 doing so), and running a chunk at a time gives the numbers running all at once gives."""
 
+import threading
+
 import numpy as np
 import pytest
 
@@ -25,16 +27,17 @@ def lenet(samples):
 
 
 def _fetched_bytes(monkeypatch):
-    """Record the bytes each ``runtime.run`` call hands back (not its calls of itself)."""
-    sizes, run, depth = [], runtime.run, [0]
+    """Record the bytes each ``runtime.run`` call hands back (not its calls of itself; a
+    verification runs the rewritten graph's first examples in a thread of its own)."""
+    sizes, run, local = [], runtime.run, threading.local()
 
     def recording(*args, **kwargs):
-        depth[0] += 1
+        local.depth = getattr(local, "depth", 0) + 1
         try:
             values = run(*args, **kwargs)
         finally:
-            depth[0] -= 1
-        if not depth[0]:
+            local.depth -= 1
+        if not local.depth:
             sizes.append(sum(v.nbytes for v in values))
         return values
 
