@@ -4,8 +4,9 @@ headless Chromium, ``N`` toggles of the layer table's fold cells.
     python benchmarks/toggle_trace.py [N]            # each request's start → end, ms after the toggle
     python benchmarks/toggle_trace.py [N] --profile  # + the page's CPU time by script, toggle → afterplot
 
-The timeline is the browser's (``performance`` resource timings): the edit request,
-the callbacks the new recipe runs, the draw, then plotly's ``afterplot``. The profile
+The timeline is the browser's (``performance`` resource timings): the page's own
+preview of the edit (``qviz_preview``), the edit request, the callbacks the new recipe
+runs, the draw, then plotly's ``afterplot``. The profile
 is Chrome's sampling profiler (CDP ``Profiler``), started at each toggle and stopped
 when plotly has drawn.
 """
@@ -23,9 +24,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 ROWS = ("let api; try { api = dash_ag_grid.getApi('layer-grid'); } catch (e) { return []; } if (!api) return [];"
         "const out = []; api.forEachNode(n => { if (n.data.foldable === 'yes') out.push(n.data.layer); }); return out;")
-TOGGLE = ("window.__ap = null; performance.clearResourceTimings();"
+TOGGLE = ("window.__ap = window.__pv = null; performance.clearResourceTimings();"
           "const g = document.querySelector('#graph .js-plotly-plot');"
           "g.once('plotly_afterplot', () => { window.__ap = performance.now(); });"
+          "g.once('qviz_preview', () => { window.__pv = performance.now(); });"
           "const t = performance.now(); const n = dash_ag_grid.getApi('layer-grid').getRowNode(arguments[0]);"
           "n.setDataValue('fold', !n.data.fold); return t;")
 REQUESTS = ("return performance.getEntriesByType('resource').filter(e => e.name.includes('update-component'))"
@@ -73,7 +75,9 @@ def main() -> None:
                     by_script[url[sample]] += delta / 1e3 / toggles
             time.sleep(1.5)
             requests = d.execute_script(REQUESTS)
-            print(f"toggle {i}: plotly drew at {drawn - t0:.0f} ms; requests (ms after the toggle) "
+            previewed = d.execute_script("return window.__pv")
+            print(f"toggle {i}: previewed at {'—' if previewed is None else f'{previewed - t0:.0f}'} ms, "
+                  f"plotly drew at {drawn - t0:.0f} ms; requests (ms after the toggle) "
                   + " ".join(f"{s - t0:.0f}→{e - t0:.0f}" for s, e in requests if s - t0 < drawn - t0 + 200))
         if profile:
             print("page CPU per toggle, toggle → afterplot, by script:")

@@ -246,6 +246,7 @@ def layer_rows(graph, recipe: Recipe, check=None) -> list[dict]:
     folds = {c.layer: c for c in fold_candidates(graph) if c.layer is not None}
     with_weights = set(quantizable_layers(graph))
     quantizable = set(quantizable_units(graph))   # and bypass Adds: activations only
+    outputs = graph.layer_outputs()
     rows = []
     for layer in graph.layers:
         if layer not in folds and layer not in quantizable:
@@ -255,6 +256,8 @@ def layer_rows(graph, recipe: Recipe, check=None) -> list[dict]:
         short, full = on_tflite(layer, fates_of.get(layer))
         rows.append({
             "layer": layer, "batch_norm": c.bn_layer if c else "",
+            # (the layers a fold rewires: the page outlines them as changed at once, as the redraw will)
+            "after_batch_norm": _readers(graph, outputs.get(c.bn_layer)) if c and c.foldable else [],
             "foldable": "yes" if c and c.foldable else ("no" if c else NOT_APPLICABLE),
             "fold": bool(c and c.foldable and recipe.folds(layer)),
             "weight_bits": bits_label(bits.weight_bits if bits else None) if layer in with_weights
@@ -264,6 +267,11 @@ def layer_rows(graph, recipe: Recipe, check=None) -> list[dict]:
             "why": (c.reason or "") if c else "",
         })
     return rows
+
+
+def _readers(graph, tensor: str | None) -> list[str]:
+    """The layers reading ``tensor`` (none for None)."""
+    return sorted({n.layer for n in graph.consumers(tensor)}) if tensor else []
 
 
 # -- the graph view ------------------------------------------------------------------------
@@ -359,13 +367,17 @@ class MatchItem:
     key: str
 
 
-def match_marks(fates, view: DrawnView, graph, original: bool, limit: int) -> tuple[dict[str, int], list[MatchItem]]:
-    """``(halo colour index per view key, the first ``limit`` matches listed)``.
+def match_marks(fates, view: DrawnView, graph, original: bool,
+                limit: int) -> tuple[dict[str, int], dict[str, int], list[MatchItem]]:
+    """``(halo colour index per view key, halos drawn clear, the first ``limit`` matches listed)``.
 
     In the original view a match halos the float graph's ops; in the rewritten
     one, what is left of them. A match keeps its float-graph number (a stable colour).
+    The layers the rewrite removed of a match (a folded batch norm, drawn faded where
+    it was) get a clear halo: the page shows it at once when an unfold brings them back.
     """
     highlights: dict[str, int] = {}
+    clear: dict[str, int] = {}
     items: list[MatchItem] = []
     for f in fates:
         if original and f.fate == "new":
@@ -374,10 +386,14 @@ def match_marks(fates, view: DrawnView, graph, original: bool, limit: int) -> tu
                                          for n in (f.body if original else f.survivors)) if k]
         for k in keys:
             highlights.setdefault(k, f.number - 1)
+        if not original:
+            for k in (ViewKey.layer(layer) for layer in f.layers):
+                if k in view.graph and view.graph.nodes[k].get("ghost_of"):
+                    clear.setdefault(k, f.number - 1)
         if len(items) < limit:
             root = key_showing(view.graph, graph, f.root) or (keys[0] if keys else "")
             items.append(MatchItem(f.number, tuple(f.layers), f.fate, f.reason, str(root)))
-    return highlights, items
+    return highlights, {k: v for k, v in clear.items() if k not in highlights}, items
 
 
 def why(fates, graph, pattern, layer: str, node: str | None = None) -> str:

@@ -97,7 +97,7 @@ def _labels_readable(pos: Mapping, window, direction: str = "LR") -> bool:
 
 
 def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None,
-                 selected: str | Collection[str] | None = None, show_status: bool = True, title: str = "",
+                 clear_halos: Mapping[str, int] | None = None, selected: str | Collection[str] | None = None, show_status: bool = True, title: str = "",
                  hover: Mapping[str, str] | None = None, routes: Mapping | None = None,
                  flags: Mapping[str, str] | None = None, first_view: bool = False,
                  direction: str = "LR", badges: Mapping[str, Badge] | None = None,
@@ -108,6 +108,8 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
         g: a view graph (:func:`qviz.layout.view_graph`).
         pos: its layout.
         highlights: node key → match number (each match gets its own halo colour).
+        clear_halos: node key → match number, a halo drawn clear (opacity 0): the
+            page shows it when an edit it previews brings the node back.
         selected: node key(s) drawn with a thick outline.
         show_status: colour the outline by diff status (added/modified/removed).
         hover: node key → extra hover lines (shapes, fold/bit state).
@@ -183,13 +185,14 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
                     opacity=[GHOST_OPACITY if d.get("status") == "removed" else 1.0 for d in data],
                     line=dict(color=outline, width=widths)))
     traces = [t for t in (lines, nodes, heads) if t is not None]
-    if highlights:
-        hk = [k for k in keys if k in highlights]
+    halos = {**(clear_halos or {}), **(highlights or {})}
+    if halos:
+        hk = [k for k in keys if k in halos]
         traces.insert(1, scatter(
             x=[pos[k][0] for k in hk], y=[pos[k][1] for k in hk], mode="markers", hoverinfo="skip",
             name="matches", showlegend=False, customdata=hk,
-            marker=dict(size=HALO_SIZE, opacity=HALO_OPACITY,
-                        color=[HALO_COLORS[highlights[k] % len(HALO_COLORS)] for k in hk])))
+            marker=dict(size=HALO_SIZE, opacity=[HALO_OPACITY if k in (highlights or ()) else 0 for k in hk],
+                        color=[HALO_COLORS[halos[k] % len(HALO_COLORS)] for k in hk])))
     if flags:
         fk = [k for k in keys if k in flags]
         traces.append(go.Scatter(

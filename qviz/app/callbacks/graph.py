@@ -230,7 +230,7 @@ def register(app, store) -> None:
                                       else None)
         except PatternSyntaxError as exc:
             fates, error, count = [], str(exc), ""
-        highlights, items = services.match_marks(fates, view, graph, choice.original, MAX_LISTED)
+        highlights, clear_halos, items = services.match_marks(fates, view, graph, choice.original, MAX_LISTED)
         listed = match_list(items, len(fates) - MAX_LISTED)
         sel = services.drawn_key(view, graph, selected.get("key") if selected else None)
         hover = services.hover_lines(s, graph, view.graph, recipe, services.hover_shapes(s.graph, graph))
@@ -239,7 +239,8 @@ def register(app, store) -> None:
         metric, waiting = metric_and_waiting(s, color_by, recipe)
         fill = services.metric_fill(metric, view.graph, hover) if metric is not None else None
         frames = navigation.opened_frames(s, view, choice)
-        fig = graph_figure(view.graph, view.pos, routes=view.routes, highlights=highlights, selected=sel,
+        fig = graph_figure(view.graph, view.pos, routes=view.routes, highlights=highlights,
+                           clear_halos=clear_halos, selected=sel,
                            show_status=not choice.original, hover=hover, flags=flags, badges=badges,
                            first_view=True, direction=choice.direction, fill=fill, frames=frames.values())
         window_now = no_update if window is not None else None

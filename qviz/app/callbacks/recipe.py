@@ -14,8 +14,8 @@ from dash import ALL, Input, Output, State, ctx, dcc, no_update, set_props
 
 from ..._text import quote_name
 from ...passes import Recipe, RecipeError
-from ...render.marks import (BIT_COLORS, FLOAT_BADGE_COLOR, GHOST_OPACITY, PLAIN_OUTLINE, SELECTED_OUTLINE, STATUS_COLORS,
-                             STATUS_OUTLINE_WIDTH)
+from ...render.marks import (BIT_COLORS, FLOAT_BADGE_COLOR, GHOST_OPACITY, HALO_OPACITY, PLAIN_OUTLINE, SELECTED_OUTLINE,
+                             STATUS_COLORS, STATUS_OUTLINE_WIDTH)
 from .. import ids, services
 from ..services import current
 
@@ -58,7 +58,7 @@ function (changed, log, version) {
 #: the figure's data and plotly's calcdata (a pan redraws from it). Returns what it faded.
 FADE_FOLDED = """
 function (gd, edits) {
-    const ghost = %s, removed = %s, modified = %s, statusWidth = %s, plain = %s, selected = %s;
+    const ghost = %s, removed = %s, modified = %s, statusWidth = %s, plain = %s, selected = %s, haloOpacity = %s;
     if (!gd.layout.meta || !gd.layout.meta.diff) return [];   // the original graph: a fold changes nothing there
     const at = gd.data.findIndex(d => d.name === 'nodes');
     const nodes = gd.data[at];
@@ -71,24 +71,51 @@ function (gd, edits) {
         if (line.color[j] === selected[0] && line.width[j] === selected[1]) outline = selected;
         styles.push({j: j, opacity: opacity, outline: outline});
     };
+    // a folded batch norm's match halo goes (the redraw halos what is left of a match, and
+    // draws the rest clear: services.match_marks)
+    const halos = gd.data.findIndex(d => d.name === 'matches');
+    const haloAt = key => (halos < 0 ? -1 : gd.data[halos].customdata.indexOf(key));
+    const haloShown = [];   // [halo point, opacity]
     for (const c of edits) {
         if (c.colId !== 'fold' || c.data.foldable !== 'yes' || !c.data.batch_norm) continue;
         const bn = nodes.customdata.indexOf('layer:' + c.data.batch_norm);
         const conv = nodes.customdata.indexOf('layer:' + c.data.layer);
         if (bn < 0) continue;   // not drawn as a layer (op view, a closed block): the redraw shows it
+        // the layers after the batch norm now read the conv: changed
+        const after = (c.data.after_batch_norm || []).map(l => nodes.customdata.indexOf('layer:' + l)).filter(j => j >= 0);
         const looks = j => (j < 0 ? null : [nodes.marker.opacity[j], [line.color[j], line.width[j]]]);
         const mine = nodes.customdata.length + ':' + c.data.layer;   // (another model's layer of that name is not it)
+        const halo = haloAt('layer:' + c.data.batch_norm);
         if (c.value === true) {
-            if (nodes.marker.opacity[bn] !== ghost) unfolded[mine] = {bn: looks(bn), conv: looks(conv)};
+            if (nodes.marker.opacity[bn] !== ghost) {
+                unfolded[mine] = {bn: looks(bn), conv: looks(conv), after: after.map(looks)};
+            }
             restyle(bn, ghost, [removed, statusWidth]);
             if (conv >= 0) restyle(conv, nodes.marker.opacity[conv], [modified, statusWidth]);
+            for (const j of after) restyle(j, nodes.marker.opacity[j], [modified, statusWidth]);
+            if (halo >= 0) haloShown.push([halo, 0]);
         } else {
-            const was = unfolded[mine] || {bn: [1, plain], conv: null};
+            // (folded when the page was drawn: how it looked before is not known here; the redraw says)
+            const was = unfolded[mine] || {bn: [1, plain], conv: null, after: []};
             restyle(bn, was.bn[0], was.bn[1]);
             if (conv >= 0 && was.conv) restyle(conv, was.conv[0], was.conv[1]);
+            after.forEach((j, i) => { if (was.after[i]) restyle(j, was.after[i][0], was.after[i][1]); });
+            if (halo >= 0) haloShown.push([halo, haloOpacity]);   // (drawn clear while folded)
         }
     }
     if (!styles.length) return [];
+    if (haloShown.length) {
+        const trace = gd.data[halos];
+        const svg = gd.querySelector('.scatterlayer .trace' + gd._fullData[halos].uid);
+        const points = {};
+        if (svg) for (const p of svg.querySelectorAll('path.point')) if (p.__data__) points[p.__data__.i] = p;
+        const calc = gd.calcdata && gd.calcdata[halos];
+        for (const [i, opacity] of haloShown) {
+            trace.marker.opacity[i] = opacity;
+            if (calc && calc[i]) calc[i].mo = opacity;
+            if (points[i]) points[i].style.opacity = opacity;
+        }
+    }
     const calc = gd.calcdata && gd.calcdata[at];
     const svg = gd.querySelector('.scatterlayer .trace' + gd._fullData[at].uid);
     const points = {};
@@ -104,7 +131,7 @@ function (gd, edits) {
     return styles.map(s => ({key: nodes.customdata[s.j], opacity: s.opacity, outline: s.outline}));
 }
 """ % (json.dumps(GHOST_OPACITY), json.dumps(STATUS_COLORS["removed"]), json.dumps(STATUS_COLORS["modified"]),
-       json.dumps(STATUS_OUTLINE_WIDTH), json.dumps(PLAIN_OUTLINE), json.dumps(SELECTED_OUTLINE))
+       json.dumps(STATUS_OUTLINE_WIDTH), json.dumps(PLAIN_OUTLINE), json.dumps(SELECTED_OUTLINE), json.dumps(HALO_OPACITY))
 
 
 #: A table edit shown on the graph at once, before the server has redrawn it (~300 ms on

@@ -296,15 +296,20 @@ def test_a_table_edit_changes_the_badge_at_once_as_the_redraw_then_draws_it(dash
             assert dash_duo.driver.execute_script(_BADGES)["layer:conv2"][:2] == at_once
 
 
-#: Each drawn node's looks on screen, from the plot's SVG: key → [opacity, outline, outline width]
-#: (``keys``: the node trace's keys the SVG was drawn from, by default the figure's). Also kept
-#: when the page previews an edit (``__lookedAt``) and just before plotly redraws (``__beforeRedraw``).
+#: Each drawn node's looks on screen, from the plot's SVG: key → [opacity, outline, outline width],
+#: and "halo KEY" → its match halo's opacity, if it has one drawn (``keys``: the node trace's keys
+#: the SVG was drawn from, then no halos; by default the figure's). Also kept when the page
+#: previews an edit (``__lookedAt``) and just before plotly redraws (``__beforeRedraw``).
 _LOOKS = ("window.__looks = keys => { const g = document.querySelector('#graph .js-plotly-plot');"
-          "  const at = g.data.findIndex(d => d.name === 'nodes'), out = {};"
+          "  const at = g.data.findIndex(d => d.name === 'nodes'), out = {}, halos = keys ? -1 :"
+          "    g.data.findIndex(d => d.name === 'matches');"
           "  keys = keys || g.data[at].customdata;"
           "  const svg = g.querySelector('.scatterlayer .trace' + g._fullData[at].uid);"
           "  for (const p of svg.querySelectorAll('path.point')) { const k = keys[p.__data__.i];"
           "    const s = getComputedStyle(p); out[k] = [Number(s.opacity), s.stroke, s.strokeWidth]; }"
+          "  if (halos >= 0) for (const p of g.querySelectorAll('.scatterlayer .trace' + g._fullData[halos].uid"
+          "      + ' path.point')) { const o = Number(getComputedStyle(p).opacity);"
+          "    if (o > 0) out['halo ' + g.data[halos].customdata[p.__data__.i]] = o; }"
           "  return out; };"
           "const g = document.querySelector('#graph .js-plotly-plot');"
           "window.__lookedAt = null; window.__beforeRedraw = null; window.__data = g.data;"
@@ -315,10 +320,12 @@ _LOOKS = ("window.__looks = keys => { const g = document.querySelector('#graph .
 
 def test_a_fold_toggle_fades_its_batch_norm_at_once_as_the_redraw_then_draws_it(dash_duo):
     """Issue 16.4: a fold toggled in the table is on the graph before the server's redraw
-    (every node stays where it is): its batch norm faded in its place, its conv outlined as
-    changed; the redraw then draws them the same. Unfolded, both come back as they were."""
+    (every node stays where it is): its batch norm faded in its place without its match
+    halo, its conv and the layer after the batch norm outlined as changed; the redraw then
+    draws every node and halo the same. Unfolded, all come back as they were."""
     start_app(dash_duo)
     plain = dash_duo.driver.execute_script(_LOOKS + "return window.__looks();")
+    assert "halo layer:bn1" in plain   # (the start view halos the Conv+BN matches)
     for fold in (True, False):
         dash_duo.driver.execute_script(_LOOKS)
         set_cell(dash_duo, "conv1", "fold", fold)
@@ -326,13 +333,14 @@ def test_a_fold_toggle_fades_its_batch_norm_at_once_as_the_redraw_then_draws_it(
         previewed = dash_duo.driver.execute_script("return window.__lookedAt;")
         wait_for(lambda: dash_duo.driver.execute_script(_REDRAWN), what=f"fold={fold} redrawn")
         redrawn = dash_duo.driver.execute_script("return window.__looks();")
-        for key in ("layer:bn1", "layer:conv1"):
-            assert previewed[key] == redrawn[key], (fold, key, previewed[key], redrawn[key])
+        assert previewed == redrawn, {k: (previewed.get(k), redrawn.get(k)) for k in {*previewed, *redrawn}
+                                      if previewed.get(k) != redrawn.get(k)}
         if fold:
-            assert previewed["layer:bn1"][0] == GHOST_OPACITY and previewed["layer:bn1"] != plain["layer:bn1"]
-            assert previewed["layer:conv1"] != plain["layer:conv1"]
+            assert previewed["layer:bn1"][0] == GHOST_OPACITY and "halo layer:bn1" not in previewed
+            for key in ("layer:conv1", "layer:relu1"):
+                assert previewed[key] != plain[key]
         else:
-            assert previewed["layer:bn1"] == plain["layer:bn1"] and previewed["layer:conv1"] == plain["layer:conv1"]
+            assert previewed == plain
     # the original graph is not what a fold changes: nothing fades there
     click(dash_duo, "#show-graph input[value='original']")
     wait_for(lambda: dash_duo.driver.execute_script(_REDRAWN), what="the original graph drawn")

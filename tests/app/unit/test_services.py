@@ -134,9 +134,12 @@ def test_match_marks_follow_the_rewrite(session):
     fates = session.match_fates("builtin:conv_bn", BUILTIN["conv_bn"], recipe)
     rewritten = services.draw_view(session, recipe, ViewChoice())
     graph, _ = services.shown(session, recipe, ViewChoice())
-    halos, items = services.match_marks(fates, rewritten, graph, False, limit=2)
+    halos, clear, items = services.match_marks(fates, rewritten, graph, False, limit=2)
     assert len(items) == 2 and [i.fate for i in items] == ["folded", "folded"]
     assert set(halos) >= {ViewKey.layer("conv1"), ViewKey.layer("conv2")}
+    # the folded batch norms, drawn faded, keep their match's colour in a clear halo (for the page's unfold)
+    assert clear == {ViewKey.layer(bn): halos[ViewKey.layer(layer)]
+                     for layer, bn in (("conv1", "bn1"), ("conv2", "bn2"), ("fc1", "bn3"))}
     assert all(ViewKey(i.key).is_layer for i in items)
 
 
