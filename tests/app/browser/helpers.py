@@ -34,9 +34,11 @@ def figure_nodes(dash_duo):
 
 
 def halos(dash_duo):
+    """How many match halos the graph shows (not those drawn clear: services.match_marks)."""
     return dash_duo.driver.execute_script(
         "const g = document.querySelector('#graph .js-plotly-plot');"
-        "const t = g && g.data ? g.data.find(d => d.name === 'matches') : null; return t ? t.x.length : 0;")
+        "const t = g && g.data ? g.data.find(d => d.name === 'matches') : null; if (!t) return 0;"
+        "const o = t.marker.opacity; return Array.isArray(o) ? o.filter(v => v > 0).length : t.x.length;")
 
 
 def wait_for(cond, timeout=30, what="condition"):

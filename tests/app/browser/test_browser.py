@@ -67,11 +67,13 @@ def test_builtin_pattern_highlights_matches_and_bad_text_errors(dash_duo):
 
 
 def _halo_colours(dash_duo):
-    """{node key: halo colour} of the drawn graph."""
+    """{node key: halo colour} of the drawn graph (halos shown, not those drawn clear)."""
     return dash_duo.driver.execute_script(
         "const g = document.querySelector('#graph .js-plotly-plot');"
         "const t = g && g.data ? g.data.find(d => d.name === 'matches') : null; const out = {};"
-        "if (t) t.customdata.forEach((k, i) => out[k] = t.marker.color[i]); return out;")
+        "if (t) t.customdata.forEach((k, i) => {"
+        "  if (!Array.isArray(t.marker.opacity) || t.marker.opacity[i] > 0) out[k] = t.marker.color[i]; });"
+        "return out;")
 
 
 def test_matches_survive_a_fold_with_their_fate_and_colour(dash_duo):
