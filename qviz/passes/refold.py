@@ -1,4 +1,4 @@
-"""Activation ranges across fold selections: a fold toggle need not calibrate again.
+"""Activation ranges across fold selections: one calibration serves them all.
 
 Folding is exact in float: with another set of batch norms folded, every tensor
 holds the value it held before — except inside the folds that changed. So the
@@ -25,6 +25,15 @@ ranges a new fold selection needs are the old selection's, read tensor by tensor
 >>> derived = ranges_across_folds(g, before, ["conv1"], ["conv1", "conv2"])
 >>> fresh = measured(["conv1", "conv2"])
 >>> sorted(derived) == sorted(fresh) and all(abs(derived[t][k] - fresh[t][k]) < 1e-4 for t in fresh for k in (0, 1))
+True
+
+qviz calibrates the float graph, batch norms and all (:func:`float_ranges`), and
+reads every fold selection's ranges off it (:func:`ranges_for_folds`): ``qviz
+apply``, a sweep and the app's fold toggles then share one calibration.
+
+>>> measured = float_ranges(g, noise_inputs(g, count=8))
+>>> carried = ranges_for_folds(g, measured, ["conv1", "conv2"])
+>>> sorted(carried) == sorted(fresh) and all(abs(carried[t][k] - fresh[t][k]) < 1e-4 for t in fresh for k in (0, 1))
 True
 """
 
