@@ -32,6 +32,7 @@ In a notebook a result shows itself as a short summary:
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -47,6 +48,8 @@ from .passes.recipe import Recipe, RecipeError
 from .passes.result import Changes, PassResult, Skipped
 
 __all__ = ["apply", "Result", "report_for"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -125,9 +128,13 @@ def apply(graph: Graph, recipe: Recipe, *, calibration: Sequence[np.ndarray] | N
                         tuple(s for s in folded.skipped if recipe.fold_default or s.layer in asked))
     config = recipe.quantize_config(folded.graph)
     if ranges is None and config.layers:
-        inputs = calibration() if callable(calibration) else calibration
-        inputs = noise_inputs(graph) if inputs is None else as_input_list(graph, inputs)
+        calibration = calibration() if callable(calibration) else calibration
+        inputs = noise_inputs(graph) if calibration is None else as_input_list(graph, calibration)
         ranges = ranges_for_folds(graph, float_ranges(graph, inputs, ema_decay=config.ema_decay), folds)
+        if ranges is None:
+            log.info("%s: the float graph's ranges do not carry to its folds (its layers do not tell a conv "
+                     "from its batch norm): the folded graph is calibrated", graph.source or "the graph")
+            calibration = inputs
     quantized = quantize(folded.graph, config, calibration=calibration, ranges=ranges)
     out = quantized.graph
     changes = folded.changes.then(quantized.changes)

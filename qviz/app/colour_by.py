@@ -79,7 +79,7 @@ def metric_of(session, name: str, recipe: Recipe | None = None) -> NodeData | No
         if not _ready(job):
             return None
         if name == ACTIVATION_RANGE:
-            return activation_range(session.result(recipe).folded.graph, session.folded_ranges(recipe))
+            return activation_range(session.result(recipe).folded.graph, session.folded_ranges(recipe) or {})
         if name == SUGGESTED_BITS:
             return suggested_bits(job.result(), session.sweep_target, BIT_COLORS)
         report = job.result()

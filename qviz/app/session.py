@@ -197,10 +197,12 @@ class Session:
         key = (source, recipe.to_json(indent=None))
         return _cached(self.matches, key, lambda: match_fates(pattern, self.graph, self.result(recipe)))
 
-    def folded_ranges(self, recipe: Recipe) -> dict:
+    def folded_ranges(self, recipe: Recipe) -> dict | None:
         """The activation ranges of the recipe's fold selection (bits do not change them):
         the float graph's calibration (:meth:`ranges_future`; waits for it) carried to its
-        folds (:func:`qviz.passes.refold.ranges_for_folds`), cached."""
+        folds (:func:`qviz.passes.refold.ranges_for_folds`), cached; None if they do not carry
+        (a model whose layers do not tell a conv from its batch norm): ``qviz.apply`` then
+        calibrates the folded graph, as ``qviz apply`` does."""
         fut = self.ranges_future(recipe)
         try:
             measured = fut.result()
