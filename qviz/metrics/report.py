@@ -287,6 +287,8 @@ def verify(original: Graph, rewritten: Graph, inputs: Sequence[np.ndarray] | Non
                                "it on")
     if inputs is None:
         inputs = noise_inputs(original, count=VERIFY_EXAMPLES, seed=1)
+    if not len(inputs[0]):   # (it raised "max() arg is an empty sequence")
+        raise runtime.RunError("no examples to verify on: the verification data holds 0")
     if labels is not None and len(labels) != len(inputs[0]):   # (it read 0% accuracy)
         raise runtime.RunError(f"{len(labels)} labels for {len(inputs[0])} examples: give one label per example")
     old, new = layer_outputs(original), layer_outputs(rewritten)

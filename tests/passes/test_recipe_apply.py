@@ -220,5 +220,7 @@ def test_apply_takes_verification_data_as_it_takes_calibration_data(lenet):
     assert qviz.apply(lenet, recipe, calibration=d["x_calib"]).report.examples == len(d["x_calib"])
     with pytest.raises(RunError, match="10 labels for 450 examples"):
         qviz.apply(lenet, recipe, calibration=d["x_calib"], verification=d["x_test"], labels=d["y_test"][:10])
+    with pytest.raises(RunError, match="no examples to verify on"):   # (a bare ValueError of max())
+        qviz.apply(lenet, recipe, calibration=d["x_calib"], verification=d["x_test"][:0])
     with pytest.raises(GraphError, match=r"apply takes a qviz.Graph \(qviz.load\(path\) first\), not a str"):
         qviz.apply("model.keras", recipe)
