@@ -7,7 +7,7 @@ and redo simple in the app.
 What the graph is calibrated and verified on is the caller's choice; here,
 the sample's own digits (with no data given, fixed-seed noise is used). The
 activation ranges are measured on the graph as loaded, batch norms and all, and
-carried to the folded graph (:func:`qviz.passes.refold.float_ranges`): folding
+carried to the folded graph (:func:`qviz.passes.refold.calibrate_folds`): folding
 is exact in float, so they are the folded graph's own, up to float32 round-off,
 and one calibration serves every fold selection — the app's, ``qviz apply``'s
 and a sweep's numbers are the same.
@@ -32,7 +32,6 @@ In a notebook a result shows itself as a short summary:
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -43,13 +42,11 @@ from .ir.ops import FAKE_QUANT_OPS
 from .metrics import Report, verify
 from .passes import fold_batch_norms, folded_into, quantize
 from .passes.calibration import as_input_list, noise_inputs
-from .passes.refold import float_ranges, ranges_for_folds
+from .passes.refold import calibrate_folds
 from .passes.recipe import Recipe, RecipeError
 from .passes.result import Changes, PassResult, Skipped
 
 __all__ = ["apply", "Result", "report_for"]
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -105,7 +102,7 @@ def apply(graph: Graph, recipe: Recipe, *, calibration: Sequence[np.ndarray] | N
             given as arrays, else fixed-seed noise, no labels.
         report: compute the verification report (runs both graphs).
         ranges: activation ranges measured already (``{tensor: (min, max)}``
-            of the folded graph: :func:`~qviz.passes.refold.ranges_for_folds`);
+            of the folded graph: :func:`~qviz.passes.refold.calibrate_folds`);
             tensors not in it are calibrated on the folded graph.
 
     Raises:
@@ -128,13 +125,9 @@ def apply(graph: Graph, recipe: Recipe, *, calibration: Sequence[np.ndarray] | N
                         tuple(s for s in folded.skipped if recipe.fold_default or s.layer in asked))
     config = recipe.quantize_config(folded.graph)
     if ranges is None and config.layers:
-        calibration = calibration() if callable(calibration) else calibration
-        inputs = noise_inputs(graph) if calibration is None else as_input_list(graph, calibration)
-        ranges = ranges_for_folds(graph, float_ranges(graph, inputs, ema_decay=config.ema_decay), folds)
-        if ranges is None:
-            log.info("%s: the float graph's ranges do not carry to its folds (its layers do not tell a conv "
-                     "from its batch norm): the folded graph is calibrated", graph.source or "the graph")
-            calibration = inputs
+        inputs = calibration() if callable(calibration) else calibration
+        inputs = noise_inputs(graph) if inputs is None else as_input_list(graph, inputs)
+        ranges = calibrate_folds(graph, folds, inputs, ema_decay=config.ema_decay)
     quantized = quantize(folded.graph, config, calibration=calibration, ranges=ranges)
     out = quantized.graph
     changes = folded.changes.then(quantized.changes)

@@ -38,9 +38,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir import Graph, GraphError
-from ..passes import LayerBits, Recipe, fold_batch_norms, folded_into, quantizable_layers, quantized_in_graph
-from ..passes.calibration import activation_ranges, noise_inputs
-from ..passes.refold import calibration_tensors, float_ranges, ranges_for_folds
+from ..passes import LayerBits, Recipe, folded_into, quantizable_layers, quantized_in_graph
+from ..passes.calibration import noise_inputs
+from ..passes.refold import calibrate_folds
 from ..metrics import VERIFY_EXAMPLES, constant_output, verify
 from .. import runtime
 from ..choices import SWEEP_BITS
@@ -332,13 +332,8 @@ def _table(cells: dict, layers: Sequence[str], bits: Sequence[int]):
 def _ranges(graph: Graph, calibration) -> dict:
     """The activation ranges every measurement of a sweep uses: the folded graph's, as
     ``qviz.apply`` gives them (the float graph's calibration carried to the folds)."""
-    inputs = list(calibration) if calibration is not None else noise_inputs(graph)
-    folds = sorted(folded_into(graph))
-    carried = ranges_for_folds(graph, float_ranges(graph, inputs), folds)
-    if carried is not None:
-        return carried
-    folded = fold_batch_norms(graph, layers=folds).graph   # (its layers do not tell a conv from its batch norm)
-    return activation_ranges(folded, calibration_tensors(folded), inputs)
+    return calibrate_folds(graph, sorted(folded_into(graph)),
+                           list(calibration) if calibration is not None else noise_inputs(graph))
 
 
 def sensitivity(graph: Graph, *, bits: Sequence[int] = SWEEP_BITS,

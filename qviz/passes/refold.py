@@ -39,6 +39,7 @@ True
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 
 from ..ir import Graph
@@ -48,7 +49,9 @@ from .quant_points import bypass_adds, quant_points, quantizable_units
 from .quantize import LayerBits, QuantizeConfig
 
 __all__ = ["calibration_tensors", "ranges_across_folds", "float_calibration_tensors", "float_ranges",
-           "ranges_for_folds"]
+           "ranges_for_folds", "calibrate_folds"]
+
+log = logging.getLogger(__name__)
 
 
 def calibration_tensors(folded: Graph) -> list[str]:
@@ -138,3 +141,19 @@ def ranges_for_folds(graph: Graph, ranges: Mapping[str, tuple[float, float]],
     from its batch norm's (a SavedModel exported whole puts every op in one layer): the
     caller calibrates the folded graph then."""
     return ranges_across_folds(graph, ranges, (), folds)
+
+
+def calibrate_folds(graph: Graph, folds: Sequence[str], inputs, *,
+                    ema_decay: float | None = None) -> dict[str, tuple[float, float]]:
+    """The activation ranges of ``graph`` folded as ``folds``, measured on ``inputs`` as qviz
+    calibrates a recipe (``qviz.apply``, a sweep): :func:`float_ranges` carried by
+    :func:`ranges_for_folds`; where they do not carry, the folded graph calibrated itself."""
+    from .calibration import activation_ranges
+
+    carried = ranges_for_folds(graph, float_ranges(graph, inputs, ema_decay=ema_decay), folds)
+    if carried is not None:
+        return carried
+    log.info("%s: the float graph's ranges do not carry to its folds (its layers do not tell a conv from its "
+             "batch norm): the folded graph is calibrated", graph.source or "the graph")
+    folded = fold_batch_norms(graph, layers=list(folds)).graph
+    return activation_ranges(folded, calibration_tensors(folded), inputs, ema_decay=ema_decay)

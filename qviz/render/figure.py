@@ -97,7 +97,8 @@ def _labels_readable(pos: Mapping, window, direction: str = "LR") -> bool:
 
 
 def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None,
-                 clear_halos: Mapping[str, int] | None = None, selected: str | Collection[str] | None = None, show_status: bool = True, title: str = "",
+                 clear_halos: Mapping[str, int] | None = None,
+                 selected: str | Collection[str] | None = None, show_status: bool = True, title: str = "",
                  hover: Mapping[str, str] | None = None, routes: Mapping | None = None,
                  flags: Mapping[str, str] | None = None, first_view: bool = False,
                  direction: str = "LR", badges: Mapping[str, Badge] | None = None,

@@ -51,10 +51,11 @@ function (changed, log, version) {
 #: A fold toggled in the table, drawn on the graph at once as the server's redraw draws it
 #: (qviz.render.figure): the layer view keeps every node where it was (an edit is laid out
 #: in place: qviz.layout.routes_in_place), so its batch norm fades where it is (removed:
-#: ghost opacity, red outline) and its conv gets the modified outline; unfolded, both come
-#: back as they were before the fold (the batch norm plain if the page never saw it unfolded).
-#: The redraw then brings what the page cannot know (the edges rewired, other outlines,
-#: hover, TFLite marks). A selected node keeps its black outline. Changed in the plot's SVG,
+#: ghost opacity, red outline, no match halo), and its conv and the layers after the batch
+#: norm (the row's ``after_batch_norm``) get the modified outline; unfolded, all come back as
+#: they were before the fold (the batch norm plain, with the halo the redraw drew clear, if
+#: the page never saw it unfolded). The redraw then brings what the page cannot know (hover,
+#: TFLite marks, the arrowhead into the batch norm). A selected node keeps its black outline. Changed in the plot's SVG,
 #: the figure's data and plotly's calcdata (a pan redraws from it). Returns what it faded.
 FADE_FOLDED = """
 function (gd, edits) {
@@ -75,7 +76,7 @@ function (gd, edits) {
     // draws the rest clear: services.match_marks)
     const halos = gd.data.findIndex(d => d.name === 'matches');
     const haloAt = key => (halos < 0 ? -1 : gd.data[halos].customdata.indexOf(key));
-    const haloShown = [];   // [halo point, opacity]
+    const haloShown = [];   // {j: halo point, opacity}
     for (const c of edits) {
         if (c.colId !== 'fold' || c.data.foldable !== 'yes' || !c.data.batch_norm) continue;
         const bn = nodes.customdata.indexOf('layer:' + c.data.batch_norm);
@@ -93,41 +94,36 @@ function (gd, edits) {
             restyle(bn, ghost, [removed, statusWidth]);
             if (conv >= 0) restyle(conv, nodes.marker.opacity[conv], [modified, statusWidth]);
             for (const j of after) restyle(j, nodes.marker.opacity[j], [modified, statusWidth]);
-            if (halo >= 0) haloShown.push([halo, 0]);
+            if (halo >= 0) haloShown.push({j: halo, opacity: 0});
         } else {
             // (folded when the page was drawn: how it looked before is not known here; the redraw says)
             const was = unfolded[mine] || {bn: [1, plain], conv: null, after: []};
             restyle(bn, was.bn[0], was.bn[1]);
             if (conv >= 0 && was.conv) restyle(conv, was.conv[0], was.conv[1]);
             after.forEach((j, i) => { if (was.after[i]) restyle(j, was.after[i][0], was.after[i][1]); });
-            if (halo >= 0) haloShown.push([halo, haloOpacity]);   // (drawn clear while folded)
+            if (halo >= 0) haloShown.push({j: halo, opacity: haloOpacity});   // (drawn clear while folded)
         }
     }
     if (!styles.length) return [];
-    if (haloShown.length) {
-        const trace = gd.data[halos];
-        const svg = gd.querySelector('.scatterlayer .trace' + gd._fullData[halos].uid);
-        const points = {};
+    // each point's new looks into the figure's data, plotly's calcdata and the SVG drawn
+    const paint = (t, looks) => {
+        const marker = gd.data[t].marker, calc = (gd.calcdata && gd.calcdata[t]) || [], points = {};
+        const svg = gd.querySelector('.scatterlayer .trace' + gd._fullData[t].uid);
         if (svg) for (const p of svg.querySelectorAll('path.point')) if (p.__data__) points[p.__data__.i] = p;
-        const calc = gd.calcdata && gd.calcdata[halos];
-        for (const [i, opacity] of haloShown) {
-            trace.marker.opacity[i] = opacity;
-            if (calc && calc[i]) calc[i].mo = opacity;
-            if (points[i]) points[i].style.opacity = opacity;
+        for (const s of looks) {
+            const c = calc[s.j], p = points[s.j];
+            marker.opacity[s.j] = s.opacity;
+            if (c) c.mo = s.opacity;
+            if (p) p.style.opacity = s.opacity;
+            if (!s.outline) continue;
+            marker.line.color[s.j] = s.outline[0];
+            marker.line.width[s.j] = s.outline[1];
+            if (c) { c.mlc = s.outline[0]; c.mlw = s.outline[1]; }
+            if (p) { p.style.stroke = s.outline[0]; p.style.strokeWidth = s.outline[1] + 'px'; }
         }
-    }
-    const calc = gd.calcdata && gd.calcdata[at];
-    const svg = gd.querySelector('.scatterlayer .trace' + gd._fullData[at].uid);
-    const points = {};
-    if (svg) for (const p of svg.querySelectorAll('path.point')) if (p.__data__) points[p.__data__.i] = p;
-    for (const s of styles) {
-        nodes.marker.opacity[s.j] = s.opacity;
-        line.color[s.j] = s.outline[0];
-        line.width[s.j] = s.outline[1];
-        if (calc && calc[s.j]) { calc[s.j].mo = s.opacity; calc[s.j].mlc = s.outline[0]; calc[s.j].mlw = s.outline[1]; }
-        const p = points[s.j];
-        if (p) { p.style.opacity = s.opacity; p.style.stroke = s.outline[0]; p.style.strokeWidth = s.outline[1] + 'px'; }
-    }
+    };
+    paint(at, styles);
+    if (haloShown.length) paint(halos, haloShown);
     return styles.map(s => ({key: nodes.customdata[s.j], opacity: s.opacity, outline: s.outline}));
 }
 """ % (json.dumps(GHOST_OPACITY), json.dumps(STATUS_COLORS["removed"]), json.dumps(STATUS_COLORS["modified"]),
