@@ -6,8 +6,10 @@ reason, and the rest of ``tests/app`` still runs.
 """
 
 import os
+import threading
 
 import pytest
+from dash.testing.application_runners import ThreadedRunner
 
 from qviz.app.jobs import ProcessRunner
 
@@ -46,6 +48,39 @@ def _worker_processes_end_with_their_test(monkeypatch, request):
     yield
     for runner in [*started, *threads]:
         runner.close()
+
+
+class _ServedApp(ThreadedRunner):
+    """dash[testing]'s threaded server, stopped by shutting the server down. Dash's own stops
+    one by raising SystemExit in every thread made since it started (PyThreadState_SetAsyncExc):
+    the app's job threads died mid-job ("Exception in worker … SystemExit"), and a CI run once
+    hung for good in that teardown, its server waiting for a request thread that never started."""
+
+    def start(self, app, start_timeout=10, **kwargs):
+        from werkzeug.serving import make_server
+
+        self._app = app
+        app.scripts.config.serve_locally = app.css.config.serve_locally = True
+        app.enable_dev_tools(False, dev_tools_disable_version_check=True)
+        # port 0: the system picks a free one (two xdist workers counting from one number collided)
+        self._server = make_server("127.0.0.1", kwargs.get("port", 0), app.server, threaded=True)
+        self.port = self._server.server_port
+        self.thread = threading.Thread(target=self._server.serve_forever, name="dash-test-server", daemon=True)
+        self.thread.start()
+        self.started = True
+
+    def stop(self):
+        self._server.shutdown()        # serve_forever returns; requests in flight finish on their threads
+        self._server.server_close()
+        self.thread.join(timeout=self.stop_timeout)
+        self._app, self.started = None, False
+
+
+@pytest.fixture
+def dash_thread_server():
+    """The server ``dash_duo`` serves the app under test with (see :class:`_ServedApp`)."""
+    with _ServedApp() as server:
+        yield server
 
 
 def pytest_setup_options():
