@@ -19,55 +19,79 @@ from qviz.exporters.keras2 import to_tf_keras
 from qviz.passes import LayerBits
 from qviz.samples import sample_path
 
-# Runs a generated tfmot script in a fresh interpreter (it needs TF_USE_LEGACY_KERAS before TensorFlow
-# loads) and prints, as JSON, each quantized layer's bits and the TFLite ops of the converted model.
+# Runs generated tfmot scripts in a fresh interpreter (they need TF_USE_LEGACY_KERAS before TensorFlow
+# loads) and prints, as JSON, each quantized layer's bits and the TFLite ops of each converted model.
 _TFMOT_PROBE = textwrap.dedent("""
     import json, runpy, sys
     import numpy as np
-    script = runpy.run_path(sys.argv[1])
-    model = script["qat_model"]()
-    bits = {}
-    for layer in model.layers:
-        config = getattr(layer, "quantize_config", None)
-        if config is None or type(config).__name__ != "RecipeQuantizeConfig":
-            continue
-        weights = config.get_weights_and_quantizers(layer.layer)
-        outputs = config.get_output_quantizers(layer.layer)
-        bits[layer.layer.name] = [weights[0][1].num_bits if weights else None,
-                                  outputs[0].num_bits if outputs else None]
-    x = np.random.default_rng(0).normal(size=(8, *model.inputs[0].shape[1:])).astype("float32")
-    model.compile("adam", "mse")
-    model.fit(x, model.predict(x, verbose=0), epochs=1, verbose=0)   # it trains
-    import tensorflow as tf
-    it = tf.lite.Interpreter(model_content=script["to_tflite"](model))
-    it.allocate_tensors()
-    ops = []
-    for op in it._get_ops_details():
-        if op["op_name"] in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"):
-            w = it.get_tensor(op["inputs"][1])
-            ops.append([op["op_name"], str(w.dtype), int(np.unique(w).size)])
-    print("RESULT" + json.dumps({"bits": bits, "ops": ops}))
+    import tf_keras
+    for path in sys.argv[1:]:
+        tf_keras.backend.clear_session()
+        script = runpy.run_path(path)
+        model = script["qat_model"]()
+        bits = {}
+        for layer in model.layers:
+            config = getattr(layer, "quantize_config", None)
+            if config is None or type(config).__name__ != "RecipeQuantizeConfig":
+                continue
+            weights = config.get_weights_and_quantizers(layer.layer)
+            outputs = config.get_output_quantizers(layer.layer)
+            bits[layer.layer.name] = [weights[0][1].num_bits if weights else None,
+                                      outputs[0].num_bits if outputs else None]
+        x = np.random.default_rng(0).normal(size=(8, *model.inputs[0].shape[1:])).astype("float32")
+        model.compile("adam", "mse")
+        model.fit(x, model.predict(x, verbose=0), epochs=1, verbose=0)   # it trains
+        import tensorflow as tf
+        it = tf.lite.Interpreter(model_content=script["to_tflite"](model))
+        it.allocate_tensors()
+        ops = []
+        for op in it._get_ops_details():
+            if op["op_name"] in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"):
+                w = it.get_tensor(op["inputs"][1])
+                ops.append([op["op_name"], str(w.dtype), int(np.unique(w).size)])
+        print("RESULT" + json.dumps({"bits": bits, "ops": ops}))
 """)
 
 
-def _run_tfmot(script) -> dict:
+def _run_tfmot(*scripts) -> list[dict]:
+    """What :data:`_TFMOT_PROBE` finds in each script, run in one interpreter (importing
+    TensorFlow, tf_keras and tfmot costs ~12 s a process)."""
     pytest.importorskip("tensorflow_model_optimization", reason="pip install tensorflow-model-optimization")
     env = {**os.environ, "TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "3"}
-    done = subprocess.run([sys.executable, "-c", _TFMOT_PROBE, str(script)], capture_output=True, text=True,
-                          env=env, timeout=600)
+    done = subprocess.run([sys.executable, "-c", _TFMOT_PROBE, *map(str, scripts)], capture_output=True, text=True,
+                          env=env, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(next(line for line in done.stdout.splitlines() if line.startswith("RESULT"))[6:])
+    results = [json.loads(line[6:]) for line in done.stdout.splitlines() if line.startswith("RESULT")]
+    assert len(results) == len(scripts), done.stdout[-3000:]
+    return results
 
 
-def test_tfmot_script_trains_the_recipes_bits_and_converts_to_int8(tmp_path):
-    path = sample_path("lenet_digits")           # a Keras 3 model: rebuilt for tf_keras beside the script
-    g = qviz.load(path)
-    recipe = qviz.Recipe.default(g).with_bits("conv1", LayerBits(4, 8)).with_bits("fc1", LayerBits(6, 8))
-    done = export_code(path, recipe, "tfmot", tmp_path / "qat.py")
+@pytest.fixture(scope="module")
+def tfmot_scripts(tmp_path_factory):
+    """tfmot scripts, with their exports and what the probe found in each: lenet (Keras 3) with
+    conv1 and fc1 below 8 bits; the tf_keras sample with dw at 3-bit weights, and its default
+    recipe with per-tensor kernels."""
+    made = {}
+    for name, sample, recipe in [
+            ("lenet", "lenet_digits", lambda g: qviz.Recipe.default(g).with_bits("conv1", LayerBits(4, 8))
+                                                                     .with_bits("fc1", LayerBits(6, 8))),
+            ("3-bit dw", "fused_bn_tf_keras", lambda g: qviz.Recipe.default(g).with_bits("dw", LayerBits(3, 8))),
+            ("default", "fused_bn_tf_keras", qviz.Recipe.default)]:
+        path, tmp = sample_path(sample), tmp_path_factory.mktemp("tfmot")
+        made[name] = export_code(path, recipe(qviz.load(path)), "tfmot", tmp / "qat.py")
+    per_tensor = made["default"].files[0].with_name("per_tensor.py")
+    per_tensor.write_text(made["default"].files[0].read_text().replace("PER_CHANNEL = ('conv1', 'dw', 'project')",
+                                                                       "PER_CHANNEL = ()"))
+    found = _run_tfmot(made["lenet"].files[0], made["3-bit dw"].files[0], per_tensor)
+    return {**made, **dict(zip(["lenet found", "3-bit dw found", "per-tensor found"], found))}
+
+
+def test_tfmot_script_trains_the_recipes_bits_and_converts_to_int8(tfmot_scripts):
+    done = tfmot_scripts["lenet"]       # a Keras 3 model: rebuilt for tf_keras beside the script
     assert [p.name for p in done.files] == ["qat.py", "qat_tf_keras.h5"]
     assert any("'conv1' + 'bn1'" in n and "folds first" in n for n in done.notes)
 
-    result = _run_tfmot(tmp_path / "qat.py")
+    result = tfmot_scripts["lenet found"]
     assert result["bits"] == {"conv1": [4, None], "bn1": [None, None], "relu1": [None, 8],
                               "conv2": [8, None], "bn2": [None, None], "relu2": [None, 8],
                               "fc1": [6, None], "bn3": [None, None], "relu3": [None, 8],
@@ -80,16 +104,16 @@ def test_tfmot_script_trains_the_recipes_bits_and_converts_to_int8(tmp_path):
     assert result["ops"][0][2] <= 15 and result["ops"][1][2] > 15
 
 
-def test_tfmot_script_of_a_tf_keras_model_reads_its_own_copy(tmp_path):
+def test_tfmot_script_of_a_tf_keras_model_reads_its_own_copy(tmp_path, tfmot_scripts):
     path = sample_path("fused_bn_tf_keras")      # tf_keras already: saved beside the script, not rebuilt
     g = qviz.load(path)
     narrow = export_code(path, qviz.Recipe.default(g).with_bits("dw", LayerBits(8, 4)), "tfmot", tmp_path / "n.py")
     assert any(n.startswith("'dw_relu': outputs below 8 bits train, but TFLite's converter REFUSES")
                for n in narrow.notes)
-    done = export_code(path, qviz.Recipe.default(g).with_bits("dw", LayerBits(3, 8)), "tfmot", tmp_path / "qat.py")
+    done = tfmot_scripts["3-bit dw"]
     assert [p.name for p in done.files] == ["qat.py", "qat_tf_keras.h5"]
     assert str(path.parent) not in done.files[0].read_text()     # no path of this machine in the script
-    result = _run_tfmot(tmp_path / "qat.py")
+    result = tfmot_scripts["3-bit dw found"]
     assert result["bits"]["dw"] == [3, None] and result["bits"]["dw_relu"] == [None, 8]
     assert result["bits"]["project_bn"] == [None, 8]      # a folded conv with no activation: after its BN
     assert all(dtype == "int8" for _, dtype, _ in result["ops"])
@@ -245,17 +269,12 @@ def test_cli_export_code_writes_the_files_and_prints_the_notes(tmp_path, capsys)
     assert len(err.strip().splitlines()) == 1 and "cannot write" in err
 
 
-def test_why_folded_convs_get_per_channel_weights_in_tfmot(tmp_path):
+def test_why_folded_convs_get_per_channel_weights_in_tfmot(tfmot_scripts):
     # the claim in the script's notes and in the fold-order lesson: with per-tensor kernels, TFLite's
     # converter cannot fold a batch norm into a tfmot conv, and the conv runs in float
-    path = sample_path("fused_bn_tf_keras")
-    g = qviz.load(path)
-    done = export_code(path, qviz.Recipe.default(g), "tfmot", tmp_path / "qat.py")
-    text = done.files[0].read_text()
-    assert "PER_CHANNEL = ('conv1', 'dw', 'project')" in text
-    (tmp_path / "per_tensor.py").write_text(text.replace("PER_CHANNEL = ('conv1', 'dw', 'project')",
-                                                         "PER_CHANNEL = ()"))
-    result = _run_tfmot(tmp_path / "per_tensor.py")
+    done = tfmot_scripts["default"]
+    assert "PER_CHANNEL = ('conv1', 'dw', 'project')" in done.files[0].read_text()
+    result = tfmot_scripts["per-tensor found"]
     assert [op[:2] for op in result["ops"]] == [["CONV_2D", "float32"], ["DEPTHWISE_CONV_2D", "float32"],
                                                 ["CONV_2D", "float32"], ["FULLY_CONNECTED", "int8"]]
 
