@@ -195,6 +195,46 @@ def test_one_layer_of_mobilenet_v2_leaks_into_no_other(tmp_path):
     assert {n.layer for n in result.graph.nodes if n.op in FAKE_QUANT_OPS} == {"block_3_project"}
 
 
+def test_ops_given_the_devices_inputs_run_together_as_each_alone():
+    """The TFLite check's local runs share pruned functions: each value is the one a run of
+    that op alone gives, an op fed where another is computed is run apart, and one that
+    needs the graph's input is None."""
+    from qviz.exporters.tflite import _local_runs
+    from qviz.runtime import run_from
+
+    g = qviz.load(sample_path("resnet_block"))
+    result = qviz.apply(g, qviz.Recipe.default(g), report=False)
+    q = result.graph
+    x = _noise(g)[:2]
+    relus = [n.output(0) for n in q.nodes if n.op == "Relu"]
+    values = dict(zip(relus, runtime.run(q, x, fetches=relus)))
+    # each ReLU's output from the tensor before it, and what takes the ReLU's output from it,
+    # perturbed (as the device's values differ): a ReLU computed in one run is fed in another
+    wanted = []
+    for t in relus:
+        before, after = q.producer(t).inputs[0], q.consumers(t)[0].output(0)
+        wanted.append((t, {before: runtime.run(q, x, fetches=[before])[0] * 1.01}))
+        wanted.append((after, {t: values[t] * 1.02}))
+    wanted.append((relus[-1], {}))     # nothing fed: needs the graph's input
+    calls = []
+
+    def counted(*args):
+        calls.append(args)
+        return run_from(*args)
+
+    import qviz.exporters.tflite as tflite
+    original, tflite.run_from = tflite.run_from, counted
+    try:
+        got = _local_runs(q, wanted)
+    finally:
+        tflite.run_from = original
+    assert got[-1] is None
+    for (tensor, feeds), value in zip(wanted[:-1], got[:-1]):
+        np.testing.assert_array_equal(value, run_from(q, feeds, [tensor])[0])
+        assert tensor not in values or not np.array_equal(value, values[tensor])   # from the feeds
+    assert len(calls) < len(wanted) - 1
+
+
 def test_a_layer_run_in_float_still_has_its_activation_width_refused(tmp_path):
     """First and last layers at 8 bits, the rest at 4 (the preset's old widths), without
     folds: conv2 and fc1 run in float (their batch norms are not folded), but their outputs
