@@ -127,6 +127,17 @@ def click(dash_duo, selector, timeout=10):
     wait_for(attempt, timeout=timeout, what=f"a click on {selector}")
 
 
+def uncheck_sweep_widths(dash_duo, *bits):
+    """Untick widths of the sweep, one at a time: each click waits for the box to show the
+    last one. (Dash's checklist makes a click's value from the value it last rendered: two
+    clicks within one render, as a loaded CI machine gave, kept only the second.)"""
+    for b in bits:
+        box = f"#sweep-bits input[value='{b}']"
+        assert dash_duo.find_element(box).is_selected(), f"width {b} is ticked before it is unticked"
+        click(dash_duo, box)
+        wait_for(lambda: not dash_duo.find_element(box).is_selected(), what=f"width {b} unticked")
+
+
 _BADGE_TEXTS = ("const g = document.querySelector('#graph .js-plotly-plot');"
                 "const t = g && g.data ? g.data.find(d => d.name === 'bits') : null; const out = {};"
                 # (all the badges: the page draws those whose node's name is drawn, graph_view.js thinned)

@@ -11,7 +11,7 @@ from selenium.webdriver.common.keys import Keys
 from qviz.app.jobs import JobFuture
 
 from .helpers import (badge_texts, choose, click, edit_cell, figure_nodes, halos, needs_browser, set_cell, shot,
-                      start_app, text_of, wait_for, wait_idle, wait_open)
+                      start_app, text_of, uncheck_sweep_widths, wait_for, wait_idle, wait_open)
 
 pytestmark = needs_browser
 
@@ -308,8 +308,7 @@ def test_sensitivity_sweep_heatmap_and_one_click_apply(dash_duo):
     assert len(cells) == 40 and 0 < sum(v is not None for v in cells) == made < 40, z
     dash_duo.driver.execute_script("document.getElementById('sweep-heatmap').scrollIntoView();")
     shot(dash_duo, "sensitivity_stopped.png")
-    for b in ("6", "3", "2"):   # sweep 8 and 4 bits only: 4 layers × 2 × 2 = 16 measurements
-        _click_label(dash_duo, "#sweep-bits", b)
+    uncheck_sweep_widths(dash_duo, 6, 3, 2)     # sweep 8 and 4 bits only: 4 layers × 2 × 2 = 16 measurements
     # what the sweep will cost is said before it runs, and follows the widths chosen (after
     # what the stopped run measured, if it measured any before the stop: "stopped after 1 of 40 …")
     wait_for(lambda: re.search(r"16 measurements( \(\d+ made already\))?: 4 layers × 2 widths", status()),

@@ -9,7 +9,7 @@ graphs' labels do not overlap, no column header of the layer table is cut, and
 the selected layer's own controls stay at the top of its panel.
 """
 
-from .helpers import click, needs_browser, set_cell, shot, start_app, wait_for
+from .helpers import click, needs_browser, set_cell, shot, start_app, uncheck_sweep_widths, wait_for
 
 pytestmark = needs_browser
 
@@ -101,8 +101,7 @@ def test_every_panel_fits_at_both_window_sizes(dash_duo):
     wait_for(lambda: "max |Δ|" in dash_duo.find_element("#fold-explainer").text, timeout=60, what="the explainer")
     wait_for(lambda: len(dash_duo.find_elements("#train-fold-view .fold-graph .js-plotly-plot")) == 2,
              timeout=60, what="the training-fold graphs")
-    for b in ("6", "4", "3", "2"):          # a short sweep: 8 bits only
-        dash_duo.find_element(f"#sweep-bits input[value='{b}']").click()
+    uncheck_sweep_widths(dash_duo, 6, 4, 3, 2)      # a short sweep: 8 bits only
     click(dash_duo, "#sweep-run")
     click(dash_duo, "#tflite-export-button")
     wait_for(lambda: dash_duo.find_element("#sweep-status").text.startswith("done"), timeout=120, what="the sweep")

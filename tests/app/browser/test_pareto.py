@@ -2,7 +2,7 @@
 recipe and draws size against SQNR; clicking a point loads its recipe, and undo
 takes it back."""
 
-from .helpers import badge_texts, click, needs_browser, shot, start_app, wait_for
+from .helpers import badge_texts, click, needs_browser, shot, start_app, uncheck_sweep_widths, wait_for
 
 pytestmark = needs_browser
 
@@ -19,8 +19,7 @@ _CLICK = ("const g = document.querySelector('#pareto-graph .js-plotly-plot');"
 
 def test_mixed_precision_front_and_a_click_loads_its_recipe(dash_duo):
     start_app(dash_duo)
-    for b in (6, 3, 2):           # sweep 8 and 4 bits only: 16 measurements
-        click(dash_duo, f"#sweep-bits input[value='{b}']")
+    uncheck_sweep_widths(dash_duo, 6, 3, 2)     # sweep 8 and 4 bits only: 16 measurements
     click(dash_duo, "#sweep-run")
     wait_for(lambda: dash_duo.find_element("#sweep-status").text.startswith("done"), timeout=180,
              what=lambda: f"the sweep; {dash_duo.find_element('#sweep-status').text!r}")

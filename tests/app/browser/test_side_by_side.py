@@ -6,7 +6,7 @@ brings the same node into view in the other."""
 import time
 
 from .helpers import (choose, click, click_node, edit_cell, needs_browser, shot, start_app, text_of, wait_for,
-                      wait_idle, wait_window_kept)
+                      uncheck_sweep_widths, wait_idle, wait_window_kept)
 
 pytestmark = needs_browser
 
@@ -273,8 +273,7 @@ def test_both_panes_repaint_when_the_sweep_they_are_coloured_by_finishes(dash_du
         f"Plotly.relayout({_pane('graph')}, {{'xaxis.range': [{x - 2}, {x + 2}], 'yaxis.range': [{y - 1}, {y + 1}]}});")
     bx = _positions(dash_duo, "graph-b")["layer:conv2"][0]
     wait_for(lambda: abs(_look(dash_duo, "graph-b")[0] - bx) < 0.01, what="pane B on conv2")
-    for b in (6, 3, 2):           # sweep 8 and 4 bits only: 16 measurements
-        click(dash_duo, f"#sweep-bits input[value='{b}']")
+    uncheck_sweep_widths(dash_duo, 6, 3, 2)     # sweep 8 and 4 bits only: 16 measurements
     click(dash_duo, "#sweep-run")
     wait_for(lambda: text_of(dash_duo, "#sweep-status").startswith("done"), timeout=180,
              what=lambda: f"the sweep; {text_of(dash_duo, '#sweep-status')!r}")
