@@ -62,7 +62,7 @@ class _ServedApp(ThreadedRunner):
         self._app = app
         app.scripts.config.serve_locally = app.css.config.serve_locally = True
         app.enable_dev_tools(False, dev_tools_disable_version_check=True)
-        # port 0: the system picks a free one (two xdist workers counting from one number collided)
+        # port 0: the system picks a free one (dash counts ports up from one number in each xdist worker)
         self._server = make_server("127.0.0.1", kwargs.get("port", 0), app.server, threaded=True)
         self.port = self._server.server_port
         self.thread = threading.Thread(target=self._server.serve_forever, name="dash-test-server", daemon=True)
