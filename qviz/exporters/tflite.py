@@ -398,18 +398,21 @@ def _local_runs(graph: Graph, wanted: list[tuple[str, dict]]) -> list[np.ndarray
             groups.append((dict(feeds), set(computed), [i]))
     out: list[np.ndarray | None] = [None] * len(wanted)
     for group_feeds, _, members in groups:
+        fetches = list(dict.fromkeys(wanted[i][0] for i in members))
         try:
-            values = run_from(graph, group_feeds, list(dict.fromkeys(wanted[i][0] for i in members)))
-            by_tensor = dict(zip(dict.fromkeys(wanted[i][0] for i in members), values))
-            for i in members:
-                out[i] = by_tensor[wanted[i][0]]
-        except RunError:   # (not expected: then each alone, and one that fails alone is None)
-            for i in members:
-                try:
-                    out[i] = run_from(graph, wanted[i][1], [wanted[i][0]])[0]
-                except RunError:
-                    out[i] = None
+            values = dict(zip(fetches, run_from(graph, group_feeds, fetches)))
+        except RunError:   # (a control input the walk does not follow: then each alone; None if it fails)
+            values = None
+        for i in members:
+            out[i] = values[wanted[i][0]] if values is not None else _run_alone(graph, *wanted[i])
     return out
+
+
+def _run_alone(graph: Graph, tensor: str, feeds: dict) -> np.ndarray | None:
+    try:
+        return run_from(graph, feeds, [tensor])[0]
+    except RunError:
+        return None
 
 
 def _computed_from(graph: Graph, tensor: str, feeds: dict) -> set[str] | None:

@@ -9,6 +9,7 @@ import pytest
 from selenium.webdriver.common.keys import Keys
 
 from qviz.app.jobs import JobFuture
+from qviz.app.session import _copy
 
 from .helpers import (badge_texts, choose, click, edit_cell, figure_nodes, halos, needs_browser, set_cell, shot,
                       start_app, text_of, uncheck_sweep_widths, wait_for, wait_idle, wait_open)
@@ -437,9 +438,7 @@ class _HeldRunner:
             self.release.wait()
             if not answer.set_running_or_notify_cancel():   # (the page moved on: a stale report)
                 return
-            job = self.inner.submit(kind, *args)
-            job.add_done_callback(lambda done: answer.set_exception(done.exception()) if done.exception()
-                                  else answer.set_result(done.result()))
+            self.inner.submit(kind, *args).add_done_callback(lambda done: _copy(done, answer))
 
         threading.Thread(target=later, daemon=True).start()
         return answer
