@@ -1,4 +1,5 @@
-"""Where qviz keeps what it can compute again (layouts, first views): one directory.
+"""Where qviz keeps what it can compute again (layouts, first views, frozen Keras
+models): one directory.
 
 ``$QVIZ_CACHE_DIR``, else ``$XDG_CACHE_HOME/qviz/layouts``, else
 ``~/.cache/qviz/layouts`` (the name is older than the first views kept beside
@@ -20,7 +21,7 @@ import os
 import tempfile
 from pathlib import Path
 
-__all__ = ["cache_directory", "save_json", "prune", "mark_used"]
+__all__ = ["cache_directory", "save_json", "save_bytes", "prune", "mark_used"]
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +35,12 @@ def cache_directory() -> Path:
 
 
 def save_json(path: Path, data, *, what: str) -> None:
-    """Write ``data`` to ``path`` as JSON, whole or not at all (a temporary file in the
+    """Write ``data`` to ``path`` as JSON, as :func:`save_bytes` writes."""
+    save_bytes(path, json.dumps(data, separators=(",", ":")).encode("utf-8"), what=what)
+
+
+def save_bytes(path: Path, data: bytes, *, what: str) -> None:
+    """Write ``data`` to ``path``, whole or not at all (a temporary file in the
     same directory, renamed). The directory is made private to this user if it is
     made here. A directory that cannot be written, or a full disk, only costs the
     saving: logged as "``what`` not cached"."""
@@ -46,8 +52,8 @@ def save_json(path: Path, data, *, what: str) -> None:
         log.info("%s not cached in %s: %s", what, directory, exc)
         return
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, separators=(",", ":"))
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
         os.replace(tmp, path)
     except OSError as exc:   # a full disk: nothing half-written stays
         log.info("%s not cached in %s: %s", what, directory, exc)
@@ -56,11 +62,12 @@ def save_json(path: Path, data, *, what: str) -> None:
             os.unlink(tmp)
 
 
-def prune(directory: Path, prefix: str, max_files: int, max_bytes: int | None = None) -> None:
-    """Remove the least recently used ``prefix*.json`` entries of ``directory`` beyond
+def prune(directory: Path, prefix: str, max_files: int, max_bytes: int | None = None,
+          suffix: str = ".json") -> None:
+    """Remove the least recently used ``prefix*suffix`` entries of ``directory`` beyond
     ``max_files`` entries or ``max_bytes`` bytes (no other file is touched)."""
     entries = []
-    for p in Path(directory).glob(f"{prefix}*.json"):
+    for p in Path(directory).glob(f"{prefix}*{suffix}"):
         try:
             st = p.stat()
         except OSError:

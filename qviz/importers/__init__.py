@@ -88,7 +88,7 @@ def _is_shape(value) -> bool:
 def _load_path(path: Path, *, input_shape, safe_mode: bool, limits: Limits) -> Graph:
     import stat
 
-    from . import graphdef, keras, savedmodel
+    from . import graphdef, savedmodel
 
     label = str(path)
     st = check_model_path(path, label, limits)   # before anything opens it: no FIFO, no device, no giant
@@ -100,10 +100,8 @@ def _load_path(path: Path, *, input_shape, safe_mode: bool, limits: Limits) -> G
         return savedmodel.load_saved_model(path, safe_mode=safe_mode, limits=limits)
     suffix = path.suffix.lower()
     try:
-        if suffix == ".keras":
-            return keras.load_keras_file(path, input_shape=input_shape, safe_mode=safe_mode, limits=limits)
-        if suffix in KERAS_SUFFIXES:   # .h5 / .hdf5
-            return keras.load_h5_file(path, input_shape=input_shape, safe_mode=safe_mode, limits=limits)
+        if suffix == ".keras" or suffix in KERAS_SUFFIXES:   # (.h5 / .hdf5)
+            return _keras_file(path, input_shape=input_shape, safe_mode=safe_mode, limits=limits)
         if suffix == ".pb":
             return graphdef.load_pb(path, safe_mode=safe_mode, limits=limits)
         if suffix == ".pbtxt":
@@ -115,3 +113,26 @@ def _load_path(path: Path, *, input_shape, safe_mode: bool, limits: Limits) -> G
     except MemoryError:
         raise LoadError(label, "the model does not fit in memory") from None
     raise LoadError(label, f"unknown model format {suffix or '(no extension)'!r}; expected {_FORMATS}")
+
+
+def _keras_file(path: Path, *, input_shape, safe_mode: bool, limits: Limits) -> Graph:
+    """A Keras file frozen, or read back from the frozen-graph cache when these very bytes
+    were frozen with these options before (:mod:`qviz.importers.frozen_cache`)."""
+    import logging
+    import time
+
+    from . import keras
+    from .frozen_cache import FrozenCache, file_key
+
+    started = time.monotonic()
+    cache = FrozenCache()
+    key = file_key(path, input_shape=input_shape, safe_mode=safe_mode, limits=limits)
+    graph = cache.get(key, source=str(path))
+    if graph is not None:
+        logging.getLogger(__name__).info("%s: read frozen from the cache in %.2f s", path.name,
+                                         time.monotonic() - started)
+        return graph
+    loader = keras.load_keras_file if path.suffix.lower() == ".keras" else keras.load_h5_file
+    graph = loader(path, input_shape=input_shape, safe_mode=safe_mode, limits=limits)
+    cache.put(key, graph)
+    return graph
