@@ -37,7 +37,7 @@ from ..analysis.budget import budget
 from ..analysis.channel_ranges import ChannelRanges, channel_ranges
 from ..analysis.node_data import MAX_NODE_DATA_BYTES, NodeData, NodeDataError, on_layers
 from ..matcher import explain, explain_layer
-from ..passes import (LayerBits, Recipe, RecipeError, apply_rules, fold_candidates, quantizable_layers,
+from ..passes import (LayerBits, Recipe, RecipeError, apply_rules, fold_candidates, quantizable_layers, recorded_edit,
                       quantizable_units, quantized_in_graph)
 from ..passes.recipe import FLOAT_RECIPE, MAX_RULES
 from ..render.marks import Badge
@@ -145,14 +145,15 @@ def shows(recipe: Recipe, layer: str, field_name: str, value) -> bool:
 
 
 def set_layer(recipe: Recipe, layer: str, field_name: str, value) -> Recipe:
-    """The recipe with one table cell (or side-panel control) changed."""
+    """The recipe with one table cell (or side-panel control) changed; a recipe made by
+    rules records the change as rules too (:func:`qviz.passes.rules.recorded_edit`)."""
     if field_name == "fold":
-        return recipe.with_fold(layer, bool(value))
+        return recorded_edit(recipe, layer, recipe.with_fold(layer, bool(value)))
     old = recipe.bits(layer) or LayerBits(None, None)
     new = {"weight_bits": old.weight_bits, "activation_bits": old.activation_bits}
     new[field_name] = parse_bits_label(value)
     bits = None if new["weight_bits"] is None and new["activation_bits"] is None else LayerBits(**new)
-    return recipe.with_bits(layer, bits)
+    return recorded_edit(recipe, layer, recipe.with_bits(layer, bits))
 
 
 def preset_note(graph, changed: bool) -> str:

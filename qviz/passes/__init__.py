@@ -11,10 +11,10 @@ from .quantize import (LayerBits, QuantizeConfig, quant_points, quantizable_laye
                        quantized_in_graph, quantized_note)
 from .recipe import Recipe, RecipeError
 from .result import Changes, PassResult, Skipped
-from .rules import apply_rules, parse_rule
+from .rules import apply_rules, parse_rule, recorded_edit
 from .rewrite import GraphEditor
 
-__all__ = ["Recipe", "RecipeError", "apply_rules", "parse_rule",
+__all__ = ["Recipe", "RecipeError", "apply_rules", "parse_rule", "recorded_edit",
            "quantize", "QuantizeConfig", "LayerBits", "quant_points", "quantizable_layers",
            "quantizable_units", "quantized_in_graph", "quantized_note",
            "fold_batch_norms", "fold_batch_norms_training", "fold_candidates", "folded_into", "fold_values", "FoldCandidate",

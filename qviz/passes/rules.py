@@ -57,9 +57,9 @@ from ..patterns import BUILTIN
 from .fold_batch_norms import fold_candidates
 from .quant_points import quantizable_units
 from .quantize import LayerBits
-from .recipe import Recipe, RecipeError
+from .recipe import MAX_RULES, Recipe, RecipeError
 
-__all__ = ["Rule", "parse_rule", "apply_rules", "surviving_rules", "MAX_RULE_CHARS"]
+__all__ = ["Rule", "parse_rule", "apply_rules", "surviving_rules", "recorded_edit", "MAX_RULE_CHARS"]
 
 #: The longest rule read (a regular expression is compiled from it).
 MAX_RULE_CHARS = 500
@@ -224,6 +224,34 @@ def surviving_rules(rules, *, bits: bool, folds: bool) -> tuple[str, ...]:
         if actions:
             kept.append(f"{rule.text.rsplit(':', 1)[0].strip()}: {', '.join(actions)}")
     return tuple(kept)
+
+
+def recorded_edit(recipe: Recipe, layer: str, edited: Recipe) -> Recipe:
+    """``edited`` — ``recipe`` with ``layer``'s fold or bits changed by hand — with that
+    change added to the rules ``recipe`` records, as rules naming ``layer`` alone: the
+    record then still makes the layers (a hand edit had left it saying the rules chose a
+    layer they no longer did). A recipe with no rules records none; one whose record is
+    full (:data:`~qviz.passes.recipe.MAX_RULES`) loses it rather than keep a false one.
+
+    >>> r = Recipe(fold_default=False, rules=("name~^conv: w4",))
+    >>> recorded_edit(r, "conv2", r.with_bits("conv2", LayerBits(None, 8))).rules
+    ('name~^conv: w4', 'name~^conv2$: float', 'name~^conv2$: a8')
+    """
+    if not recipe.rules:
+        return edited
+    named = f"name~^{re.escape(layer)}$"
+    added = []
+    if edited.folds(layer) != recipe.folds(layer):
+        added.append(f"{named}: {'fold' if edited.folds(layer) else 'nofold'}")
+    bits = edited.bits(layer)
+    if bits != recipe.bits(layer):
+        w, a = (None, None) if bits is None else (bits.weight_bits, bits.activation_bits)
+        if w is None or a is None:   # (a rule keeps a width it does not name: unset both first)
+            added.append(f"{named}: float")
+        if w is not None or a is not None:
+            added.append(f"{named}: " + "".join(f"{k}{v}" for k, v in (("w", w), ("a", a)) if v is not None))
+    rules = (*recipe.rules, *added)
+    return replace(edited, rules=rules if len(rules) <= MAX_RULES else ())
 
 
 def apply_rules(recipe: Recipe, rules, graph: Graph) -> Recipe:

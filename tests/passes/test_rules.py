@@ -156,3 +156,21 @@ def test_between_follows_data_not_control_edges():
     assert parse_rule("between=s..b: w4").layers(g) == {"s", "b"}
     with pytest.raises(RecipeError, match="no split of it names two layers"):
         parse_rule("between=a..c..d: w4").layers(g)
+
+
+def test_a_hand_edit_after_rules_is_recorded_so_the_rules_still_make_the_layers(block):
+    from qviz.app.services import rules_line, set_layer
+
+    base = Recipe(fold_default=False)
+    recipe = apply_rules(base, ["*: w8a8", "name~conv$: w4, fold"], block)
+    conv, dense = "stem_conv", "logits"
+    for layer, field, value in ((conv, "fold", False), (conv, "weight_bits", "float"),
+                                (dense, "activation_bits", "6"), (dense, "weight_bits", "3")):
+        recipe = set_layer(recipe, layer, field, value)
+    assert recipe.bits(conv) == LayerBits(None, 8) and recipe.bits(dense).activation_bits == 6
+    remade = apply_rules(base, recipe.rules, block)
+    assert [(layer, remade.folds(layer), remade.bits(layer)) for layer in block.layers] == \
+        [(layer, recipe.folds(layer), recipe.bits(layer)) for layer in block.layers]
+    assert f"name~^{conv}$: nofold" in rules_line(recipe)
+    plain = set_layer(Recipe.default(block), conv, "weight_bits", "4")   # no rules: none recorded
+    assert plain.rules == () and plain.bits(conv).weight_bits == 4
