@@ -126,7 +126,7 @@ def _keras_file(path: Path, *, input_shape, safe_mode: bool, limits: Limits) -> 
 
     started = time.monotonic()
     cache = FrozenCache()
-    key = file_key(path, input_shape=input_shape, safe_mode=safe_mode, limits=limits)
+    key = file_key(path, limits, input_shape=input_shape, safe_mode=safe_mode)
     graph = cache.get(key, source=str(path))
     if graph is not None:
         logging.getLogger(__name__).info("%s: read frozen from the cache in %.2f s", path.name,

@@ -18,8 +18,9 @@ Rules:
   by a load in safe mode (that one refuses, as it would have).
 - Nothing read is executed. An entry is a JSON header line (inputs, outputs,
   layers, scopes) and the GraphDef's bytes, parsed and checked for unsafe ops
-  like any ``.pb`` file; an entry that cannot be read is deleted and the file
-  loaded again.
+  like any ``.pb`` file, after being read as one is (a FIFO or a file over
+  :data:`MAX_ENTRY_BYTES` in its place is refused, never read); an entry that
+  cannot be read is deleted and the file loaded again.
 - The directory is :func:`qviz.cache_dir.cache_directory`, made private to its
   user. It never holds more than :data:`MAX_FILES` entries or
   :data:`MAX_BYTES` (the least recently used go first), and graphs over
@@ -48,6 +49,7 @@ from importlib import metadata
 from pathlib import Path
 
 from ..cache_dir import cache_directory, mark_used, prune, save_bytes
+from .safety import DEFAULT_LIMITS, Limits, read_bounded
 
 __all__ = ["FrozenCache", "file_key", "MAX_FILES", "MAX_BYTES", "MAX_ENTRY_BYTES"]
 
@@ -62,7 +64,8 @@ MAX_ENTRY_BYTES = 256 << 20
 #: Entries are named ``frozen-<key>.graph``: nothing else in the directory is touched.
 PREFIX, SUFFIX = "frozen-", ".graph"
 
-_CHUNK = 1 << 20
+#: What an entry read may be: a graph written here, its header beside it.
+_ENTRY_LIMITS = Limits(max_bytes=MAX_ENTRY_BYTES + (64 << 20))
 
 
 @functools.cache
@@ -81,15 +84,14 @@ def _code_version() -> str:
     return h.hexdigest()
 
 
-def file_key(path: Path, **options) -> str:
-    """The key of ``path`` loaded with ``options`` (JSON-able values): a hash of the
-    file's bytes, the options and :func:`_code_version`. Reads the file once, in chunks
-    (its size was checked before: :func:`qviz.importers.safety.check_model_path`)."""
+def file_key(path: Path, limits: Limits = DEFAULT_LIMITS, **options) -> str:
+    """The key of ``path`` loaded with ``limits`` and ``options`` (JSON-able values): a
+    hash of the file's bytes, the options and :func:`_code_version`. The file is read as
+    every loader reads one (:func:`~qviz.importers.safety.read_bounded`: a regular file,
+    within ``limits``, never blocking on a FIFO swapped in)."""
     h = hashlib.sha256(f"qviz-frozen {_code_version()} {path.suffix.lower()}\n".encode())
-    h.update(json.dumps(options, sort_keys=True, default=repr).encode() + b"\n")
-    with open(path, "rb") as f:
-        while chunk := f.read(_CHUNK):
-            h.update(chunk)
+    h.update(json.dumps({**options, "limits": limits}, sort_keys=True, default=repr).encode() + b"\n")
+    h.update(read_bounded(path, str(path), limits))
     return h.hexdigest()
 
 
@@ -110,18 +112,18 @@ class FrozenCache:
         from ..ir.proto import pb
 
         path = self._path(key)
-        try:
-            data = path.read_bytes()
-        except OSError:
+        if not path.exists():
             return None
         try:
+            # (read as a model file is: something else put there — a FIFO, a giant — is refused, not read)
+            data = read_bounded(path, path.name, _ENTRY_LIMITS)
             head, _, body = data.partition(b"\n")
             meta = json.loads(head)
             graph_def = pb().GraphDef()
             graph_def.ParseFromString(body)
             graph = graph_from_graph_def(graph_def, source, inputs=meta["inputs"], outputs=meta["outputs"],
                                          layer_of=meta["layer_of"], layer_scopes=meta["layer_scopes"])
-        except Exception as exc:   # damaged or foreign: JSON, protobuf's DecodeError, LoadError, a missing key
+        except Exception as exc:   # damaged or foreign: LoadError, JSON, protobuf's DecodeError, a missing key
             log.warning("frozen graph %s in the cache could not be read (%s); loading the file again",
                         path.name, exc)
             path.unlink(missing_ok=True)

@@ -1,6 +1,7 @@
 """A Keras file opened again is read back frozen, not loaded by Keras again, and
 the cache never answers for other bytes, other options, or a damaged entry."""
 
+import os
 import shutil
 
 import numpy as np
@@ -9,6 +10,7 @@ import pytest
 import qviz
 from qviz import runtime
 from qviz.importers import frozen_cache
+from qviz.importers.safety import Limits
 from qviz.passes.calibration import noise_inputs
 
 
@@ -83,11 +85,11 @@ def test_a_model_loaded_unsafely_is_still_refused_in_safe_mode(cache_dir, tmp_pa
         qviz.load(path)
 
 
-@pytest.mark.parametrize("damage", ["truncated", "unsafe op", "not a graph"])
+@pytest.mark.parametrize("damage", ["truncated", "unsafe op", "not a graph", "a FIFO", "giant"])
 def test_a_damaged_or_tampered_entry_is_dropped_and_the_file_loaded_again(cache_dir, samples, monkeypatch, damage):
     first = qviz.load(samples["lenet_digits"])
     [entry] = _entries(cache_dir)
-    data = entry.read_bytes()
+    data, limits = entry.read_bytes(), frozen_cache._ENTRY_LIMITS
     if damage == "truncated":
         entry.write_bytes(data[: len(data) // 2])
     elif damage == "unsafe op":   # what someone who can write the cache could put there: refused as in a .pb
@@ -98,11 +100,22 @@ def test_a_damaged_or_tampered_entry_is_dropped_and_the_file_loaded_again(cache_
         gd.ParseFromString(body)
         gd.node.add(name="leak", op="WriteFile")
         entry.write_bytes(head + b"\n" + gd.SerializeToString())
+    elif damage == "a FIFO":   # read, it would block the open for good
+        entry.unlink()
+        os.mkfifo(entry)
+    elif damage == "giant":   # (over what an entry may be: not read into memory)
+        monkeypatch.setattr(frozen_cache, "_ENTRY_LIMITS", Limits(max_bytes=len(data) - 1))
     else:
         entry.write_bytes(b"{}\n" + b"\xff" * 100)
+    from qviz.importers import keras as keras_importer
+
+    loads, real = [], keras_importer.load_keras_file
+    monkeypatch.setattr(keras_importer, "load_keras_file", lambda p, **k: loads.append(p) or real(p, **k))
     again = qviz.load(samples["lenet_digits"])
+    assert loads == [samples["lenet_digits"]]   # the entry refused: the file frozen again
     _same(first, again)
     assert "WriteFile" not in again.op_counts()
+    monkeypatch.setattr(frozen_cache, "_ENTRY_LIMITS", limits)
     _no_keras(monkeypatch)   # loaded again, and kept again
     _same(first, qviz.load(samples["lenet_digits"]))
 
