@@ -18,10 +18,11 @@ from __future__ import annotations
 import json
 import logging
 import os
+import stat
 import tempfile
 from pathlib import Path
 
-__all__ = ["cache_directory", "save_json", "save_bytes", "prune", "mark_used"]
+__all__ = ["cache_directory", "read_entry", "save_json", "save_bytes", "prune", "mark_used"]
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +33,30 @@ def cache_directory() -> Path:
         return Path(os.environ["QVIZ_CACHE_DIR"])
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return Path(base) / "qviz" / "layouts"
+
+
+def read_entry(path: Path, max_bytes: int) -> bytes:
+    """The bytes of the entry ``path``, read only if they can be this user's cache's own:
+    the directory and the entry belong to this user and no one else may write them, the
+    entry is a regular file (a link is refused, and a FIFO is opened without waiting for a
+    writer) of at most ``max_bytes``. Raises ``FileNotFoundError`` for no entry, another
+    ``OSError`` or ``ValueError`` for one not to read."""
+    _private(os.stat(path.parent), "the cache directory")
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    with os.fdopen(os.open(path, flags), "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError("not a regular file")
+        _private(st, "the entry")
+        data = f.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise ValueError(f"over {max_bytes} bytes")
+    return data
+
+
+def _private(st, what: str) -> None:
+    if hasattr(os, "getuid") and (st.st_uid != os.getuid() or st.st_mode & 0o022):
+        raise ValueError(f"{what} is not this user's alone (owner {st.st_uid}, mode {st.st_mode & 0o777:o})")
 
 
 def save_json(path: Path, data, *, what: str) -> None:

@@ -42,7 +42,6 @@ import logging
 import os
 import signal
 import socket
-import stat
 import threading
 from dataclasses import dataclass
 from html import escape
@@ -51,7 +50,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
-from ..cache_dir import cache_directory, mark_used, prune, save_json
+from ..cache_dir import cache_directory, mark_used, prune, read_entry, save_json
 from . import ASSETS
 from .guard import COOKIE, host_name, host_allowed, served_hosts, token_given, token_matches
 
@@ -171,24 +170,9 @@ class FirstViewCache:
             self.write(model, entry)
 
 
-def _private(st, what: str) -> None:
-    if hasattr(os, "getuid") and (st.st_uid != os.getuid() or st.st_mode & 0o022):
-        raise ValueError(f"{what} is not this user's alone (owner {st.st_uid}, mode {st.st_mode & 0o777:o})")
-
-
 def _read_entry(path: Path) -> FirstViewEntry:
     """One entry, on the terms of :class:`FirstViewCache` (``OSError``/``ValueError`` otherwise)."""
-    _private(os.stat(path.parent), "the cache directory")
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-    fd = os.open(path, flags)   # a link is refused; a FIFO opens without waiting for a writer
-    with os.fdopen(fd, "rb") as f:
-        st = os.fstat(f.fileno())
-        if not stat.S_ISREG(st.st_mode):
-            raise ValueError("not a regular file")
-        _private(st, "the entry")
-        if st.st_size > MAX_ENTRY_BYTES:
-            raise ValueError(f"{st.st_size} bytes, over {MAX_ENTRY_BYTES}")
-        data = json.loads(f.read(MAX_ENTRY_BYTES + 1).decode("utf-8"))
+    data = json.loads(read_entry(path, MAX_ENTRY_BYTES).decode("utf-8"))
     svg, layers = data["svg"], data["layers"]
     if not (isinstance(svg, str) and isinstance(layers, int) and 0 <= layers < 10**9):
         raise ValueError("not a first view")

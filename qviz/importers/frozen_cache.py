@@ -18,9 +18,10 @@ Rules:
   by a load in safe mode (that one refuses, as it would have).
 - Nothing read is executed. An entry is a JSON header line (inputs, outputs,
   layers, scopes) and the GraphDef's bytes, parsed and checked for unsafe ops
-  like any ``.pb`` file, after being read as one is (a FIFO or a file over
-  :data:`MAX_ENTRY_BYTES` in its place is refused, never read); an entry that
-  cannot be read is deleted and the file loaded again.
+  like any ``.pb`` file, read only as :func:`qviz.cache_dir.read_entry` reads an
+  entry (this user's, a regular file, bounded: a FIFO, a giant or another user's
+  file in its place is refused, never read); an entry that cannot be read is
+  deleted and the file loaded again.
 - The directory is :func:`qviz.cache_dir.cache_directory`, made private to its
   user. It never holds more than :data:`MAX_FILES` entries or
   :data:`MAX_BYTES` (the least recently used go first), and graphs over
@@ -48,7 +49,7 @@ import logging
 from importlib import metadata
 from pathlib import Path
 
-from ..cache_dir import cache_directory, mark_used, prune, save_bytes
+from ..cache_dir import cache_directory, mark_used, prune, read_entry, save_bytes
 from .safety import DEFAULT_LIMITS, Limits, read_bounded
 
 __all__ = ["FrozenCache", "file_key", "MAX_FILES", "MAX_BYTES", "MAX_ENTRY_BYTES"]
@@ -64,8 +65,8 @@ MAX_ENTRY_BYTES = 256 << 20
 #: Entries are named ``frozen-<key>.graph``: nothing else in the directory is touched.
 PREFIX, SUFFIX = "frozen-", ".graph"
 
-#: What an entry read may be: a graph written here, its header beside it.
-_ENTRY_LIMITS = Limits(max_bytes=MAX_ENTRY_BYTES + (64 << 20))
+#: The biggest entry read: a graph written here, its header beside it.
+_ENTRY_MAX_BYTES = MAX_ENTRY_BYTES + (64 << 20)
 
 
 @functools.cache
@@ -112,21 +113,23 @@ class FrozenCache:
         from ..ir.proto import pb
 
         path = self._path(key)
-        if not path.exists():
-            return None
         try:
-            # (read as a model file is: something else put there — a FIFO, a giant — is refused, not read)
-            data = read_bounded(path, path.name, _ENTRY_LIMITS)
+            data = read_entry(path, _ENTRY_MAX_BYTES)   # (not read: a FIFO, a giant, another user's file)
             head, _, body = data.partition(b"\n")
             meta = json.loads(head)
             graph_def = pb().GraphDef()
             graph_def.ParseFromString(body)
             graph = graph_from_graph_def(graph_def, source, inputs=meta["inputs"], outputs=meta["outputs"],
                                          layer_of=meta["layer_of"], layer_scopes=meta["layer_scopes"])
+        except FileNotFoundError:
+            return None
         except Exception as exc:   # damaged or foreign: LoadError, JSON, protobuf's DecodeError, a missing key
             log.warning("frozen graph %s in the cache could not be read (%s); loading the file again",
                         path.name, exc)
-            path.unlink(missing_ok=True)
+            try:
+                path.unlink(missing_ok=True)
+            except OSError:   # (a directory not this user's: left as it is)
+                pass
             return None
         mark_used(path)
         self.hits += 1

@@ -33,7 +33,7 @@ from pathlib import Path
 from threading import Lock
 
 from .digraph import DiGraph
-from ..cache_dir import cache_directory, mark_used, prune, save_json
+from ..cache_dir import cache_directory, mark_used, prune, read_entry, save_json
 from .layered import LAYOUT_VERSION, layered_routes
 
 __all__ = ["LayoutCache", "default_cache", "MAX_FILES", "MAX_BYTES"]
@@ -44,6 +44,8 @@ log = logging.getLogger(__name__)
 MAX_FILES = 200
 #: Bytes kept at most.
 MAX_BYTES = 256 * 2**20
+#: The biggest entry read (one is refused rather than read whole into memory).
+MAX_ENTRY_BYTES = 64 * 2**20
 #: Below this many nodes laying out is faster than reading a file.
 MIN_NODES = 300
 #: Entries are named ``layout-<hash>.json``: nothing else in the directory is touched.
@@ -108,8 +110,7 @@ class LayoutCache:
 
     def _read(self, path: Path, g: DiGraph):
         try:
-            with open(path, encoding="utf-8") as f:
-                data = json.load(f)
+            data = json.loads(read_entry(path, MAX_ENTRY_BYTES).decode("utf-8"))
             names = {str(n): n for n in g.nodes}
             pos = {names[k]: (float(x), float(y)) for k, (x, y) in data["pos"].items()}
             routes = {(names[u], names[v]): [(float(x), float(y)) for x, y in pts]

@@ -10,7 +10,6 @@ import pytest
 import qviz
 from qviz import runtime
 from qviz.importers import frozen_cache
-from qviz.importers.safety import Limits
 from qviz.passes.calibration import noise_inputs
 
 
@@ -89,7 +88,7 @@ def test_a_model_loaded_unsafely_is_still_refused_in_safe_mode(cache_dir, tmp_pa
 def test_a_damaged_or_tampered_entry_is_dropped_and_the_file_loaded_again(cache_dir, samples, monkeypatch, damage):
     first = qviz.load(samples["lenet_digits"])
     [entry] = _entries(cache_dir)
-    data, limits = entry.read_bytes(), frozen_cache._ENTRY_LIMITS
+    data, limit = entry.read_bytes(), frozen_cache._ENTRY_MAX_BYTES
     if damage == "truncated":
         entry.write_bytes(data[: len(data) // 2])
     elif damage == "unsafe op":   # what someone who can write the cache could put there: refused as in a .pb
@@ -104,7 +103,7 @@ def test_a_damaged_or_tampered_entry_is_dropped_and_the_file_loaded_again(cache_
         entry.unlink()
         os.mkfifo(entry)
     elif damage == "giant":   # (over what an entry may be: not read into memory)
-        monkeypatch.setattr(frozen_cache, "_ENTRY_LIMITS", Limits(max_bytes=len(data) - 1))
+        monkeypatch.setattr(frozen_cache, "_ENTRY_MAX_BYTES", len(data) - 1)
     else:
         entry.write_bytes(b"{}\n" + b"\xff" * 100)
     from qviz.importers import keras as keras_importer
@@ -115,7 +114,7 @@ def test_a_damaged_or_tampered_entry_is_dropped_and_the_file_loaded_again(cache_
     assert loads == [samples["lenet_digits"]]   # the entry refused: the file frozen again
     _same(first, again)
     assert "WriteFile" not in again.op_counts()
-    monkeypatch.setattr(frozen_cache, "_ENTRY_LIMITS", limits)
+    monkeypatch.setattr(frozen_cache, "_ENTRY_MAX_BYTES", limit)
     _no_keras(monkeypatch)   # loaded again, and kept again
     _same(first, qviz.load(samples["lenet_digits"]))
 

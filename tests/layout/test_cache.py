@@ -37,6 +37,9 @@ def test_a_damaged_entry_is_laid_out_again_and_replaced(tmp_path):
     for junk in (b"", b"{\"pos\": 1}", b"\x00" * 10, b'{"pos": {"layer:n0": [0, 0]}, "routes": []}'):
         entry.write_bytes(junk)
         assert cache.routes(g) == layered_routes(g) and cache.hits == 0
+    entry.unlink()
+    os.mkfifo(entry)   # read, it would block for good: refused, laid out again, replaced
+    assert cache.routes(g) == layered_routes(g) and cache.hits == 0
     assert cache.routes(g) == layered_routes(g) and cache.hits == 1
 
 
