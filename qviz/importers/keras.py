@@ -1,7 +1,7 @@
 """Keras models (Keras 3 and ``tf_keras``) traced in inference mode and frozen.
 
 A model is traced with ``training=False`` in a ``tf.function``, its variables
-are folded into constants with ``convert_variables_to_constants_v2``, and the
+are folded into constants (:func:`qviz.importers.freeze.freeze`), and the
 resulting GraphDef becomes the IR. While tracing, every layer's ``call`` is
 wrapped (temporarily, on the instance) to record the name scope TensorFlow
 opened for it; that is how ops map back to the Keras layer names users know.
@@ -20,6 +20,7 @@ from pathlib import Path
 from ..ir import Graph
 from ..ir.layers import layers_from_scopes
 from .errors import LoadError, first_line
+from .freeze import freeze
 from .graphdef import graph_from_graph_def
 from .keras_config import read_keras_config
 from .keras_sizes import oversized, stored_weights
@@ -93,7 +94,6 @@ def freeze_keras_model(model, input_shape: Sequence | None = None, *, source: st
     and for ``tf_keras`` (``FusedBatchNormV3``). The model is not modified.
     """
     import tensorflow as tf
-    from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
 
     label = source or _label(model)
     specs = _input_specs(model, input_shape, label)
@@ -111,7 +111,7 @@ def freeze_keras_model(model, input_shape: Sequence | None = None, *, source: st
         multi = len(specs) > 1
         fn = tf.function(lambda *xs: model(list(xs) if multi else xs[0], training=False))
         concrete = fn.get_concrete_function(*specs)
-        frozen = convert_variables_to_constants_v2(concrete)
+        frozen = freeze(concrete)
     except LoadError:
         raise
     except Exception as exc:  # tracing runs arbitrary model code
@@ -120,7 +120,7 @@ def freeze_keras_model(model, input_shape: Sequence | None = None, *, source: st
     finally:
         for layer in layers:
             layer.__dict__.pop("call", None)
-    graph_def = frozen.graph.as_graph_def()
+    graph_def = frozen.graph_def
     scope_to_layer: dict[str, str] = {}
     layer_scopes: dict[str, str] = {}
     for scope, name in recorded:
@@ -131,9 +131,7 @@ def freeze_keras_model(model, input_shape: Sequence | None = None, *, source: st
     _attach_unscoped(graph_def, layer_of, unscoped - {s.name for s in specs})
     return graph_from_graph_def(
         graph_def, label,
-        inputs=[t.name for t in frozen.inputs],
-        outputs=[t.name for t in frozen.outputs],
-        layer_of=layer_of, layer_scopes=layer_scopes,
+        inputs=list(frozen.inputs), outputs=list(frozen.outputs), layer_of=layer_of, layer_scopes=layer_scopes,
     )
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ..ir import Graph
 from .errors import LoadError, first_line
+from .freeze import freeze
 from .graphdef import graph_from_graph_def
 from .safety import CHECKPOINT_OPS, DEFAULT_LIMITS, Limits, check_path, read_bounded, refuse_unsafe_ops, \
     unsafe_ops_in_graph_def
@@ -74,7 +75,6 @@ def load_saved_model(path: Path, *, safe_mode: bool = True, limits: Limits = DEF
     if safe_mode:
         _check_ops(path, limits)
     import tensorflow as tf
-    from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
 
     try:
         loaded = tf.saved_model.load(str(path))
@@ -86,13 +86,9 @@ def load_saved_model(path: Path, *, safe_mode: bool = True, limits: Limits = DEF
         have = ", ".join(sorted(signatures)) or "none"
         raise LoadError(str(path), f"the SavedModel has no {SIGNATURE!r} signature (it has: {have})")
     try:
-        frozen = convert_variables_to_constants_v2(signatures[SIGNATURE])
+        frozen = freeze(signatures[SIGNATURE])
     except Exception as exc:
         first = first_line(exc)
         raise LoadError(str(path), f"freezing the {SIGNATURE!r} signature failed: {first}") from None
-    graph_def = frozen.graph.as_graph_def()
-    return graph_from_graph_def(
-        graph_def, str(path), safe_mode=safe_mode,
-        inputs=[t.name for t in frozen.inputs],
-        outputs=[t.name for t in frozen.outputs],
-    )
+    return graph_from_graph_def(frozen.graph_def, str(path), safe_mode=safe_mode,
+                                inputs=list(frozen.inputs), outputs=list(frozen.outputs))

@@ -1,0 +1,66 @@
+"""qviz's freeze gives the GraphDef TensorFlow's public ``convert_variables_to_constants_v2``
+gives, node for node, without its costly re-import (qviz/importers/freeze.py)."""
+
+import numpy as np
+import pytest
+
+import qviz
+from qviz.importers.freeze import freeze
+from qviz import runtime
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+def _concrete(model, shape):
+    import tensorflow as tf
+
+    fn = tf.function(lambda x: model(x, training=False))
+    return fn.get_concrete_function(tf.TensorSpec((None, *shape), tf.float32))
+
+
+def _public(concrete):
+    from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
+
+    frozen = convert_variables_to_constants_v2(concrete)
+    graph_def = frozen.graph.as_graph_def()
+    for nd in graph_def.node:        # a mark the public function's re-import adds
+        nd.attr.pop("_has_manual_control_dependencies", None)
+    return graph_def, [t.name for t in frozen.inputs], [t.name for t in frozen.outputs]
+
+
+@pytest.mark.parametrize("which", ["keras", "tf_keras", "resnet_block"])
+def test_the_frozen_graph_is_the_public_functions_node_for_node(which, keras_model, tf_keras_model, samples):
+    if which == "resnet_block":     # branches and joins: the order is the walk's, not the trace's
+        import keras
+
+        model = keras.saving.load_model(samples["resnet_block"])
+    else:
+        model = keras_model if which == "keras" else tf_keras_model
+    concrete = _concrete(model, model.inputs[0].shape[1:])
+    want, want_inputs, want_outputs = _public(concrete)
+    got = freeze(concrete)
+    assert list(got.inputs) == want_inputs and list(got.outputs) == want_outputs
+    by_name = {nd.name: nd for nd in got.graph_def.node}
+    # in the same order: it is the order of the graph's layers and matches
+    assert [nd.name for nd in got.graph_def.node] == [nd.name for nd in want.node]
+    assert all(by_name[nd.name] == nd for nd in want.node)
+    if which == "keras":   # the depthwise conv's unused Shape and dilation_rate were traced, and dropped
+        assert any(nd.name.endswith("depthwise/Shape") for nd in concrete.graph.as_graph_def().node)
+        assert not any(name.endswith("depthwise/Shape") for name in by_name)
+
+
+def test_a_tensorflow_without_the_private_steps_freezes_through_the_public_function(monkeypatch, keras_model):
+    from qviz.importers import freeze as freeze_module
+
+    concrete = _concrete(keras_model, (8, 8, 1))
+    fast = freeze(concrete)
+    monkeypatch.setattr(freeze_module, "_PRIVATE_STEPS", ("_FunctionConverterDataInEager", "_moved_elsewhere"))
+    slow = freeze(concrete)
+    assert [nd.name for nd in slow.graph_def.node] == [nd.name for nd in fast.graph_def.node]
+    assert (slow.inputs, slow.outputs) == (fast.inputs, fast.outputs)
+
+
+def test_a_model_loaded_through_the_fast_freeze_computes_what_keras_computes(keras_model):
+    x = np.random.default_rng(0).normal(size=(2, 8, 8, 1)).astype(np.float32)
+    got = runtime.run(qviz.load(keras_model), x)[0]
+    np.testing.assert_allclose(got, keras_model(x, training=False).numpy(), rtol=1e-5, atol=1e-6)
