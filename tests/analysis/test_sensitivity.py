@@ -37,7 +37,8 @@ def test_suggested_recipe_meets_its_target(sweep):
     assert all(b.weight_bits in (8, 4, 2) for b in strict.quantize_layers.values())
 
 
-def test_cli_writes_the_suggestion(samples, tmp_path, capsys):
+def test_cli_writes_the_suggestion(samples, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)     # the sweep's checkpoint is written beside, not in the checkout
     out = tmp_path / "s.json"
     assert main(["sensitivity", str(samples["lenet_digits"]), "--bits", "8", "4",
                  "--target-sqnr", "20", "--recipe-out", str(out)]) == 0
@@ -46,6 +47,7 @@ def test_cli_writes_the_suggestion(samples, tmp_path, capsys):
     recipe = qviz.Recipe.from_json(out.read_text())
     assert set(recipe.quantize_layers) == {"conv1", "conv2", "fc1", "logits"}
     assert json.loads(out.read_text())["fold"]["default"] is True
+    assert (tmp_path / "lenet_digits.sensitivity.json").is_file()
 
 
 def test_a_stopped_sweep_resumes_from_its_checkpoint(tmp_path, samples):

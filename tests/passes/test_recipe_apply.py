@@ -152,6 +152,8 @@ def test_cli_apply_on_a_keras_applications_saved_model(tmp_path, capsys):
     g = qviz.load(tmp_path / "o.pb")
     assert sum(n.op.startswith("FakeQuant") for n in g.nodes) > 100
     assert "Rsqrt" not in g.op_counts()
+
+
 def test_a_recipe_pickles_as_itself():
     """Recipes travel to and from worker processes (a mixed-precision front holds one per point)."""
     import pickle
