@@ -10,8 +10,9 @@ does itself what the third did that shows in the graph: ops that no output depen
 unused ``Shape`` and ``dilation_rate`` constants of depthwise convolutions) are dropped, the
 placeholders lose the ``_user_specified_name`` mark tracing gives them, and the nodes are
 put in the order the re-import left them. The result is the public function's GraphDef,
-node for node and in the same order (tests/importers/test_freeze.py). If a TensorFlow
-release moves those private steps, the public function is used.
+node for node and in the same order (tests/importers/test_freeze.py). A graph with loops
+(a Keras RNN), and any graph if a TensorFlow release moves those private steps, is frozen
+by the public function.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import logging
 from dataclasses import dataclass
 
 from ..ir import parse_tensor_name
+from .graphdef import LOOP_BACK_OPS
 
 __all__ = ["FrozenFunction", "freeze"]
 
@@ -54,7 +56,14 @@ def freeze(concrete) -> FrozenFunction:
     # the inputs left are those not turned into constants: the variables' handles were
     # placeholders too, and are Const now
     inputs = tuple(t.name for t in concrete.inputs if parse_tensor_name(t.name)[0] in placeholders)
-    _keep_needed_in_lift_order(graph_def, inputs, outputs)
+    # A graph with loops (a Keras RNN's while loop, lowered to TF1 control flow) is left to
+    # TensorFlow's re-import, whose renaming and pruning of the loop's nodes is its own.
+    # So is a graph that keeps functions in its library (not seen from Keras or a SavedModel
+    # here): where the re-import would put their callers was not checked.
+    if len(graph_def.library.function) or any(nd.op in LOOP_BACK_OPS for nd in graph_def.node) \
+            or not _keep_needed_in_lift_order(graph_def, inputs, outputs):
+        log.info("a graph with loops or functions: freezing through convert_variables_to_constants_v2")
+        return _freeze_public(concrete)
     for nd in graph_def.node:
         if nd.op == "Placeholder":
             nd.attr.pop("_user_specified_name", None)
@@ -69,12 +78,13 @@ def _freeze_public(concrete) -> FrozenFunction:
                           tuple(t.name for t in frozen.outputs))
 
 
-def _keep_needed_in_lift_order(graph_def, inputs, outputs) -> None:
+def _keep_needed_in_lift_order(graph_def, inputs, outputs) -> bool:
     """Keep, in place, only the nodes the outputs need, in the order TensorFlow's re-import
     left them (its ``lift_to_graph``): the inputs; then the nodes without inputs, then the
     others, each group in reverse of a depth-first walk from the outputs that steps to a
     node's inputs (data, then control, in order) once all its consumers were walked.
     Node order decides the order of layers and of matches, so it is kept as it was.
+    Returns False, the GraphDef untouched, if the walk cannot reach every node (a loop).
     """
     inputs_of = {}
     for nd in graph_def.node:
@@ -102,6 +112,8 @@ def _keep_needed_in_lift_order(graph_def, inputs, outputs) -> None:
         walked.add(name)
         order.append(name)
         todo.extend(i for i in inputs_of[name] if consumers[i] <= walked)
+    if len(walked) < len(reached):     # nodes waiting on each other: a loop
+        return False
     order.sort(key=lambda name: not inputs_of[name])
     source_set = set(sources)
     order = sources + [name for name in reversed(order) if name not in source_set]
@@ -109,3 +121,4 @@ def _keep_needed_in_lift_order(graph_def, inputs, outputs) -> None:
     kept = [by_name[name] for name in order]
     del graph_def.node[:]
     graph_def.node.extend(kept)
+    return True

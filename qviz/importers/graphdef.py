@@ -9,7 +9,7 @@ from ..ir.proto import pb
 from .errors import LoadError, first_line
 from .safety import DEFAULT_LIMITS, Limits, read_bounded, refuse_unsafe_ops, unsafe_ops_in_graph_def
 
-__all__ = ["load_pb", "load_pbtxt", "graph_from_graph_def"]
+__all__ = ["load_pb", "load_pbtxt", "graph_from_graph_def", "LOOP_BACK_OPS"]
 
 
 def graph_from_graph_def(graph_def, source: str, *, safe_mode: bool = True, **kwargs) -> Graph:
@@ -39,7 +39,7 @@ def graph_from_graph_def(graph_def, source: str, *, safe_mode: bool = True, **kw
 
 
 #: Ops through which a TF1 ``while_loop`` closes its cycle (``NextIteration`` → ``Merge``).
-_LOOP_BACK_OPS = frozenset({"NextIteration", "RefNextIteration"})
+LOOP_BACK_OPS = frozenset({"NextIteration", "RefNextIteration"})
 
 
 def _node_on_cycle(graph: Graph) -> str | None:
@@ -53,7 +53,7 @@ def _node_on_cycle(graph: Graph) -> str | None:
     consumers: dict[str, list[str]] = {n.name: [] for n in nodes}
     for n in nodes:
         srcs = {parse_tensor_name(t)[0] for t in n.inputs} | set(n.control_inputs)
-        srcs = {s for s in srcs if ops.get(s) not in _LOOP_BACK_OPS}
+        srcs = {s for s in srcs if ops.get(s) not in LOOP_BACK_OPS}
         preds[n.name] = srcs
         for s in srcs:
             consumers[s].append(n.name)

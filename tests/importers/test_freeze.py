@@ -64,3 +64,31 @@ def test_a_model_loaded_through_the_fast_freeze_computes_what_keras_computes(ker
     x = np.random.default_rng(0).normal(size=(2, 8, 8, 1)).astype(np.float32)
     got = runtime.run(qviz.load(keras_model), x)[0]
     np.testing.assert_allclose(got, keras_model(x, training=False).numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_a_model_with_a_loop_keeps_every_node_and_computes_what_keras_computes():
+    """A Keras LSTM freezes to a TF1 while loop; the walk that orders the nodes cannot pass
+    through a loop, and once dropped the loop's nodes (the graph did not load)."""
+    import keras
+
+    inp = keras.Input((5, 3), name="seq")
+    model = keras.Model(inp, keras.layers.Dense(2, name="fc")(keras.layers.LSTM(4, name="lstm")(inp)))
+    graph = qviz.load(model)
+    assert graph.op_counts()["NextIteration"] > 0
+    x = np.random.default_rng(0).normal(size=(2, 5, 3)).astype(np.float32)
+    np.testing.assert_allclose(runtime.run(graph, x)[0], model(x, training=False).numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_two_inputs_and_two_outputs_are_the_public_functions_in_their_order():
+    import keras
+    import tensorflow as tf
+
+    a, b = keras.Input((4,), name="a"), keras.Input((4,), name="b")
+    joined = keras.layers.Concatenate(name="cat")([keras.layers.Dense(3, name="da")(a), b])
+    model = keras.Model([a, b], [keras.layers.Dense(2, name="out1")(joined), keras.layers.Dense(1, name="out2")(b)])
+    fn = tf.function(lambda x, y: model([x, y], training=False))
+    concrete = fn.get_concrete_function(tf.TensorSpec((None, 4), tf.float32), tf.TensorSpec((None, 4), tf.float32))
+    want, want_inputs, want_outputs = _public(concrete)
+    got = freeze(concrete)
+    assert (list(got.inputs), list(got.outputs)) == (want_inputs, want_outputs) and len(want_outputs) == 2
+    assert [nd.name for nd in got.graph_def.node] == [nd.name for nd in want.node]
