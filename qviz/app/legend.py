@@ -65,6 +65,8 @@ def _dot(color: str) -> dict:
 
 
 def _css(style: dict) -> str:
+    """A Dash ``style`` dict as inline CSS (its keys as written: the dicts here use CSS's
+    own one-word names, not React's camelCase)."""
     return "; ".join(f"{k}: {v}" for k, v in style.items())
 
 

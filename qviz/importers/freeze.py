@@ -4,15 +4,21 @@ and ops that no output needs are dropped.
 TensorFlow's ``convert_variables_to_constants_v2`` does this in two steps and then a third:
 it imports the frozen GraphDef back into a new function, only to return a
 ``ConcreteFunction``. qviz wants the GraphDef alone, and that third step was most of the
-freeze (MobileNetV2 1.5 → 0.25 s, DenseNet121 4.5 → 0.5 s, NASNetMobile 5.7 → 1.6 s;
-``benchmarks/bench_load.py`` prints both). So :func:`freeze` calls the first two steps and
-does itself what the third did that shows in the graph: ops that no output depends on (the
-unused ``Shape`` and ``dilation_rate`` constants of depthwise convolutions) are dropped, the
-placeholders lose the ``_user_specified_name`` mark tracing gives them, and the nodes are
-put in the order the re-import left them. The result is the public function's GraphDef,
-node for node and in the same order (tests/importers/test_freeze.py). A graph with loops
-(a Keras RNN), and any graph if a TensorFlow release moves those private steps, is frozen
-by the public function.
+freeze (MobileNetV2 1.5 → 0.25 s, DenseNet121 4.5 → 0.5 s, NASNetMobile 5.7 → 1.6 s, at
+64×64, the freeze alone). So :func:`freeze` calls the first two steps and does itself what
+the third did that shows in the graph: ops that no output depends on (the unused ``Shape``
+and ``dilation_rate`` constants of depthwise convolutions) are dropped, the placeholders
+lose the ``_user_specified_name`` mark tracing gives them, the nodes a SavedModel's call
+inlined lose their debug record of where they came from and their colocation (``_class``),
+and the nodes are put in the order the re-import left them, which decides the order of
+the graph's layers.
+
+For Keras models and SavedModels the result is the public function's GraphDef, node for
+node and in the same order (tests/importers/test_freeze.py). What the re-import would also
+change, none of which computes anything and none of which the tested models have: it drops
+a control input that is also a data input, and with three or more inputs its placeholders
+come in an order of its own (it takes them from a set). A graph with loops (a Keras RNN) or library functions, and any graph if a TensorFlow
+release changes those private steps, is frozen by the public function.
 """
 
 from __future__ import annotations
@@ -42,13 +48,26 @@ class FrozenFunction:
 
 
 def freeze(concrete) -> FrozenFunction:
-    """Freeze ``concrete`` (a ``ConcreteFunction``); exceptions are TensorFlow's own."""
+    """Freeze ``concrete`` (a ``ConcreteFunction``). What cannot be frozen raises
+    TensorFlow's own error, from its public function."""
+    try:
+        frozen, why_not = _freeze_fast(concrete)
+    except Exception:   # a TensorFlow whose private steps changed shape: its public one decides
+        log.info("the fast freeze failed: freezing through convert_variables_to_constants_v2", exc_info=True)
+        frozen, why_not = None, "it failed"
+    if frozen is None:
+        log.info("freezing through convert_variables_to_constants_v2: %s", why_not)
+        return _freeze_public(concrete)
+    return frozen
+
+
+def _freeze_fast(concrete) -> tuple[FrozenFunction | None, str]:
+    """(the frozen function, "") or (None, why the public function must do it)."""
     from tensorflow.python.framework import convert_to_constants
 
     converter, replace = (getattr(convert_to_constants, name, None) for name in _PRIVATE_STEPS)
     if converter is None or replace is None:
-        log.info("TensorFlow's converter steps moved: freezing through convert_variables_to_constants_v2")
-        return _freeze_public(concrete)
+        return None, "TensorFlow's converter steps moved"
     outputs = tuple(t.name for t in concrete.outputs)
     graph_def, _ = replace(converter_data=converter(func=concrete, lower_control_flow=True,
                                                     aggressive_inlining=False))
@@ -60,14 +79,18 @@ def freeze(concrete) -> FrozenFunction:
     # TensorFlow's re-import, whose renaming and pruning of the loop's nodes is its own.
     # So is a graph that keeps functions in its library (not seen from Keras or a SavedModel
     # here): where the re-import would put their callers was not checked.
-    if len(graph_def.library.function) or any(nd.op in LOOP_BACK_OPS for nd in graph_def.node) \
-            or not _keep_needed_in_lift_order(graph_def, inputs, outputs):
-        log.info("a graph with loops or functions: freezing through convert_variables_to_constants_v2")
-        return _freeze_public(concrete)
+    if len(graph_def.library.function):
+        return None, "the graph keeps functions in its library"
+    if any(nd.op in LOOP_BACK_OPS for nd in graph_def.node):
+        return None, "the graph has loops"
+    if not _keep_needed_in_lift_order(graph_def, inputs, outputs):
+        return None, "the nodes wait on each other"
     for nd in graph_def.node:
+        nd.ClearField("experimental_debug_info")     # where an inlined node came from
+        nd.attr.pop("_class", None)                  # colocation with another node
         if nd.op == "Placeholder":
             nd.attr.pop("_user_specified_name", None)
-    return FrozenFunction(graph_def, inputs, outputs)
+    return FrozenFunction(graph_def, inputs, outputs), ""
 
 
 def _freeze_public(concrete) -> FrozenFunction:
@@ -112,7 +135,8 @@ def _keep_needed_in_lift_order(graph_def, inputs, outputs) -> bool:
         walked.add(name)
         order.append(name)
         todo.extend(i for i in inputs_of[name] if consumers[i] <= walked)
-    if len(walked) < len(reached):     # nodes waiting on each other: a loop
+    if reached - walked - set(sources):     # nodes waiting on each other: a loop (an input
+        # no output needs is never walked, and is kept, as the public function keeps it)
         return False
     order.sort(key=lambda name: not inputs_of[name])
     source_set = set(sources)
