@@ -9,9 +9,7 @@ words, drawn from the same colour tables the figure uses (so it cannot drift).
 
 from __future__ import annotations
 
-from html import escape
-
-from dash import dcc, html
+from dash import html
 
 from ..analysis.node_data import NodeData
 from ..render.marks import (BIT_COLORS, COLORS, FLOAT_BADGE_COLOR, GHOST_OPACITY, HALO_COLORS, HALO_OPACITY,
@@ -60,52 +58,39 @@ def metric_legend(data: NodeData | None, painted: int = 0, waiting: str = "", na
             html.Span(className="swatch", style=_dot(NO_VALUE_COLOR)), data.no_value]
 
 
+def _swatch(style: dict, text: str, title: str = "") -> html.Span:
+    return html.Span([html.Span(className="swatch", style=style), text], className="legend-item", title=title)
+
+
 def _dot(color: str) -> dict:
     return {"background": color}
-
-
-def _css(style: dict) -> str:
-    """A Dash ``style`` dict as inline CSS (its keys as written: the dicts here use CSS's
-    own one-word names, not React's camelCase)."""
-    return "; ".join(f"{k}: {v}" for k, v in style.items())
-
-
-def _swatch(style: dict, text: str) -> str:
-    return (f'<span class="legend-item"><span class="swatch" style="{escape(_css(style))}"></span>'
-            f'{escape(text)}</span>')
 
 
 def _ring(color: str, width: int = 3) -> dict:
     return {"background": "#fff", "border": f"{width}px solid {color}"}
 
 
-def _badge(text: str, color: str) -> str:
-    return f'<span class="legend-badge" style="color: {escape(color)}">{escape(text)}</span>'
-
-
 def graph_legend() -> html.Details:
     """Fill, outline, halo, ghost, badge and flag, each explained (open by default; a
-    click on its summary folds it away).
-
-    Its rows are one HTML block (one ``dcc.Markdown``), not a Dash component per swatch:
-    the page's every update (an edit fires ~250 of them) passed over each of the ~45 it
-    had, a fifth of the page's components, for text that never changes.
-    """
+    click on its summary folds it away)."""
     rows = [
-        "fill: " + "".join(_swatch(_dot(COLORS[k]), KIND_NAMES[k]) for k in COLORS),
-        "outline: " + "".join(_swatch(_ring(c), f"{status} by the rewrite") for status, c in STATUS_COLORS.items())
-        + _swatch(_ring(*SELECTED_OUTLINE), "selected"),
-        "halo: " + _swatch({**_dot(HALO_COLORS[0]), "opacity": HALO_OPACITY}, "a match of the pattern (one colour per match)")
-        + " · faded, the edges drawn through it: "
-        + _swatch({**_dot(COLORS["batchnorm"]), "opacity": GHOST_OPACITY},
-                  "removed by the rewrite, drawn where it was (a folded batch norm: its conv now does its work)"),
-        "badge: " + _badge("w4a8", dict(BIT_COLORS)[4]) + " weights at 4 bits, activations at 8; "
-        + _badge("+bn", FLOAT_BADGE_COLOR) + " its batch norm folded in. Colour: the narrowest width — "
-        + "".join(_badge(f"{bits} ", color) for bits, color in BIT_COLORS) + "bits. No badge: left float and unfolded.",
-        'mark: <span class="legend-flag">⚠</span> TFLite runs the layer differently, '
-        '<span class="legend-flag">✗</span> TFLite refuses it (hover says why).',
+        html.Div(["fill: ", *[_swatch(_dot(COLORS[k]), KIND_NAMES[k]) for k in COLORS]]),
+        html.Div(["outline: ", *[_swatch(_ring(c), f"{status} by the rewrite") for status, c in STATUS_COLORS.items()],
+                  _swatch(_ring(*SELECTED_OUTLINE), "selected")]),
+        html.Div(["halo: ", _swatch({**_dot(HALO_COLORS[0]), "opacity": HALO_OPACITY},
+                                    "a match of the pattern (one colour per match)"),
+                  " · faded, the edges drawn through it: ",
+                  _swatch({**_dot(COLORS["batchnorm"]), "opacity": GHOST_OPACITY},
+                          "removed by the rewrite, drawn where it was (a folded batch norm: its conv now does its work)")]),
+        html.Div(["badge: ",
+                  html.Span("w4a8", className="legend-badge", style={"color": dict(BIT_COLORS)[4]}),
+                  " weights at 4 bits, activations at 8; ",
+                  html.Span("+bn", className="legend-badge", style={"color": FLOAT_BADGE_COLOR}),
+                  " its batch norm folded in. Colour: the narrowest width — ",
+                  *[html.Span(f"{bits} ", className="legend-badge", style={"color": color})
+                    for bits, color in BIT_COLORS],
+                  "bits. No badge: left float and unfolded."]),
+        html.Div(["mark: ", html.Span("⚠", className="legend-flag"), " TFLite runs the layer differently, ",
+                  html.Span("✗", className="legend-flag"), " TFLite refuses it (hover says why)."]),
     ]
-    # one line, no blank one: one HTML block to Markdown, passed through as it is
-    block = "".join(f'<div class="legend-row">{row}</div>' for row in rows)
-    return html.Details([html.Summary("legend"), dcc.Markdown(block, dangerously_allow_html=True)],
-                        id=ids.GRAPH_LEGEND, open=True, className="legend")
+    return html.Details([html.Summary("legend"), *rows], id=ids.GRAPH_LEGEND, open=True, className="legend")
