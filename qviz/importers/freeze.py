@@ -37,6 +37,9 @@ log = logging.getLogger(__name__)
 #: names): the converter's view of the function, and the replacement of variables by constants.
 _PRIVATE_STEPS = ("_FunctionConverterDataInEager", "_replace_variables_by_constants")
 
+#: A traced function's loop ops, before the converter lowers them to TF1 control flow.
+_LOOP_OPS = frozenset({"While", "StatelessWhile"})
+
 
 @dataclass(frozen=True)
 class FrozenFunction:
@@ -52,9 +55,8 @@ def freeze(concrete) -> FrozenFunction:
     TensorFlow's own error, from its public function."""
     try:
         frozen, why_not = _freeze_fast(concrete)
-    except Exception:   # a TensorFlow whose private steps changed shape: its public one decides
-        log.info("the fast freeze failed: freezing through convert_variables_to_constants_v2", exc_info=True)
-        frozen, why_not = None, "it failed"
+    except Exception as exc:   # a TensorFlow whose private steps changed shape: its public one decides
+        frozen, why_not = None, f"the fast freeze failed ({type(exc).__name__}: {exc})"
     if frozen is None:
         log.info("freezing through convert_variables_to_constants_v2: %s", why_not)
         return _freeze_public(concrete)
@@ -68,6 +70,8 @@ def _freeze_fast(concrete) -> tuple[FrozenFunction | None, str]:
     converter, replace = (getattr(convert_to_constants, name, None) for name in _PRIVATE_STEPS)
     if converter is None or replace is None:
         return None, "TensorFlow's converter steps moved"
+    if any(op.type in _LOOP_OPS for op in concrete.graph.get_operations()):
+        return None, "the graph has loops"     # (known before converting: not converted twice)
     outputs = tuple(t.name for t in concrete.outputs)
     graph_def, _ = replace(converter_data=converter(func=concrete, lower_control_flow=True,
                                                     aggressive_inlining=False))
