@@ -42,15 +42,53 @@ def halos(dash_duo):
 
 
 def wait_for(cond, timeout=30, what="condition"):
+    """Wait until ``cond()`` is true. On a timeout the error says what was awaited, the last
+    error ``cond`` raised (a browser that stopped answering shows as one), and, printed to
+    the test's output, what the page and this process were doing (:func:`_where_it_waits`)."""
     end = time.time() + timeout
+    last = None
     while time.time() < end:
         try:
             if cond():
                 return
-        except Exception:  # the page is still rendering
-            pass
+        except Exception as exc:  # the page is still rendering
+            last = exc
         time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what() if callable(what) else what}")
+    print(_where_it_waits())
+    said = f"; last error {type(last).__name__}: {str(last).strip().splitlines()[0][:200]}" if last and str(last).strip() else ""
+    raise AssertionError(f"timed out waiting for {what() if callable(what) else what}{said}")
+
+
+#: The browser test under way in this process (set by :func:`start_app`), for :func:`_where_it_waits`.
+_CURRENT = []
+
+
+def _where_it_waits() -> str:
+    """The page's callbacks in flight (Dash's state) and the stacks of this process's
+    server and job threads: what a test that timed out was waiting on (a request that never
+    answered, a job stuck, or a page that sent nothing)."""
+    import sys
+    import threading
+    import traceback
+
+    lines = []
+    if _CURRENT:
+        try:
+            lines.append("dash callbacks: " + str(_CURRENT[0].driver.execute_script(
+                "const c = window.dash_stores[0].getState().callbacks || {}; const out = {};"
+                "for (const k of ['requested', 'prioritized', 'blocked', 'executing', 'watched', 'executed'])"
+                "  out[k] = (c[k] || []).map(cb => cb.callback && cb.callback.output);"
+                "return JSON.stringify(out);")))
+        except Exception as exc:   # (a page that does not answer says so)
+            lines.append(f"the page did not answer: {type(exc).__name__}: {str(exc).strip()[:200]}")
+    names = {t.ident: t.name for t in threading.enumerate()}
+    for ident, frame in sys._current_frames().items():
+        name = names.get(ident, "?")
+        stack = traceback.format_stack(frame)
+        # the server's requests ("Thread-N (process_request_thread)") and the jobs, not idle ones
+        if ident != threading.get_ident() and name.startswith(("qviz", "Thread-")) and "work_queue.get" not in stack[-1]:
+            lines.append(f"--- thread {name}:\n" + "".join(stack[-12:]))
+    return "\n".join(lines)
 
 
 def store_data(dash_duo, store_id):
@@ -91,6 +129,7 @@ def start_app(dash_duo):
     from qviz.app import create_app
 
     app = create_app()
+    _CURRENT[:] = [dash_duo]
     dash_duo.start_server(app)
     wait_open(dash_duo, "lenet_digits")
     wait_for(lambda: figure_nodes(dash_duo) > 0, what="graph drawn")
