@@ -213,11 +213,15 @@ def with_rule(recipe: Recipe, text: str | None, graph) -> Recipe:
     return apply_rules(recipe, [text], graph)
 
 
+#: How :func:`rules_line` starts and joins the rules (the page writes the line itself from these).
+RULES_LINE = {"start": "rules applied, in order: ", "join": " · "}
+
+
 def rules_line(recipe: Recipe) -> str:
     """The recipe's rules, numbered in the order they applied ('' if it has none)."""
     if not recipe.rules:
         return ""
-    return "rules applied, in order: " + " · ".join(f"{i}) {rule}" for i, rule in enumerate(recipe.rules, 1))
+    return RULES_LINE["start"] + RULES_LINE["join"].join(f"{i}) {rule}" for i, rule in enumerate(recipe.rules, 1))
 
 
 def on_tflite(layer: str, fates) -> tuple[str, str]:

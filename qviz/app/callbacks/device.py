@@ -63,7 +63,9 @@ def register(app, store) -> None:
         """Device figures belong to the recipe they were made for: a new recipe clears them."""
         s = store.require(session)
         job = s.jobs.get("tflite") if s is not None else None
-        if job is not None and job.answer is not None:
+        if job is None:   # none shown: an edit costs the page no update (a toggle's redraw)
+            return no_update, no_update
+        if job.answer is not None:
             del s.jobs["tflite"]
         return [], ""
 

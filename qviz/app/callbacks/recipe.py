@@ -238,6 +238,17 @@ function (changed) {
        json.dumps(FLOAT_BADGE_COLOR), json.dumps(services.NOT_APPLICABLE), FADE_FOLDED)
 
 
+#: The rules line (services.rules_line) written in the page: an edit costs no request for
+#: it, and no update when the rules stayed the same (each is work for Dash's renderer).
+RULES_APPLIED = """
+function (history, shown) {
+    const rules = history ? (history.history[history.pos].rules || []) : [];
+    const line = rules.length ? %s + rules.map((r, i) => (i + 1) + ") " + r).join(%s) : "";
+    return line === (shown || "") ? dash_clientside.no_update : line;
+}
+""" % (json.dumps(services.RULES_LINE["start"]), json.dumps(services.RULES_LINE["join"]))
+
+
 def register(app, store) -> None:
     app.clientside_callback(PREVIEW_EDIT, Output(ids.EDIT_PREVIEW, "data"), Input(ids.GRID, "cellValueChanged"),
                             prevent_initial_call=True)
@@ -313,9 +324,8 @@ def register(app, store) -> None:
         log.info("session %s: recipe edited (%s)", session["sid"][:8], trig)
         return dict(history=services.push(history, current(edited)), error=note)
 
-    @app.callback(Output(ids.RULES_APPLIED, "children"), Input(ids.RECIPE, "data"))
-    def rules_applied(history):
-        return services.rules_line(current(history)) if history else ""
+    app.clientside_callback(RULES_APPLIED, Output(ids.RULES_APPLIED, "children"), Input(ids.RECIPE, "data"),
+                            State(ids.RULES_APPLIED, "children"))
 
     @app.callback(Output(ids.DOWNLOAD_RECIPE, "data"), Input(ids.DOWNLOAD_RECIPE_BUTTON, "n_clicks"),
                   State(ids.RECIPE, "data"), prevent_initial_call=True)

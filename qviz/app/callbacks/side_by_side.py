@@ -70,9 +70,11 @@ def register(app, store) -> None:
                session, window):
         # drawn only while shown: a hidden pane costs nothing
         s = store.require(session)
-        if not toggle:   # hidden: emptied once, when it is hidden, and left alone after
-            return dict(figure=PANE_B_EMPTY if ctx.triggered_id == ids.SIDE_BY_SIDE else no_update, caption="",
-                        hidden=True)
+        if not toggle:   # hidden: emptied once, when it is hidden, and left alone after (an edit
+            # then costs the page no update: each is work for Dash's renderer, a toggle's redraw)
+            if ctx.triggered_id != ids.SIDE_BY_SIDE:
+                return dict(figure=no_update, caption=no_update, hidden=no_update)
+            return dict(figure=PANE_B_EMPTY, caption="", hidden=True)
         if s is None or not history:
             return dict(figure=no_update, caption="", hidden=False)
         recipe, other = current(history), _pinned(pinned)
