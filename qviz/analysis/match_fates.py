@@ -40,7 +40,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ir import Graph
-from ..matcher import Pattern, find_matches
+from ..matcher import GraphMatcher, Pattern, find_matches
 from ..passes import fold_candidates
 
 __all__ = ["MatchFate", "match_fates", "summary", "FATES"]
@@ -64,9 +64,10 @@ class MatchFate:
     survivors: tuple[str, ...]  # ops of ``body`` still in the rewritten graph
 
 
-def match_fates(pattern: Pattern, original: Graph, result) -> list[MatchFate]:
+def match_fates(pattern: Pattern | GraphMatcher, original: Graph, result) -> list[MatchFate]:
     """The matches of ``pattern`` on ``original``, followed through ``result``
-    (a :class:`qviz.pipeline.Result`), then the rewrite's new matches.
+    (a :class:`qviz.pipeline.Result`), then the rewrite's new matches. ``pattern`` may be
+    a :class:`~qviz.matcher.GraphMatcher` (compiled once for many calls).
 
     The float graph is never changed, so a match's ``number`` depends only on
     the pattern and the model: the same match keeps its number across edits.
@@ -84,7 +85,8 @@ def match_fates(pattern: Pattern, original: Graph, result) -> list[MatchFate]:
         why_kept[s.layer] = s.reason
     out = []
     order = {name: i for i, name in enumerate(original.layers)}
-    for i, m in enumerate(find_matches(pattern, original)):
+    matcher = pattern if isinstance(pattern, GraphMatcher) else GraphMatcher(pattern)   # (compiled once)
+    for i, m in enumerate(find_matches(matcher, original)):
         body = tuple(sorted(m.body()))
         gone = [n for n in body if n in removed]
         touched = [n for n in body if n in modified]
@@ -108,7 +110,7 @@ def match_fates(pattern: Pattern, original: Graph, result) -> list[MatchFate]:
         return out
     carried = {n for f in out for n in f.survivors}
     order = {name: i for i, name in enumerate(rewritten.layers)}
-    for m in find_matches(pattern, rewritten):
+    for m in find_matches(matcher, rewritten):
         if m.root.name in carried:
             continue           # the float graph's match, still there
         body = tuple(sorted(m.body()))

@@ -167,8 +167,9 @@ class GraphMatcher:
         return self.graph
 
 
-def find_matches(pattern: Pattern, graph: Graph) -> list[MatchResult]:
-    """The maximal matches of ``pattern`` in ``graph``, in graph order.
+def find_matches(pattern: Pattern | GraphMatcher, graph: Graph) -> list[MatchResult]:
+    """The maximal matches of ``pattern`` in ``graph``, in graph order (``pattern`` may be a
+    :class:`GraphMatcher` made before: its compiled pattern is used, not compiled again).
 
     ``GraphMatcher.match_graph`` yields a match at every root that fits, so a
     pattern with an optional root (``Relu?(…)``) also matches at each inner node
@@ -176,7 +177,7 @@ def find_matches(pattern: Pattern, graph: Graph) -> list[MatchResult]:
     another match (see :meth:`MatchResult.body`): one match per occurrence, the
     largest.
     """
-    matcher = GraphMatcher(pattern)
+    matcher = GraphMatcher._bound(pattern, graph) if isinstance(pattern, GraphMatcher) else GraphMatcher(pattern)
     matches = list(matcher.match_graph(graph))
     if not matches:
         return matches

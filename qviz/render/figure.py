@@ -214,11 +214,11 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
             textposition=[opposite_side(sides.get(k) or label_position(pos[k], g.nodes[k], direction)) for k in bk],
             textfont=dict(size=10, color=[badges[k].color for k in bk]), hoverinfo="skip",
             visible=nodes.mode == "markers+text"))
-    fig = go.Figure(traces, **_UNCHECKED)
     xaxis, yaxis = dict(visible=False), dict(visible=False, scaleanchor="x")
     if window:
         xaxis["range"], yaxis["range"] = window
-    fig.update_layout(
+    # (one layout given to the figure unchecked: update_layout checks each value, ~10 ms a redraw)
+    layout = dict(
         margin=dict(l=10, r=10, t=30 if title else 10, b=10), plot_bgcolor="#fff",
         xaxis=xaxis, yaxis=yaxis, dragmode="pan", uirevision="graph", hovermode="closest",
         # (the page thins names with the same measure of a name as label_sides: assets/graph_view.js)
@@ -229,18 +229,18 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
               "selected": sorted(chosen & set(keys)),
               "label_box": {"char": CHAR_PX, "line": LINE_PX, "gap": LABEL_GAP_PX, "clear": list(CLEAR_PX)}})
     if title:
-        fig.update_layout(title=dict(text=title))
+        layout["title"] = dict(text=title)
     drawn = [(f.label, path, f.name_at(pos, direction)) for f in frames
              if (path := f.outline(pos, direction)) is not None]
     if drawn:   # a few shapes (one per opened block): cheap, unlike a shape per node
-        fig.update_layout(
+        layout.update(
             shapes=[dict(type="path", path=path, layer="below", line=dict(color=COLORS[BLOCK_KIND], width=1.5,
                          dash="dash"), fillcolor=FRAME_FILL) for _, path, _ in drawn],
             # (on a white ground: at the zoom that shows a big block whole, names run over it)
             annotations=[dict(x=x, y=y, xanchor="left", yanchor="bottom", showarrow=False, text=f"block {label}",
                               font=dict(size=11, color=COLORS[BLOCK_KIND]), bgcolor="rgba(255, 255, 255, 0.85)")
                          for label, _, (x, y) in drawn])
-    return fig
+    return go.Figure(traces, layout=layout, **_UNCHECKED)
 
 
 #: Characters a hover line holds before it wraps (plotly draws one line however long: a

@@ -59,3 +59,19 @@ def test_a_reference_to_itself_in_place_is_refused():
     with pytest.raises(PatternSyntaxError, match=r"column 23: \$a is used inside 'a' without consuming"):
         parse("Identity?(oneof(Relu, $a)) as a")
     GraphMatcher(parse("Relu(oneof(Const, $a)) as a"))  # consumes an input: fine
+
+
+def test_one_matcher_serves_many_graphs_unchanged():
+    """The app compiles a pattern once and matches it on each edit's rewritten graph: a
+    matcher given to find_matches finds what the pattern does and stays unbound."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    from synthetic import synthetic_graph
+
+    matcher = GraphMatcher(BUILTIN["conv_bn"])
+    for graph in (synthetic_graph(120), synthetic_graph(300)):
+        got = [m.root.name for m in find_matches(matcher, graph)]
+        assert got and got == [m.root.name for m in find_matches(BUILTIN["conv_bn"], graph)]
+        assert matcher.graph is None
