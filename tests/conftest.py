@@ -46,3 +46,43 @@ def rng():
 def samples():
     return {name: sample_path(name) for name in
             ("lenet_digits", "mobilenet_block", "resnet_block", "fused_bn_tf_keras")}
+
+
+@pytest.fixture(scope="session")
+def mobilenet_v2_saved_model(tmp_path_factory):
+    """A SavedModel of the zoo's MobileNetV2 (tests/models.py), written once for the whole
+    run: exporting it costs ~10 s, and two test files read it. The xdist workers share one
+    directory (the parent of their base temp dirs); a lock makes the others wait for the first."""
+    from tests.models import zoo_model
+
+    shared = tmp_path_factory.getbasetemp().parent if os.environ.get("PYTEST_XDIST_WORKER") \
+        else tmp_path_factory.getbasetemp()
+    path = shared / "mobilenet_v2_saved_model"
+    with _exclusive(shared / "mobilenet_v2_saved_model.lock"):
+        if not (path / "saved_model.pb").exists():
+            part = path.with_suffix(".part")   # (whole or not there: a failed export leaves no half)
+            shutil.rmtree(part, ignore_errors=True)
+            zoo_model("MobileNetV2").export(str(part), verbose=False)
+            part.rename(path)
+    return path
+
+
+class _exclusive:
+    """An exclusive lock on ``path`` between processes (fcntl; where there is none, no lock)."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def __enter__(self):
+        try:
+            import fcntl
+        except ImportError:   # (Windows: the workers may both export, each to the same name)
+            self.fd = None
+            return self
+        self.fd = os.open(self.path, os.O_CREAT | os.O_RDWR)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc):
+        if self.fd is not None:
+            os.close(self.fd)   # (closing releases the lock)

@@ -10,7 +10,6 @@ from qviz.samples import data_for
 from qviz import LayerBits, Recipe, RecipeError
 from qviz.cli import main
 from qviz.ir.ops import FAKE_QUANT_OPS
-from tests.models import zoo_model
 from qviz import runtime
 
 ISSUE_EXAMPLE = {
@@ -142,12 +141,11 @@ def test_cli_apply_errors_are_one_line(samples, tmp_path, capsys):
 
 
 @pytest.mark.zoo
-def test_cli_apply_on_a_keras_applications_saved_model(tmp_path, capsys):
-    model = zoo_model("MobileNetV2")
-    model.export(str(tmp_path / "sm"), verbose=False)
-    assert main(["recipe", str(tmp_path / "sm")]) == 0
+def test_cli_apply_on_a_keras_applications_saved_model(tmp_path, capsys, mobilenet_v2_saved_model):
+    sm = str(mobilenet_v2_saved_model)
+    assert main(["recipe", sm]) == 0
     (tmp_path / "r.json").write_text(capsys.readouterr().out)
-    assert main(["apply", str(tmp_path / "sm"), "--recipe", str(tmp_path / "r.json"),
+    assert main(["apply", sm, "--recipe", str(tmp_path / "r.json"),
                  "-o", str(tmp_path / "o.pb")]) == 0
     g = qviz.load(tmp_path / "o.pb")
     assert sum(n.op.startswith("FakeQuant") for n in g.nodes) > 100

@@ -146,7 +146,7 @@ def test_a_sweep_run_again_makes_only_the_measurements_it_does_not_have(samples,
 
 def test_a_sweep_in_the_worker_process_stops_and_the_worker_goes_on(samples):
     g = qviz.load(samples["lenet_digits"])
-    runner = ProcessRunner().start()
+    runner = ProcessRunner()   # (not started: only the sweeps' lane starts its process, importing TensorFlow)
     try:
         job = Job("sweep", runner.submit("sweep", "k", g, (8, 6, 4, 3, 2)))   # 40 measurements
         _wait(lambda: job.progress() is not None)
@@ -202,7 +202,7 @@ def test_a_worker_is_sent_a_models_graph_once_and_again_when_it_let_it_go(sample
     sent = []
     real = jobs._by_reference
     monkeypatch.setattr(jobs, "_by_reference", lambda args: sent.append(args[0]) or real(args))
-    runner = ProcessRunner().start()
+    runner = ProcessRunner()   # (not started: only the reports' lane starts its process)
     try:
         first = runner.submit("report", "k", g, recipe, None).result(timeout=120)
         assert sent == [] and "k" in runner._lanes["background"]._graphs_sent
