@@ -55,7 +55,9 @@ def wait_for(cond, timeout=30, what="condition"):
             last = exc
         time.sleep(0.2)
     print(_where_it_waits())
-    said = f"; last error {type(last).__name__}: {str(last).strip().splitlines()[0][:200]}" if last and str(last).strip() else ""
+    said = ""
+    if last is not None and str(last).strip():
+        said = f"; last error {type(last).__name__}: {str(last).strip().splitlines()[0][:200]}"
     raise AssertionError(f"timed out waiting for {what() if callable(what) else what}{said}")
 
 
@@ -86,7 +88,8 @@ def _where_it_waits() -> str:
         name = names.get(ident, "?")
         stack = traceback.format_stack(frame)
         # the server's requests ("Thread-N (process_request_thread)") and the jobs, not idle ones
-        if ident != threading.get_ident() and name.startswith(("qviz", "Thread-")) and "work_queue.get" not in stack[-1]:
+        busy = "work_queue.get" not in stack[-1]
+        if ident != threading.get_ident() and name.startswith(("qviz", "Thread-")) and busy:
             lines.append(f"--- thread {name}:\n" + "".join(stack[-12:]))
     return "\n".join(lines)
 
