@@ -57,16 +57,17 @@ def register(app, store) -> None:
     @app.callback(
         Output(ids.TFLITE_FIGURES, "children", allow_duplicate=True),
         Output(ids.TFLITE_STATUS, "children", allow_duplicate=True),
-        Input(ids.RECIPE, "data"), State(ids.SESSION, "data"), prevent_initial_call=True,
+        Input(ids.RECIPE, "data"), State(ids.TFLITE_FIGURES, "children"), State(ids.TFLITE_STATUS, "children"),
+        State(ids.SESSION, "data"), prevent_initial_call=True,
     )
-    def forget(_data, session):
-        """Device figures belong to the recipe they were made for: a new recipe clears them."""
+    def forget(_data, figures, status, session):
+        """Device figures belong to the recipe they were made for: a new recipe (or model) clears them."""
         s = store.require(session)
         job = s.jobs.get("tflite") if s is not None else None
-        if job is None:   # none shown: an edit costs the page no update (a toggle's redraw)
-            return no_update, no_update
-        if job.answer is not None:
+        if job is not None and job.answer is not None:
             del s.jobs["tflite"]
+        if job is None and not figures and not status:   # nothing shown: an edit costs the page no update
+            return no_update, no_update
         return [], ""
 
     @app.callback(

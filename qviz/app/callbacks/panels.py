@@ -55,7 +55,8 @@ def register(app, store) -> None:
     def node_panel(selected, history, _tick, builtin, text, session, show, view_state):
         s = store.require(session)
         if s is None or not selected or not history:
-            if ctx.triggered_id == ids.RECIPE:   # an edit with nothing selected: the hint is up already
+            if set(ctx.triggered_prop_ids) == {f"{ids.RECIPE}.data"}:   # only an edit: the hint is up already
+                # (not an edit that came with a cleared selection: a link's recipe and selection)
                 return dict(body=no_update, why=no_update, stop_polling=no_update)
             return dict(body=html.Div("click a node to see it here"), why="", stop_polling=True)
         # A tick re-renders: the page keeps the newest render and its poll flag, and

@@ -71,8 +71,9 @@ def register(app, store) -> None:
         # drawn only while shown: a hidden pane costs nothing
         s = store.require(session)
         if not toggle:   # hidden: emptied once, when it is hidden, and left alone after (an edit
-            # then costs the page no update: each is work for Dash's renderer, a toggle's redraw)
-            if ctx.triggered_id != ids.SIDE_BY_SIDE:
+            # then costs the page no update: each is work for Dash's renderer, a toggle's redraw).
+            # (Among the inputs that fired, not the first: turned off right after an edit, it hides.)
+            if f"{ids.SIDE_BY_SIDE}.value" not in ctx.triggered_prop_ids:
                 return dict(figure=no_update, caption=no_update, hidden=no_update)
             return dict(figure=PANE_B_EMPTY, caption="", hidden=True)
         if s is None or not history:

@@ -54,7 +54,10 @@ def wait_for(cond, timeout=30, what="condition"):
         except Exception as exc:  # the page is still rendering
             last = exc
         time.sleep(0.2)
-    print(_where_it_waits())
+    try:
+        print(_where_it_waits())
+    except Exception as exc:   # (the timeout is the message: a failed diagnosis only notes itself)
+        print(f"no diagnosis: {type(exc).__name__}: {exc}")
     said = ""
     if last is not None and str(last).strip():
         said = f"; last error {type(last).__name__}: {str(last).strip().splitlines()[0][:200]}"
