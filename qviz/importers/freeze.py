@@ -17,8 +17,9 @@ For Keras models and SavedModels the result is the public function's GraphDef, n
 node and in the same order (tests/importers/test_freeze.py). What the re-import would also
 change, none of which computes anything and none of which the tested models have: it drops
 a control input that is also a data input, and with three or more inputs its placeholders
-come in an order of its own (it takes them from a set). A graph with loops (a Keras RNN) or library functions, and any graph if a TensorFlow
-release changes those private steps, is frozen by the public function.
+come in an order of its own (it takes them from a set). A graph with loops (a Keras RNN)
+or library functions, and any graph if a TensorFlow release changes those private steps,
+is frozen by the public function.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import logging
 from dataclasses import dataclass
 
 from ..ir import parse_tensor_name
-from .graphdef import LOOP_BACK_OPS
+from ..ir.ops import LOOP_BACK_OPS, LOOP_OPS
 
 __all__ = ["FrozenFunction", "freeze"]
 
@@ -36,9 +37,6 @@ log = logging.getLogger(__name__)
 #: The two steps of ``convert_variables_to_constants_v2`` called directly (TensorFlow 2.21's
 #: names): the converter's view of the function, and the replacement of variables by constants.
 _PRIVATE_STEPS = ("_FunctionConverterDataInEager", "_replace_variables_by_constants")
-
-#: A traced function's loop ops, before the converter lowers them to TF1 control flow.
-_LOOP_OPS = frozenset({"While", "StatelessWhile"})
 
 
 @dataclass(frozen=True)
@@ -70,7 +68,7 @@ def _freeze_fast(concrete) -> tuple[FrozenFunction | None, str]:
     converter, replace = (getattr(convert_to_constants, name, None) for name in _PRIVATE_STEPS)
     if converter is None or replace is None:
         return None, "TensorFlow's converter steps moved"
-    if any(op.type in _LOOP_OPS for op in concrete.graph.get_operations()):
+    if any(op.type in LOOP_OPS for op in concrete.graph.get_operations()):
         return None, "the graph has loops"     # (known before converting: not converted twice)
     outputs = tuple(t.name for t in concrete.outputs)
     graph_def, _ = replace(converter_data=converter(func=concrete, lower_control_flow=True,

@@ -5,11 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..ir import Graph, GraphError, parse_tensor_name
+from ..ir.ops import LOOP_BACK_OPS
 from ..ir.proto import pb
 from .errors import LoadError, first_line
 from .safety import DEFAULT_LIMITS, Limits, read_bounded, refuse_unsafe_ops, unsafe_ops_in_graph_def
 
-__all__ = ["load_pb", "load_pbtxt", "graph_from_graph_def", "LOOP_BACK_OPS"]
+__all__ = ["load_pb", "load_pbtxt", "graph_from_graph_def"]
 
 
 def graph_from_graph_def(graph_def, source: str, *, safe_mode: bool = True, **kwargs) -> Graph:
@@ -37,9 +38,6 @@ def graph_from_graph_def(graph_def, source: str, *, safe_mode: bool = True, **kw
                                 "acyclic (only TF1 loops close through NextIteration)")
     return graph
 
-
-#: Ops through which a TF1 ``while_loop`` closes its cycle (``NextIteration`` → ``Merge``).
-LOOP_BACK_OPS = frozenset({"NextIteration", "RefNextIteration"})
 
 
 def _node_on_cycle(graph: Graph) -> str | None:

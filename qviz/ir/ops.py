@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 __all__ = ["LAYER_OPS", "DEPTHWISE", "MATMUL", "FAKE_QUANT", "FAKE_QUANT_PER_CHANNEL", "KIND_OF_OP", "BATCH_NORM_OPS", "FAKE_QUANT_OPS", "ACTIVATION_OPS",
-           "FUSED_ACTIVATIONS", "ADD_OPS", "TFLITE_FUSED_CHAIN", "CONV_LIKE_OPS",
+           "FUSED_ACTIVATIONS", "ADD_OPS", "TFLITE_FUSED_CHAIN", "CONV_LIKE_OPS", "LOOP_OPS", "LOOP_BACK_OPS",
            "output_channels", "channel_scale_shape", "channels_last_shape"]
 
 #: The layer ops batch norms fold into and weights are quantized in.
@@ -49,6 +49,10 @@ ADD_OPS = frozenset({"Add", "AddV2"})
 NO_OP = "NoOp"
 #: What TFLite's converter folds into one int8 conv/dense op after the layer op.
 TFLITE_FUSED_CHAIN = frozenset({"BiasAdd", "Relu", "Relu6", "Identity", "BatchToSpaceND"})
+#: A traced function's loops, before freezing lowers them to TF1 control flow.
+LOOP_OPS = frozenset({"While", "StatelessWhile"})
+#: Ops through which a TF1 ``while_loop`` closes its cycle (``NextIteration`` → ``Merge``).
+LOOP_BACK_OPS = frozenset({"NextIteration", "RefNextIteration"})
 
 
 def output_channels(op: str, weights_shape: Sequence[int], transpose_b: bool = False) -> int:
