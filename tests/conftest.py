@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import shutil
 import tempfile
@@ -67,22 +68,17 @@ def mobilenet_v2_saved_model(tmp_path_factory):
     return path
 
 
-class _exclusive:
+@contextlib.contextmanager
+def _exclusive(path):
     """An exclusive lock on ``path`` between processes (fcntl; where there is none, no lock)."""
-
-    def __init__(self, path):
-        self.path = path
-
-    def __enter__(self):
-        try:
-            import fcntl
-        except ImportError:   # (Windows: the workers may both export, each to the same name)
-            self.fd = None
-            return self
-        self.fd = os.open(self.path, os.O_CREAT | os.O_RDWR)
-        fcntl.flock(self.fd, fcntl.LOCK_EX)
-        return self
-
-    def __exit__(self, *exc):
-        if self.fd is not None:
-            os.close(self.fd)   # (closing releases the lock)
+    try:
+        import fcntl
+    except ImportError:   # (Windows: two workers may both export)
+        yield
+        return
+    fd = os.open(path, os.O_CREAT | os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)   # (closing releases the lock)

@@ -27,8 +27,8 @@ from cachetools import LRUCache
 from ..choices import MODEL_SUFFIXES
 from ..ir import Graph
 from ..layout import view_graph
-from ..matcher import GraphMatcher
 from ..layout.blocks import find_blocks, layer_graph
+from ..matcher import GraphMatcher
 from ..passes import Recipe
 from ..passes.refold import ranges_for_folds
 from .jobs import Job, JobState, ThreadRunner, shared_thread_runner

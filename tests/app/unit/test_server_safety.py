@@ -38,16 +38,22 @@ def _payload(data: bytes) -> str:
     return "data:application/octet-stream;base64," + base64.b64encode(data).decode()
 
 
-def _body(app, output_fragment, values, changed):
-    """The request the page would send for the callback whose outputs include ``output_fragment``."""
-    def outputs_of(key):
-        return key.strip(".").split("...") if key.startswith("..") else [key]
+def _body(app, output_fragment, values, changed, trigger=None):
+    """The request the page would send for the callback whose outputs include ``output_fragment``
+    (and, given ``trigger`` — "id.prop" —, whose inputs include it: several write one output)."""
+    def outputs_of(key, plain=False):
+        # (an output several callbacks write is spelled "id.prop@hash" in all but one)
+        outs = key.strip(".").split("...") if key.startswith("..") else [key]
+        return [o.split("@")[0] for o in outs] if plain else outs
 
-    # an output as named (one written by several callbacks is spelled "id.prop@hash" in the others)
-    key = next(k for k in app.callback_map if output_fragment in outputs_of(k))
+    def fires_on(cb):
+        return trigger is None or trigger in {f'{i["id"]}.{i["property"]}' for i in cb["inputs"]}
+
+    # the callback naming the output as it is first, then those naming it with a hash
+    key = next(k for plain in (False, True) for k, cb in app.callback_map.items()
+               if output_fragment in outputs_of(k, plain) and fires_on(cb))
     cb = app.callback_map[key]
-    outs = outputs_of(key)
-    outputs = [{"id": o.rsplit(".", 1)[0], "property": o.rsplit(".", 1)[1]} for o in outs]
+    outputs = [{"id": o.rsplit(".", 1)[0], "property": o.rsplit(".", 1)[1]} for o in outputs_of(key, plain=True)]
     pick = lambda specs: [{**x, "value": values.get(f'{x["id"]}.{x["property"]}')} for x in specs]  # noqa: E731
     return {"output": key, "outputs": outputs if len(outputs) > 1 else outputs[0],
             "inputs": pick(cb["inputs"]), "state": pick(cb.get("state", [])), "changedPropIds": changed}
