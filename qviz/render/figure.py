@@ -20,7 +20,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ..layout.view import BLOCK_KIND, ViewKey
-from .marks import (CHAR_PX, CLEAR_PX, LABEL_GAP_PX, LINE_PX, COLORS, FRAME_FILL, GHOST_OPACITY, HALO_COLORS, HALO_OPACITY, HALO_SIZE, LABEL_PX, LABELS_IN_VIEW, MAX_ARROWS,
+from .marks import (CHAR_PX, CLEAR_PX, DRAWN_IN_VIEW_ABOVE, LABEL_GAP_PX, LINE_PX, COLORS, FRAME_FILL, GHOST_OPACITY, HALO_COLORS, HALO_OPACITY, HALO_SIZE, LABEL_PX, LABELS_IN_VIEW, MAX_ARROWS,
                     MAX_LABELS, MAX_SVG_NODES, NO_VALUE_COLOR, PLAIN_OUTLINE, SELECTED_OUTLINE, STATUS_COLORS,
                     STATUS_OUTLINE_WIDTH, Badge, Frame,
                     first_view_range, shows_whole, label_position, label_sides, opposite_side, short_label)
@@ -37,6 +37,16 @@ _UNCHECKED = {"_validate": False}
 def _scatter(n_nodes: int):
     cls = go.Scatter if n_nodes <= MAX_SVG_NODES else go.Scattergl
     return lambda **props: cls(**props, **_UNCHECKED)
+
+
+def _in_view_only(n_points: int, webgl: bool = False) -> dict:
+    """Marker properties that keep plotly from drawing an SVG trace's points out of view
+    (:data:`DRAWN_IN_VIEW_ABOVE`); none for a short trace or a WebGL one.
+
+    >>> _in_view_only(1000), _in_view_only(10), _in_view_only(5000, webgl=True)
+    ({'maxdisplayed': 1000}, {}, {})
+    """
+    return {"maxdisplayed": n_points} if n_points > DRAWN_IN_VIEW_ABOVE and not webgl else {}
 
 
 #: Marker size of a closed block, a whole layer and one op.
@@ -77,7 +87,8 @@ def _edges(g, pos, routes=None):
                                           hoverinfo="skip", name="edges", showlegend=False)
     heads = go.Scatter(**_UNCHECKED, x=hx, y=hy, mode="markers", hoverinfo="skip", showlegend=False,
                        name="arrows",
-                       marker=dict(symbol="triangle-up", size=7, angle=angles, color="#9aa"))
+                       marker=dict(symbol="triangle-up", size=7, angle=angles, color="#9aa",
+                                   **_in_view_only(len(hx))))
     return lines, heads
 
 
@@ -172,6 +183,7 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
     # (only with names: placing them for thousands of nodes whose names are never drawn costs time)
     sides = label_sides(g, {k: pos[k] for k in keys}, direction) if len(keys) <= MAX_LABELS else {}
     scatter = _scatter(len(keys))
+    webgl = len(keys) > MAX_SVG_NODES
     symbols = {"symbol": ["square" if _kind(k) == BLOCK_KIND else "circle" for k in keys]} \
         if any(_kind(k) == BLOCK_KIND for k in keys) else {}
     nodes = scatter(
@@ -184,7 +196,7 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
                     color=[COLORS[d["kind"]] for d in data] if fill is None
                     else [fill.get(k, NO_VALUE_COLOR) for k in keys],
                     opacity=[GHOST_OPACITY if d.get("status") == "removed" else 1.0 for d in data],
-                    line=dict(color=outline, width=widths)))
+                    line=dict(color=outline, width=widths), **_in_view_only(len(keys), webgl)))
     traces = [t for t in (lines, nodes, heads) if t is not None]
     halos = {**(clear_halos or {}), **(highlights or {})}
     if halos:
@@ -193,7 +205,8 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
             x=[pos[k][0] for k in hk], y=[pos[k][1] for k in hk], mode="markers", hoverinfo="skip",
             name="matches", showlegend=False, customdata=hk,
             marker=dict(size=HALO_SIZE, opacity=[HALO_OPACITY if k in (highlights or ()) else 0 for k in hk],
-                        color=[HALO_COLORS[halos[k] % len(HALO_COLORS)] for k in hk])))
+                        color=[HALO_COLORS[halos[k] % len(HALO_COLORS)] for k in hk],
+                        **_in_view_only(len(hk), webgl))))
     if flags:
         fk = [k for k in keys if k in flags]
         traces.append(go.Scatter(
@@ -208,7 +221,7 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
             # half under a selected match's ring): text is placed off a marker's edge, not its centre
             **_UNCHECKED, x=[pos[k][0] for k in bk], y=[pos[k][1] for k in bk], mode="markers+text",
             marker=dict(size=[max(size, HALO_SIZE) if k in (highlights or ()) else size
-                              for k, size in zip(bk, _node_sizes(bk))], opacity=0),
+                              for k, size in zip(bk, _node_sizes(bk))], opacity=0, **_in_view_only(len(bk))),
             text=[badges[k].text for k in bk], meta={"texts": [badges[k].text for k in bk]},
             customdata=bk, name="bits", showlegend=False,
             textposition=[opposite_side(sides.get(k) or label_position(pos[k], g.nodes[k], direction)) for k in bk],

@@ -21,7 +21,7 @@ from ..layout.view import BLOCK_KIND
 
 __all__ = ["COLORS", "KIND_NAMES", "NO_VALUE_COLOR", "SELECTED_OUTLINE", "FRAME_FILL", "HALO_OPACITY", "HALO_SIZE",
            "GHOST_OPACITY", "STATUS_COLORS", "STATUS_OUTLINE_WIDTH", "PLAIN_OUTLINE", "HALO_COLORS", "MAX_LABELS", "LABELS_IN_VIEW", "LABEL_PX",
-           "FIRST_VIEW_RANKS", "shows_whole", "MAX_ARROWS", "MAX_SVG_NODES", "BIT_COLORS", "FLOAT_BADGE_COLOR", "bits_color",
+           "FIRST_VIEW_RANKS", "shows_whole", "MAX_ARROWS", "MAX_SVG_NODES", "DRAWN_IN_VIEW_ABOVE", "BIT_COLORS", "FLOAT_BADGE_COLOR", "bits_color",
            "Frame", "Badge", "MAX_LABEL_CHARS", "SHORT_WORD", "ABBREVIATIONS", "short_label", "label_position",
            "label_sides", "opposite_side", "first_view_range"]
 
@@ -62,6 +62,13 @@ MAX_ARROWS = 2000
 #: context costs ~0.6 s in a browser without a GPU) and its text is crisper; WebGL pans
 #: tens of thousands of points smoothly.
 MAX_SVG_NODES = 2000
+#: Above this many points an SVG trace draws only those in view (plotly's
+#: ``marker.maxdisplayed`` set to them all: it then keeps the points inside the axes'
+#: ranges, and draws again after each pan or zoom). Plotly styles every point it draws,
+#: in view or not: NASNetMobile's op view (1,126 nodes, 1,281 arrow heads) was ~1 s of
+#: plotly a click, ~0.35 s drawing only what is in view. The price: while a drag is under
+#: way, the nodes it brings into view are drawn when the mouse is released.
+DRAWN_IN_VIEW_ABOVE = 300
 
 
 #: A badge's colour: the narrowest bit width it names (at least this many bits → this colour).

@@ -11,10 +11,11 @@ import pytest
 
 import qviz
 from qviz.app import create_app
+from qviz.render.marks import DRAWN_IN_VIEW_ABOVE
 from qviz.samples import sample_path
 
 from ...models import zoo_model
-from .helpers import choose, click, figure_nodes, is_open, needs_browser, shot, wait_for, wait_idle, wait_open
+from .helpers import choose, click, figure_nodes, is_open, needs_browser, shot, text_of, wait_for, wait_idle, wait_open
 
 pytestmark = needs_browser
 
@@ -237,6 +238,51 @@ def test_a_long_graph_has_a_minimap_that_moves_the_view_and_labels_come_with_zoo
         " {'xaxis.autorange': true, 'yaxis.autorange': true});")
     wait_for(lambda: mode() == "markers", what="labels hidden when zoomed out")
     wait_for(lambda: not dash_duo.find_element("#graph-minimap").is_displayed(), what="no minimap for the whole")
+
+
+def _points_in_view(dash_duo, trace_name):
+    """(the keys of a trace's points in view, the keys of those plotly drew, how many it has)."""
+    return dash_duo.driver.execute_script(
+        "const g = document.querySelector('#graph .js-plotly-plot');"
+        "const i = g.data.findIndex(d => d.name === arguments[0]), t = g.data[i];"
+        "const xr = g._fullLayout.xaxis.range, yr = g._fullLayout.yaxis.range, want = [];"
+        "t.x.forEach((x, k) => { if (x >= Math.min(...xr) && x <= Math.max(...xr) && t.y[k] >= Math.min(...yr)"
+        "    && t.y[k] <= Math.max(...yr)) want.push(k); });"
+        "const layer = g.querySelector('.scatterlayer .trace' + g._fullData[i].uid);"
+        "const drawn = [...layer.querySelectorAll('path.point')].map(p => p.__data__.i);"
+        "return [want.sort((a, b) => a - b), drawn.sort((a, b) => a - b), t.x.length];", trace_name)
+
+
+def test_a_big_view_draws_the_nodes_in_view_and_those_a_pan_brings_in(dash_duo, tmp_path):
+    """Over DRAWN_IN_VIEW_ABOVE nodes plotly draws only the points in view (it styles each
+    one it draws: NASNetMobile's op view spent ~1 s of a click on nodes out of view); a pan
+    draws the nodes it brings into view, and the arrow heads with them."""
+    import keras
+
+    n = DRAWN_IN_VIEW_ABOVE + 20
+    x = first = keras.Input((2,))
+    for i in range(n):   # (functional: Keras rebuilds a Sequential at each layer it reloads, ~40 s here)
+        x = keras.layers.ReLU(name=f"r{i}")(x)
+    keras.Model(first, x).save(tmp_path / "chain.keras")
+    dash_duo.start_server(create_app(qviz.load(tmp_path / "chain.keras"), model_name="chain", worker=False))
+    wait_open(dash_duo, "chain")
+    if text_of(dash_duo, "#blocks-button") == "ungroup blocks":   # (closed blocks would be few nodes)
+        click(dash_duo, "#blocks-button")
+    wait_for(lambda: figure_nodes(dash_duo) > n, what=lambda: f"every layer drawn: {figure_nodes(dash_duo)} nodes")
+    x0 = dash_duo.driver.execute_script(
+        "return Math.min(...document.querySelector('#graph .js-plotly-plot').data.find(d => d.name === 'nodes').x);")
+    seen = []
+    for start in (x0, x0 + 30, x0 + 8):   # (a view, one far on, one overlapping the first)
+        dash_duo.driver.execute_script(
+            "Plotly.relayout(document.querySelector('#graph .js-plotly-plot'), {'xaxis.range': arguments[0]});",
+            [start - 0.5, start + 9.5])
+        for name in ("nodes", "arrows"):
+            wait_for(lambda: _points_in_view(dash_duo, name)[0] == _points_in_view(dash_duo, name)[1],
+                     what=lambda: f"the {name} in view drawn, and only those: {_points_in_view(dash_duo, name)}")
+        in_view, _, total = _points_in_view(dash_duo, "nodes")
+        assert 0 < len(in_view) < total / 4
+        seen.append(set(in_view))
+    assert not seen[0] & seen[1] and seen[0] & seen[2] and seen[0] != seen[2]
 
 
 def test_names_are_drawn_in_a_new_view_and_pane_b_hides_them_when_zoomed_out(dash_duo, mobilenet_file, tmp_path,
