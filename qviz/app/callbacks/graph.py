@@ -27,6 +27,7 @@ from .. import ids, navigation, services
 from ..colour_by import SUGGESTED_BITS, metric_and_waiting, metric_waiting
 from ..legend import OP_KIND, color_options, metric_legend
 from ..services import ViewChoice, current
+from ..wire import plain
 
 #: Matches listed by name (all are highlighted); thousands of buttons would slow the page.
 MAX_LISTED = 200
@@ -261,12 +262,13 @@ def register(app, store) -> None:
         s.latest = drawn
         services.warm_up(s)
         nodes, blocks_hint = node_count(view.graph, choice.mode)
-        return dict(figure=sent_once(fig), nodes=nodes, blocks_hint=blocks_hint, window=window_now,
-                    match_count=count, matches=listed,
+        # (the components as plain dicts: else the whole response, figure too, took Dash's slow JSON path)
+        return dict(figure=sent_once(fig), **plain(dict(
+                    nodes=nodes, blocks_hint=blocks_hint, window=window_now, match_count=count, matches=listed,
                     pattern_error=error, drawn=drawn,
                     metric_legend=metric_legend(metric, len(fill or ()), waiting=waiting, name=color_by),
                     metric_poll=not waiting.startswith("waiting"),
-                    diff=_unbroken_parts(services.change_line(s, result)))
+                    diff=_unbroken_parts(services.change_line(s, result)))))
 
     app.clientside_callback(KEEP_WINDOW, Output(ids.VIEW_WINDOW, "data"), Input(ids.GRAPH, "relayoutData"),
                             prevent_initial_call=True)

@@ -11,7 +11,7 @@ from dash.exceptions import PreventUpdate
 
 from ...passes import Recipe
 from ...passes.recipe import FLOAT_RECIPE
-from ...render import graph_figure
+from ...render import graph_figure, sent_once
 from ...render.image import recipe_badges
 from .. import ids, navigation, services
 from ..colour_by import SUGGESTED_BITS, other_pane_metric
@@ -115,7 +115,8 @@ def register(app, store) -> None:
         elif chosen and ctx.triggered_id not in SWEEP_INPUTS:   # the selection's counterpart, in view
             center_on(fig, b.pos[chosen[0]], direction or "LR", zoom=window)
         caption = pane_caption(other, s)
-        return dict(figure=fig, caption=f"{caption} · {note}" if note else caption, hidden=False)
+        # (a plain dict: a go.Figure in the response sends all of it down Dash's slow JSON path, deep-copied)
+        return dict(figure=sent_once(fig), caption=f"{caption} · {note}" if note else caption, hidden=False)
 
     @app.callback(
         Output(ids.SELECTED, "data", allow_duplicate=True),
