@@ -191,6 +191,8 @@
     // and a group whose text was once empty has no text element left: a name its point gets
     // later is not drawn (nodes in view went unnamed after a switch of view, or a pan). So
     // every drawing starts without them (plotly_beforeplot, below), and so do new names.
+    // A trace drawn only in view (qviz.render.marks.DRAWN_IN_VIEW_ABOVE) needs it after every
+    // pan: plotly binds its text groups to the points drawn by position.
     function dropTextGroups(gd) {
         gd.querySelectorAll(".scatterlayer g.textpoint").forEach(function (g) { g.remove(); });
     }

@@ -39,6 +39,7 @@ def _scatter(n_nodes: int):
     return lambda **props: cls(**props, **_UNCHECKED)
 
 
+# (arrow heads and bit badges are always SVG: only nodes and halos pass ``webgl``)
 def _in_view_only(n_points: int, webgl: bool = False) -> dict:
     """Marker properties that keep plotly from drawing an SVG trace's points out of view
     (:data:`DRAWN_IN_VIEW_ABOVE`); none for a short trace or a WebGL one.
@@ -284,7 +285,8 @@ def sent_once(fig: go.Figure) -> dict:
     return {"data": fig._data, "layout": fig._layout}   # (what to_dict deep-copies)
 
 
-#: How far past the view names are drawn, in views on each side: a short pan finds them there.
+#: How far past the view names are drawn, in views on each side: a short pan finds them there
+#: (on a graph of over DRAWN_IN_VIEW_ABOVE nodes, once the pan ends: only nodes in view are drawn).
 NAMES_MARGIN = 0.5
 
 

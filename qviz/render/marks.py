@@ -67,7 +67,10 @@ MAX_SVG_NODES = 2000
 #: ranges, and draws again after each pan or zoom). Plotly styles every point it draws,
 #: in view or not: NASNetMobile's op view (1,126 nodes, 1,281 arrow heads) was ~1 s of
 #: plotly a click, ~0.35 s drawing only what is in view. The price: while a drag is under
-#: way, the nodes it brings into view are drawn when the mouse is released.
+#: way, the nodes it brings into view are drawn when the mouse is released, and a node whose
+#: centre is just out of view is not drawn at all (not clipped at the edge). Plotly then binds
+#: the trace's texts to the points drawn by position, so names and badges stay right only
+#: because each drawing starts without text groups (``dropTextGroups``, assets/graph_view.js).
 DRAWN_IN_VIEW_ABOVE = 300
 
 

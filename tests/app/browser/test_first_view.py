@@ -253,16 +253,30 @@ def _points_in_view(dash_duo, trace_name):
         "return [want.sort((a, b) => a - b), drawn.sort((a, b) => a - b), t.x.length];", trace_name)
 
 
+def _texts_in_view(dash_duo):
+    """(the names the node trace holds for its points in view, as the page thinned them;
+    the names drawn), each sorted."""
+    return dash_duo.driver.execute_script(
+        "const g = document.querySelector('#graph .js-plotly-plot');"
+        "const i = g.data.findIndex(d => d.name === 'nodes'), t = g.data[i];"
+        "const xr = g._fullLayout.xaxis.range, yr = g._fullLayout.yaxis.range, want = [];"
+        "t.x.forEach((x, k) => { if (x >= Math.min(...xr) && x <= Math.max(...xr) && t.y[k] >= Math.min(...yr)"
+        "    && t.y[k] <= Math.max(...yr) && t.text && t.text[k]) want.push(t.text[k]); });"
+        "const layer = g.querySelector('.scatterlayer .trace' + g._fullData[i].uid);"
+        "const drawn = [...layer.querySelectorAll('.textpoint text')].map(e => e.textContent).filter(s => s);"
+        "return [want.sort(), drawn.sort()];")
+
+
 def test_a_big_view_draws_the_nodes_in_view_and_those_a_pan_brings_in(dash_duo, tmp_path):
     """Over DRAWN_IN_VIEW_ABOVE nodes plotly draws only the points in view (it styles each
     one it draws: NASNetMobile's op view spent ~1 s of a click on nodes out of view); a pan
-    draws the nodes it brings into view, and the arrow heads with them."""
+    draws the nodes it brings into view, with their arrow heads and names."""
     import keras
 
     n = DRAWN_IN_VIEW_ABOVE + 20
     x = first = keras.Input((2,))
     for i in range(n):   # (functional: Keras rebuilds a Sequential at each layer it reloads, ~40 s here)
-        x = keras.layers.ReLU(name=f"r{i}")(x)
+        x = keras.layers.ReLU(name=f"relu_{i}")(x)
     keras.Model(first, x).save(tmp_path / "chain.keras")
     dash_duo.start_server(create_app(qviz.load(tmp_path / "chain.keras"), model_name="chain", worker=False))
     wait_open(dash_duo, "chain")
@@ -271,14 +285,23 @@ def test_a_big_view_draws_the_nodes_in_view_and_those_a_pan_brings_in(dash_duo, 
     wait_for(lambda: figure_nodes(dash_duo) > n, what=lambda: f"every layer drawn: {figure_nodes(dash_duo)} nodes")
     x0 = dash_duo.driver.execute_script(
         "return Math.min(...document.querySelector('#graph .js-plotly-plot').data.find(d => d.name === 'nodes').x);")
+    width_px = dash_duo.driver.execute_script(
+        "return document.querySelector('#graph .js-plotly-plot')._fullLayout.xaxis._length;")
     seen = []
-    for start in (x0, x0 + 30, x0 + 8):   # (a view, one far on, one overlapping the first)
+    # a view, one far on, one overlapping the first; then zoomed out to ~50 px a rank, and
+    # panned by a few ranks
+    for start, ranks in ((x0, 10), (x0 + 30, 10), (x0 + 8, 10), (x0 + 40, width_px / 50), (x0 + 43, width_px / 50)):
         dash_duo.driver.execute_script(
             "Plotly.relayout(document.querySelector('#graph .js-plotly-plot'), {'xaxis.range': arguments[0]});",
-            [start - 0.5, start + 9.5])
+            [start - 0.5, start + ranks - 0.5])
         for name in ("nodes", "arrows"):
             wait_for(lambda: _points_in_view(dash_duo, name)[0] == _points_in_view(dash_duo, name)[1],
                      what=lambda: f"the {name} in view drawn, and only those: {_points_in_view(dash_duo, name)}")
+        # and the names the page gave them (plotly binds a trace's texts to its points by
+        # position: after a pan an emptied one would be on another point, with no text
+        # element left, without graph_view.js's dropTextGroups)
+        wait_for(lambda: _texts_in_view(dash_duo)[0] and _texts_in_view(dash_duo)[0] == _texts_in_view(dash_duo)[1],
+                 what=lambda: f"the names in view drawn: wanted, drawn {_texts_in_view(dash_duo)}")
         in_view, _, total = _points_in_view(dash_duo, "nodes")
         assert 0 < len(in_view) < total / 4
         seen.append(set(in_view))

@@ -59,3 +59,21 @@ def test_a_hidden_pane_b_is_left_alone_by_an_edit_and_hidden_when_turned_off_wit
     assert _answer(app, f"{ids.GRAPH_B}.figure", values, [RECIPE]) == {}
     answer = _answer(app, f"{ids.GRAPH_B}.figure", values, [RECIPE, f"{ids.SIDE_BY_SIDE}.value"])
     assert answer[ids.PANE_B]["hidden"] is True
+
+
+@pytest.mark.parametrize("output, changed", [(f"{ids.GRAPH}.figure", RECIPE),
+                                             (f"{ids.GRAPH_B}.figure", f"{ids.SIDE_BY_SIDE}.value")])
+def test_a_redraw_is_written_by_orjson_without_plotlys_clean_up_walk(app, lenet, monkeypatch, output, changed):
+    """A component or a go.Figure anywhere in a response sends all of it, figure and all,
+    through plotly's clean-up in Python (qviz.app.wire): a redraw must have neither."""
+    import plotly.io._json as plotly_json
+
+    walked = []
+    clean = plotly_json.clean_to_json_compatible
+    monkeypatch.setattr(plotly_json, "clean_to_json_compatible", lambda obj, **kw: walked.append(1) or clean(obj, **kw))
+    values = {**_edit(app, lenet), f"{ids.SIDE_BY_SIDE}.value": ["on"], f"{ids.VIEW_MODE}.value": "op"}
+    answer = _post(app, _body(app, output, values, [changed], trigger=changed))["response"]
+    figure = answer[output.split(".")[0]]["figure"]
+    assert figure["data"] and not walked
+    if output.startswith(ids.GRAPH + "."):   # the components beside it, as Dash sends them
+        assert answer[ids.MATCH_LIST]["children"]["type"] == "Markdown"
