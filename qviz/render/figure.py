@@ -34,8 +34,13 @@ __all__ = ["graph_figure", "names_near_view", "sent_once", "histogram_figure", "
 _UNCHECKED = {"_validate": False}
 
 
+def _webgl(n_nodes: int) -> bool:
+    """Whether a graph of ``n_nodes`` is drawn with WebGL (:data:`MAX_SVG_NODES`)."""
+    return n_nodes > MAX_SVG_NODES
+
+
 def _scatter(n_nodes: int):
-    cls = go.Scatter if n_nodes <= MAX_SVG_NODES else go.Scattergl
+    cls = go.Scattergl if _webgl(n_nodes) else go.Scatter
     return lambda **props: cls(**props, **_UNCHECKED)
 
 
@@ -183,8 +188,7 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
     window = first_view_range(pos, direction) if first_view else None
     # (only with names: placing them for thousands of nodes whose names are never drawn costs time)
     sides = label_sides(g, {k: pos[k] for k in keys}, direction) if len(keys) <= MAX_LABELS else {}
-    scatter = _scatter(len(keys))
-    webgl = len(keys) > MAX_SVG_NODES
+    scatter, webgl = _scatter(len(keys)), _webgl(len(keys))
     symbols = {"symbol": ["square" if _kind(k) == BLOCK_KIND else "circle" for k in keys]} \
         if any(_kind(k) == BLOCK_KIND for k in keys) else {}
     nodes = scatter(
