@@ -93,6 +93,7 @@ LAYER_ABITS = "layer-activation-bits"
 
 GRID_WAITING = "grid-waiting"         # shown while a layer's activation samples are computed
 NODE_PANEL_POLL = "node-panel-poll"   # polls activation samples (for the quantization grids) from the worker
+NODE_PANEL_SHOWS = "node-panel-shows"  # what the node panel shows: a node's key, or HINT (read to skip redundant updates)
 
 # fold explainer: opened from the node panel, shown full width under the graph
 FOLD_EXPLAIN_BUTTON = "fold-explain-button"

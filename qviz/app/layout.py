@@ -194,7 +194,8 @@ def page(default_sample: str | None, session_id: str, max_upload_bytes: int = 20
                        html.Div(id=ids.MATCH_LIST, className="match-list"), dcc.Store(id=ids.MATCH_PICK),
                        html.Div(id=ids.EXPLAIN, className="explain")),
                 _panel("Selected", html.Div(id=ids.NODE_PANEL),
-                       dcc.Interval(id=ids.NODE_PANEL_POLL, interval=500, disabled=True)),
+                       dcc.Interval(id=ids.NODE_PANEL_POLL, interval=500, disabled=True),
+                       dcc.Store(id=ids.NODE_PANEL_SHOWS)),
             ], className="side"),
         ], className="row"),
         # Full width: the formulas, the per-channel table and the fold graphs need it.

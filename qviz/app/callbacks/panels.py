@@ -29,6 +29,9 @@ from .graph import fates_of, pattern_of, view_choice
 
 log = logging.getLogger(__name__)
 
+#: What the node panel's store says while it shows "click a node" (else the shown node's key).
+HINT = "hint"
+
 
 def register(app, store) -> None:
     @app.callback(Output({"type": ids.GRID_VIEW, "layer": MATCH, "tensor": MATCH}, "children"),
@@ -45,33 +48,36 @@ def register(app, store) -> None:
 
     @app.callback(
         output=dict(body=Output(ids.NODE_PANEL, "children"), why=Output(ids.EXPLAIN, "children"),
-                    stop_polling=Output(ids.NODE_PANEL_POLL, "disabled")),
+                    stop_polling=Output(ids.NODE_PANEL_POLL, "disabled"), shows=Output(ids.NODE_PANEL_SHOWS, "data")),
         inputs=dict(selected=Input(ids.SELECTED, "data"), history=Input(ids.RECIPE, "data"),
                     _tick=Input(ids.NODE_PANEL_POLL, "n_intervals")),
         state=dict(builtin=State(ids.PATTERN_BUILTIN, "value"), text=State(ids.PATTERN_TEXT, "value"),
                    session=State(ids.SESSION, "data"), show=State(ids.SHOW, "value"),
-                   view_state=State(ids.VIEW, "data")),
+                   view_state=State(ids.VIEW, "data"), shown=State(ids.NODE_PANEL_SHOWS, "data")),
     )
-    def node_panel(selected, history, _tick, builtin, text, session, show, view_state):
+    def node_panel(selected, history, _tick, builtin, text, session, show, view_state, shown):
         s = store.require(session)
-        if s is None or not selected or not history:
-            if set(ctx.triggered_prop_ids) == {f"{ids.RECIPE}.data"}:   # only an edit: the hint is up already
-                # (not an edit that came with a cleared selection: a link's recipe and selection)
-                return dict(body=no_update, why=no_update, stop_polling=no_update)
-            return dict(body=html.Div("click a node to see it here"), why="", stop_polling=True)
+        key = ViewKey.parse(selected.get("key")) if selected else None
+        if s is None or key is None or not history:
+            # What the panel shows decides, not what fired: Dash drops a request still in
+            # flight when the same callback fires again, so the one that cleared the
+            # selection can be lost to a later edit's (a model opened: the selection is
+            # cleared as the answer arrives, its recipe a moment later).
+            if shown == HINT:   # the hint is up already: no update (each is work for Dash's renderer)
+                ticked = f"{ids.NODE_PANEL_POLL}.n_intervals" in ctx.triggered_prop_ids
+                return dict(body=no_update, why=no_update, stop_polling=True if ticked else no_update,
+                            shows=no_update)
+            return dict(body=html.Div("click a node to see it here"), why="", stop_polling=True, shows=HINT)
         # A tick re-renders: the page keeps the newest render and its poll flag, and
         # stops polling when that render has everything (state kept here could lag
         # behind it when two renders finish out of order).
-        key = ViewKey.parse(selected.get("key"))
-        if key is None:
-            return dict(body=html.Div("click a node to see it here"), why="", stop_polling=True)
         started = time.monotonic()
         view_state = view_state or {}
         body, why, waiting = _node_panel(s, key, current(history), builtin, text, show,
                                          opened=set(view_state.get("opened", ())) if view_state.get("blocks") else None)
         log.debug("session %s: node panel of %s in %.2f s", session["sid"][:8], selected["key"],
                   time.monotonic() - started)
-        return dict(body=body, why=why, stop_polling=not waiting)
+        return dict(body=body, why=why, stop_polling=not waiting, shows=selected["key"])
 
     @app.callback(Output(ids.EXPLAIN, "children", allow_duplicate=True),
                   Input(ids.PATTERN_BUILTIN, "value"), Input(ids.PATTERN_TEXT, "value"),
