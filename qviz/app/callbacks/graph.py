@@ -312,8 +312,10 @@ def register(app, store) -> None:
                   State(ids.SHOW, "value"), State(ids.RECIPE, "data"), prevent_initial_call=True)
     def select_row(selected, session, show, history):
         s = store.require(session)
-        if s is None or not selected:
+        if s is None:
             return no_update
+        if not selected:   # (the table keeps rows by name: a row left selected would name another model's layer)
+            return []
         graph, _ = services.shown(s, current(history), view_choice(None, show, None, None))
         layer = services.layer_of_key(graph, selected["key"])
         return {"ids": [layer]} if layer else no_update

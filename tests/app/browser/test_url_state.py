@@ -112,6 +112,23 @@ def test_another_model_picked_is_in_the_link_without_the_last_ones_selection(das
     wait_open(dash_duo, "mobilenet_block")
 
 
+def test_a_table_row_selected_in_the_last_model_is_not_selected_in_the_next(dash_duo):
+    """lenet_digits' conv2 row selected (a click on its cell), then resnet_block picked, which
+    has a conv2 too: no row is selected in its table (the grid kept rows by name, so the
+    last model's selection showed on another layer), as no node is in its graph."""
+    selected_rows = "return dash_ag_grid.getApi('layer-grid').getSelectedRows().map(r => r.layer);"
+    start_app(dash_duo)
+    dash_duo.driver.execute_script("dash_ag_grid.getApi('layer-grid').getRowNode('conv2').setSelected(true);")
+    wait_for(lambda: dash_duo.driver.execute_script(selected_rows) == ["conv2"], what="conv2's row selected")
+    choose(dash_duo, "#model-picker", "resnet_block")
+    wait_open(dash_duo, "resnet_block")
+    rows = "return dash_ag_grid.getApi('layer-grid').getDisplayedRowCount();"
+    wait_for(lambda: dash_duo.driver.execute_script(rows) > 0
+             and dash_duo.driver.execute_script(selected_rows) == [],
+             what=lambda: f"no row selected; {dash_duo.driver.execute_script(selected_rows)} are")
+    assert "click a node" in dash_duo.find_element("#node-panel").text
+
+
 def test_a_link_to_a_sample_opens_that_sample_on_a_server_started_with_a_file(dash_duo):
     """``qviz serve model.keras`` then a link (or a reload) naming lenet_digits: the page
     opened the served model under a picker reading lenet_digits."""
