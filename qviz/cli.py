@@ -110,7 +110,7 @@ def _data(args, graph):
     """What ``graph`` is calibrated and verified on: ``--data``, else :func:`qviz.samples.data_for`
     (noise for a model that is not a sample: said once, since ranges from noise are not
     the model's)."""
-    from .samples import data_for, data_from_file
+    from .samples import data_for, data_from_file, sample_name_of
 
     if getattr(args, "data", None):
         limit = getattr(args, "max_model_mb", None)
@@ -118,7 +118,9 @@ def _data(args, graph):
     data = data_for(graph)
     if data.is_noise and not getattr(args, "_said_noise", False):
         args._said_noise = True
-        print("note: calibrated and verified on fixed-seed noise (not a bundled sample): activation ranges, "
+        sample = sample_name_of(graph.source) if graph.source else None
+        why = f"the {sample} sample ships no data" if sample else "not a bundled sample"
+        print(f"note: calibrated and verified on fixed-seed noise ({why}): activation ranges, "
               "errors and a quantized input's scale are the noise's, not your data's; give your data with "
               "--data FILE.npz", file=sys.stderr)
     return data

@@ -264,6 +264,7 @@ def test_what_the_cli_calibrates_on_is_said_and_can_be_the_users_data(tmp_path, 
     assert main(["apply", str(other), "--recipe", str(recipe)]) == 0
     said = capsys.readouterr()
     assert "outputs on 16 examples" in said.out and "calibrated and verified on fixed-seed noise" in said.err
+    assert "not a bundled sample" in said.err
     # its data given: the same figures as the sample's own
     assert main(["apply", str(other), "--recipe", str(recipe), "--data",
                  str(SAMPLE_DIR / "lenet_digits_data.npz")]) == 0
@@ -274,6 +275,11 @@ def test_what_the_cli_calibrates_on_is_said_and_can_be_the_users_data(tmp_path, 
     assert main(["apply", str(other), "--recipe", str(recipe), "--data", str(bad)]) == 2
     assert "bad.npz: x_calib holds examples of shape (4, 8, 1); the model's input image:0 takes (8, 8, 1)" \
         in capsys.readouterr().err
+    # a sample with no data of its own: noise too, and not called "not a sample"
+    assert main(["recipe", str(samples["resnet_block"])]) == 0
+    (resnet_recipe := tmp_path / "resnet.json").write_text(capsys.readouterr().out)
+    assert main(["apply", str(samples["resnet_block"]), "--recipe", str(resnet_recipe)]) == 0
+    assert "fixed-seed noise (the resnet_block sample ships no data)" in capsys.readouterr().err
 
 
 def test_outputs_that_cannot_be_written_are_refused_before_anything_is(tmp_path, capsys, samples):
