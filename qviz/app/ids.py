@@ -121,6 +121,7 @@ LAYER_ERRORS = "layer-errors"
 LAYER_ERRORS_ALL = "layer-errors-all"   # show every layer's bar, not only the worst
 LAYER_ERRORS_MODE = "layer-errors-mode"  # accumulated (as the model runs) or local (each layer's own error)
 LAYER_ERRORS_STATUS = "layer-errors-status"
+LAYER_ERRORS_FRAME = "layer-errors-frame"   # around the chart: greyed ("stale") while it is of another recipe
 
 # training-mode fold (inside the fold explainer)
 TRAIN_FOLD_MODE = "train-fold-mode"

@@ -276,7 +276,9 @@ def page(default_sample: str | None, session_id: str, max_upload_bytes: int = 20
                        html.Span(id=ids.LAYER_ERRORS_STATUS, className="status"),
                    ], className="toolbar"),
                    html.Div(ERROR_MODES_HELP, className="hint error-modes-help"),
-                   dcc.Graph(id=ids.LAYER_ERRORS, figure=NO_FIGURE, config={"displayModeBar": False}),
+                   # (greyed by its frame: dcc.Graph re-renders for no class change after it is drawn)
+                   html.Div(dcc.Graph(id=ids.LAYER_ERRORS, figure=NO_FIGURE, config={"displayModeBar": False}),
+                            id=ids.LAYER_ERRORS_FRAME),
                    dcc.Checklist(id=ids.LAYER_ERRORS_ALL, options=[{"label": " show every layer", "value": "all"}],
                                  value=[], inline=True),
                    *_device_check()),

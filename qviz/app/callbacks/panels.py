@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 HINT = "hint"
 
 
+
 def register(app, store) -> None:
     @app.callback(Output({"type": ids.GRID_VIEW, "layer": MATCH, "tensor": MATCH}, "children"),
                   Input({"type": ids.GRID_BITS, "layer": MATCH, "tensor": MATCH}, "value"),
@@ -110,15 +111,19 @@ def register(app, store) -> None:
         output=dict(panel=Output(ids.VERIFY_PANEL, "children"), errors=Output(ids.LAYER_ERRORS, "figure"),
                     status=Output(ids.LAYER_ERRORS_STATUS, "children"),
                     stop_polling=Output(ids.VERIFY_POLL, "disabled"),
-                    # the last recipe's bars greyed while the new one is verified (they stood as if current)
-                    stale=Output(ids.LAYER_ERRORS, "className")),
+                    stale=Output(ids.LAYER_ERRORS_FRAME, "className")),
         inputs=dict(drawn=Input(ids.DRAWN, "data"), _tick=Input(ids.VERIFY_POLL, "n_intervals"),
                     show_all=Input(ids.LAYER_ERRORS_ALL, "value"), mode=Input(ids.LAYER_ERRORS_MODE, "value")),
-        state=dict(session=State(ids.SESSION, "data")),
+        state=dict(session=State(ids.SESSION, "data"), shown=State(ids.LAYER_ERRORS, "figure")),
     )
-    def verification(drawn, _tick, show_all, mode, session):
+    def verification(drawn, _tick, show_all, mode, session, shown):
         answer = _verification(drawn, _tick, show_all, mode, session)
-        return {**answer, "stale": "stale" if answer["errors"] is no_update and not answer["stop_polling"] else ""}
+        # The last recipe's bars greyed while the new one is verified (they stood as if
+        # current): by the recipe the chart will be of against the one drawn, so that each
+        # answer says what is so whichever comes last (the page drops a request in flight
+        # when the same callback fires again).
+        of = chart_recipe(shown) if answer["errors"] is no_update else None   # (a new chart is of the drawn one)
+        return {**answer, "stale": "stale" if of is not None and of != drawn else ""}
 
     def _verification(drawn, _tick, show_all, mode, session):
         # Follows DRAWN (not the recipe), so the redraw comes first; the report
@@ -127,7 +132,8 @@ def register(app, store) -> None:
         s = store.require(session)
         if s is None or not drawn or not s.latest:
             return dict(panel="", errors=NO_FIGURE, status="", stop_polling=True)
-        recipe = Recipe.from_json(s.latest)
+        latest = s.latest   # (read once: another draw may change it meanwhile)
+        recipe = Recipe.from_json(latest)
         future = s.report_future(recipe)
         if not future.done():
             if set(ctx.triggered_prop_ids) == {f"{ids.VERIFY_POLL}.n_intervals"}:
@@ -158,7 +164,19 @@ def register(app, store) -> None:
         figure = layer_error_figure([e.layer for e in errors], [e.sqnr_db for e in errors],
                                     quantized=quantized, limit=limit, mode=mode or "accumulated",
                                     examples=rep.layer_examples)
+        figure.update_layout(meta={"recipe": latest})   # what the chart is of (chart_recipe)
         return dict(panel=panel, errors=figure, status=status, stop_polling=True)
+
+
+def chart_recipe(figure) -> str | None:
+    """The recipe (JSON) a per-layer chart in the page was made for, or None (no chart).
+
+    >>> chart_recipe({"layout": {"meta": {"recipe": "{}"}}}), chart_recipe({"data": []}), chart_recipe(None)
+    ('{}', None, None)
+    """
+    meta = ((figure or {}).get("layout") or {}).get("meta") if isinstance(figure, dict) else None
+    recipe = meta.get("recipe") if isinstance(meta, dict) else None
+    return recipe if isinstance(recipe, str) else None
 
 
 def _node_panel(s, key: ViewKey, recipe: Recipe, builtin, text, show, opened: set | None = None):

@@ -165,6 +165,48 @@ def test_fold_and_four_bits_change_graph_and_verification(dash_duo):
     wait_for(lambda: dash_ag_grid_value(dash_duo, "conv2", "activation_bits") == "float", what="undo")
 
 
+def test_the_per_layer_chart_is_greyed_while_the_new_recipe_is_verified_and_only_then(dash_duo, monkeypatch):
+    """Each recipe's report is held 2 s here, so the page shows the last recipe's bars while
+    the new one is verified: greyed then, and not once the new recipe's chart is in. The
+    class was the dcc.Graph's own, which it applies only when drawn anew (its
+    shouldComponentUpdate looks at its id and style): never greyed while waiting, and a
+    new user's walkthrough saw it greyed for good, its bars current."""
+    from concurrent.futures import Future
+
+    from qviz.app.session import Session
+
+    real, held = Session.report_future, {}
+
+    def held_2s(self, recipe, local=False):
+        future = real(self, recipe, local)
+        key = (recipe.to_json(indent=None), local)
+        if key not in held:
+            held[key] = Future()
+            threading.Timer(2.0, lambda f=held[key]: f.set_result(future.result())).start()
+        return held[key]
+
+    monkeypatch.setattr(Session, "report_future", held_2s)
+    state = ("const c = document.querySelector('#layer-errors-frame'), g = c.querySelector('.js-plotly-plot');"
+             "return [c.className.includes('stale'), g && g.layout.meta ? g.layout.meta.recipe : null];")
+    start_app(dash_duo)
+    wait_for(lambda: dash_duo.driver.execute_script(state)[1] is not None, timeout=120, what="the first chart")
+    seen = dash_duo.driver.execute_script(state)[1]
+    for edit in (lambda: edit_cell(dash_duo, "conv2", "weight_bits", "4"), lambda: click(dash_duo, "#bulk-all-8")):
+        dash_duo.driver.execute_script(   # (the class as it is every 10 ms)
+            "window.__classes = []; clearInterval(window.__watch); window.__watch = setInterval(() =>"
+            " window.__classes.push(document.querySelector('#layer-errors-frame').className), 10);")
+        edit()
+
+        def new_chart_not_greyed():
+            greyed, recipe = dash_duo.driver.execute_script(state)
+            return not greyed and recipe is not None and recipe != seen
+
+        wait_for(new_chart_not_greyed, timeout=120,
+                 what=lambda: f"the new recipe's chart, not greyed; {dash_duo.driver.execute_script(state)}")
+        seen = dash_duo.driver.execute_script(state)[1]
+        assert any("stale" in c for c in dash_duo.driver.execute_script("return window.__classes;"))
+
+
 def dash_ag_grid_value(dash_duo, layer, col):
     return dash_duo.driver.execute_script(
         "return dash_ag_grid.getApi('layer-grid').getRowNode(arguments[0]).data[arguments[1]];", layer, col)
