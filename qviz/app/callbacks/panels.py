@@ -33,7 +33,6 @@ log = logging.getLogger(__name__)
 HINT = "hint"
 
 
-
 def register(app, store) -> None:
     @app.callback(Output({"type": ids.GRID_VIEW, "layer": MATCH, "tensor": MATCH}, "children"),
                   Input({"type": ids.GRID_BITS, "layer": MATCH, "tensor": MATCH}, "value"),
