@@ -6,6 +6,7 @@ import argparse
 import math
 import os
 import sys
+import threading
 from pathlib import Path
 
 from .choices import SWEEP_BITS, WEIGHT_METRICS
@@ -640,9 +641,21 @@ def _stop_on_sigterm() -> None:
         # A second SIGTERM (a process manager and `timeout` both sending one) must not
         # interrupt the exit handlers the first one started.
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        _STOP.set()   # (for when the exit below lands in a callback whose exceptions Python ignores)
         sys.exit(0)
 
     signal.signal(signal.SIGTERM, stop)
+
+
+#: Set by SIGTERM. Its SystemExit is lost when the signal lands while the main thread runs a
+#: callback Python ignores exceptions of (an import's module-lock weakref, seen 2 s after
+#: start): the server then checks this before it serves and between its polls.
+_STOP = threading.Event()
+
+
+def _stop_if_asked() -> None:
+    if _STOP.is_set():
+        raise SystemExit(0)
 
 
 def _serve_app(args, sock, front, views, model, *, hosts, token, load_options) -> int:
@@ -669,6 +682,8 @@ def _serve_app(args, sock, front, views, model, *, hosts, token, load_options) -
             views.refresh(model, app.qviz_first_view.entry())   # a stale entry is replaced
         app.enable_dev_tools(False)   # what Dash's app.run() does before serving
         server = make_server(args.host, args.port, app.server, threaded=True, fd=front.hand_over().fileno())
+        _stop_if_asked()
+        server.service_actions = _stop_if_asked   # (called by serve_forever at each poll, ~0.5 s)
         server.serve_forever()
     except KeyboardInterrupt:
         pass

@@ -6,6 +6,7 @@ import signal
 import socket
 import subprocess
 import sys
+import textwrap
 import time
 import urllib.request
 
@@ -32,6 +33,28 @@ def _wait_answer(server, url, end, status=200) -> str:
         assert server.poll() is None, server.stdout.read().decode()[-2000:]
         assert time.monotonic() < end, f"qviz serve did not answer {url}"
         time.sleep(0.2)
+
+
+def test_a_sigterm_whose_exit_python_swallowed_still_stops_the_server(tmp_path):
+    """SIGTERM 2 s after `qviz serve` started landed while the main thread ran an import's
+    module-lock weakref callback: its SystemExit was printed as "Exception ignored" and the
+    server went on serving. Here the signal is raised inside such a callback (Python
+    ignores what it raises, so the handler's exit is lost), then the server is started:
+    it must stop by itself, cleanly."""
+    script = textwrap.dedent(f"""
+        import signal, sys, weakref
+        from qviz import cli
+        cli._stop_on_sigterm()
+        class Held: pass
+        held = Held()
+        ref = weakref.ref(held, lambda _: signal.raise_signal(signal.SIGTERM))
+        del held   # the callback runs, the handler's SystemExit is ignored
+        sys.exit(cli.main(["serve", "--port", "{_free_port()}"]))
+    """)
+    env = {**os.environ, "TMPDIR": str(tmp_path), "QVIZ_CACHE_DIR": str(tmp_path / "cache")}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
+    assert "Exception ignored" in done.stderr, done.stderr[-2000:]   # (the exit was lost, as it was)
+    assert done.returncode == 0, done.stderr[-2000:]
 
 
 def test_serve_shows_the_first_view_hands_over_and_stops_on_sigterm(tmp_path):
