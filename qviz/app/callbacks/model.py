@@ -182,7 +182,6 @@ def register(app, store, options) -> None:
         view_state = view_state if isinstance(view_state, dict) else {"mode": "layer", "direction": "LR"}
         if not keep_recipe:   # another model: what the page said of the last one goes with it
             set_props(ids.SELECTED, {"data": None})
-            set_props(ids.GRID, {"selectedRows": []})   # (a row clicked selects no node: cleared apart)
             set_props(ids.SEARCH, {"value": ""})   # (a name of the last model: it stayed in the box)
             if OPEN_FAILED in (alert_class or ""):   # a failed open's error is the last model's too (not a
                 set_props(ids.ALERT, {"children": "", "className": "alert alert-empty"})   # link's own say)
