@@ -25,7 +25,7 @@ from ..errors import failure_of
 from ..layout import NO_FIGURE
 from ..glossary import term
 from ..services import current
-from .graph import fates_of, pattern_of, view_choice
+from ..redraw import fates_of, pattern_of, view_choice
 
 log = logging.getLogger(__name__)
 

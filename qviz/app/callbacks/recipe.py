@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 
 from dash import ALL, Input, Output, State, ctx, dcc, no_update, set_props
 
@@ -16,7 +17,7 @@ from ..._text import quote_name
 from ...passes import Recipe, RecipeError
 from ...render.marks import (BIT_COLORS, FLOAT_BADGE_COLOR, GHOST_OPACITY, HALO_OPACITY, PLAIN_OUTLINE, SELECTED_OUTLINE,
                              STATUS_COLORS, STATUS_OUTLINE_WIDTH)
-from .. import ids, services
+from .. import ids, redraw, services
 from ..services import current
 
 log = logging.getLogger(__name__)
@@ -267,7 +268,8 @@ def register(app, store) -> None:
         return services.layer_rows(s.graph, recipe, s.check(recipe))
 
     @app.callback(
-        output=dict(history=Output(ids.RECIPE, "data"), error=Output(ids.RECIPE_ERROR, "children")),
+        output=dict(history=Output(ids.RECIPE, "data"), error=Output(ids.RECIPE_ERROR, "children"),
+                    drawn=redraw.outputs(duplicate=True)),
         inputs=dict(edit_log=Input(ids.EDIT_LOG, "data"),
                     presets={button: Input(button, "n_clicks") for button in PRESET_OF_BUTTON},
                     _undo=Input(ids.UNDO, "n_clicks"), _redo=Input(ids.REDO, "n_clicks"),
@@ -276,15 +278,37 @@ def register(app, store) -> None:
                     _rule_button=Input(ids.RULE_APPLY, "n_clicks"), _rule_enter=Input(ids.RULE_INPUT, "n_submit")),
         state=dict(history=State(ids.RECIPE, "data"), session=State(ids.SESSION, "data"),
                    rule=State(ids.RULE_INPUT, "value"), upload_name=State(ids.RECIPE_UPLOAD, "filename"),
-                   version=State(ids.MODEL_VERSION, "data")),
+                   version=State(ids.MODEL_VERSION, "data"), page=redraw.page_of(State)),
         prevent_initial_call=True,
     )
     def edit(edit_log, presets, _undo, _redo, _controls, upload, _rule_button, _rule_enter, history, session, rule,
-             upload_name, version):
+             upload_name, version, page):
         s = store.require(session)
+        if s is None or not history or ctx.triggered_id is None:
+            return dict(history=no_update, error=no_update, drawn=redraw.NOT_REDRAWN)
+        answer = _edited(s, history, session, edit_log, rule, upload, upload_name, version)
+        answer["drawn"] = redraw.NOT_REDRAWN
+        if answer["history"] is not no_update:
+            answer["drawn"] = _redrawn(s, current(answer["history"]), page, session)
+        return answer
+
+    def _redrawn(s, recipe, page, session) -> dict:
+        """The edit's redraw, in the edit's own answer (see qviz.app.redraw); if it fails, the
+        edit still lands and the graph's own draw, which its new recipe starts, redraws it
+        (and says what failed, as any failed draw does)."""
+        started = time.monotonic()
+        try:
+            drawn = redraw.redraw(s, recipe, page, [f"{ids.RECIPE}.data"])
+        except Exception:   # (logged here; the draw callback redraws and says what failed)
+            log.exception("session %s: the edit's redraw failed; the graph's draw redraws it", session["sid"][:8])
+            s.latest = ""
+            return redraw.NOT_REDRAWN
+        log.info("session %s: drew %s with the edit in %.2f s", session["sid"][:8], s.name, time.monotonic() - started)
+        return drawn
+
+    def _edited(s, history, session, edit_log, rule, upload, upload_name, version) -> dict:
+        """``{history, error}``: the recipe history after the edit that fired, and what to say."""
         trig = ctx.triggered_id
-        if s is None or not history or trig is None:
-            return dict(history=no_update, error=no_update)
         if trig == ids.UNDO:
             return dict(history=services.undo(history), error="")
         if trig == ids.REDO:

@@ -18,7 +18,7 @@ from ..colour_by import SUGGESTED_BITS, other_pane_metric
 from ..layout import PANE_B_EMPTY
 from ..services import current
 from ..side_by_side import counterparts, folded_pairs, pane_caption, pane_views, synced_range
-from .graph import SWEEP_INPUTS, center_on, view_choice
+from ..redraw import SWEEP_INPUTS, center_on, view_choice
 
 log = logging.getLogger(__name__)
 
