@@ -18,6 +18,7 @@ from collections.abc import Collection, Mapping
 
 import numpy as np
 import plotly.graph_objects as go
+import plotly.io as pio
 
 from ..layout.view import BLOCK_KIND, ViewKey
 from .marks import (CHAR_PX, CLEAR_PX, DRAWN_IN_VIEW_ABOVE, LABEL_GAP_PX, LINE_PX, COLORS, FRAME_FILL, GHOST_OPACITY, HALO_COLORS, HALO_OPACITY, HALO_SIZE, LABEL_PX, LABELS_IN_VIEW, MAX_ARROWS,
@@ -32,6 +33,15 @@ __all__ = ["graph_figure", "names_near_view", "sent_once", "histogram_figure", "
 #: than everything else the server does (~90 of ~200 ms on MobileNetV2; ~0.8 s at 50k nodes).
 #: What it would check, a test checks once (tests/render/test_figure.py, validated rebuild).
 _UNCHECKED = {"_validate": False}
+
+
+#: Of plotly's default template ("plotly"), what the graph figure shows: the text's colour,
+#: the hover box, the paper, a title's place, a frame's defaults (its axes are hidden and
+#: every trace has its colours). Plotly deep-copied the whole template (~7 KB) into each
+#: new figure, ~23 % of a fold toggle's redraw on the server, and the page got it each time.
+GRAPH_TEMPLATE = {"layout": {key: value for key, value in pio.templates["plotly"].layout.to_plotly_json().items()
+                             if key in ("font", "hoverlabel", "paper_bgcolor", "title", "shapedefaults",
+                                        "annotationdefaults", "colorway")}}
 
 
 def _webgl(n_nodes: int) -> bool:
@@ -238,7 +248,7 @@ def graph_figure(g, pos: Mapping, *, highlights: Mapping[str, int] | None = None
     # (one layout given to the figure unchecked: update_layout checks each value, ~10 ms a redraw)
     layout = dict(
         margin=dict(l=10, r=10, t=30 if title else 10, b=10), plot_bgcolor="#fff",
-        xaxis=xaxis, yaxis=yaxis, dragmode="pan", uirevision="graph", hovermode="closest",
+        xaxis=xaxis, yaxis=yaxis, dragmode="pan", uirevision="graph", hovermode="closest", template=GRAPH_TEMPLATE,
         # (the page thins names with the same measure of a name as label_sides: assets/graph_view.js)
         # ("diff": the page may preview an edit on it: qviz.app.callbacks.recipe)
         # ("direction": where the graph starts, which a plot too narrow for a whole graph's names opens on)
