@@ -5,7 +5,6 @@ SESSION = "session-store"
 RECIPE = "recipe-store"
 URL = "url"                      # dcc.Location: the page's state in the URL fragment (url_state.py)
 URL_RESTORED = "url-restored-store"   # set once a link's state is applied (or there was none)
-EDIT_PREVIEW = "edit-preview"      # what the page drew at once for a table edit: {badges, folds}
 EDIT_LOG = "edit-log-store"      # every layer-table edit, numbered in the browser (services.apply_edits)
 VIEW = "view-store"
 SELECTED = "selected-store"

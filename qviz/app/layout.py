@@ -78,7 +78,6 @@ def page(default_sample: str | None, session_id: str, max_upload_bytes: int = 20
         dcc.Store(id=ids.URL_RESTORED, data=False),
         dcc.Store(id=ids.RECIPE),
         dcc.Store(id=ids.EDIT_LOG, data={"seq": 0, "edits": []}),
-        dcc.Store(id=ids.EDIT_PREVIEW),
         dcc.Store(id=ids.VIEW_WINDOW, data=None),
         dcc.Store(id=ids.VIEW, data={"mode": "layer", "expanded": [], "direction": "LR", "blocks": grouped,
                                           "opened": []}),

@@ -29,9 +29,10 @@ PRESET_OF_BUTTON = {ids.BULK_8: "all-8", ids.BULK_FIRST_LAST: "first-last-8-rest
 FIELD_OF_CONTROL = {ids.LAYER_FOLD: "fold", ids.LAYER_WBITS: "weight_bits", ids.LAYER_ABITS: "activation_bits"}
 
 
-#: Numbers each table edit in the browser, where two edits cannot race (a
-#: clientside callback reads the log it writes), stamped with the model it was
-#: made on; the server applies what its history has not (services.apply_edits).
+#: Numbers each table edit in the browser, where two edits cannot race (the grid's
+#: listener, :data:`ON_TABLE_EDIT`, reads the log it writes: Dash's ``set_props`` puts it
+#: in the layout at once), stamped with the model it was made on; the server applies
+#: what its history has not (services.apply_edits).
 LOG_EDITS = """
 function (changed, log, version) {
     const fields = %s;
@@ -140,8 +141,9 @@ function (gd, edits) {
 #: text off a marker's edge (``Plotly.restyle`` redraws the whole plot, ~70 ms on
 #: MobileNetV2, time the edit's own request waited for), and into the figure's data;
 #: badges hidden at this zoom (the page shows them with the names) are in the data
-#: only. The plot then emits ``qviz_preview`` with ``{badges, folds}``, what was drawn,
-#: which its output store (a clientside callback needs one) keeps too.
+#: only. The plot then emits ``qviz_preview`` with ``{badges, folds}``, what was drawn
+#: (also returned). Called by the grid itself (:data:`ON_TABLE_EDIT`), with the
+#: ``cellValueChanged`` entries Dash would get: ``{colId, data, value, oldValue}``.
 PREVIEW_EDIT = """
 function (changed) {
     const none = dash_clientside.no_update;
@@ -250,11 +252,38 @@ function (history, shown) {
 """ % (json.dumps(services.RULES_LINE["start"]), json.dumps(services.RULES_LINE["join"]))
 
 
+#: Each table edit, as the grid makes it: previewed (:data:`PREVIEW_EDIT`), then logged
+#: (:data:`LOG_EDITS`, into the log store, which starts the edit's request). A listener on
+#: the grid itself (attached once its rows are in, again if a new grid comes), not a
+#: callback of its ``cellValueChanged`` property: Dash's renderer ran those ~20-30 ms after
+#: the edit (the grid's debounce, then a task each, frames painted between them), and the
+#: request left ~40 ms after the click. The log and the model's version are read from
+#: Dash's layout (``dash_component_api.getLayout``), as a callback's state would be.
+ON_TABLE_EDIT = """
+function (rows) {
+    const attach = tries => {
+        let api = null;
+        try { api = dash_ag_grid.getApi(%(grid)s); } catch (e) { api = null; }
+        if (!api) { if (tries > 0) setTimeout(() => attach(tries - 1), 100); return; }
+        if (api.__qvizEdits) return;
+        api.__qvizEdits = true;
+        const preview = (%(preview)s), logEdits = (%(log)s);
+        const data = id => { const c = window.dash_component_api.getLayout(id); return c && c.props ? c.props.data : null; };
+        api.addEventListener('cellValueChanged', e => {
+            const changed = [{colId: e.column.getColId(), data: e.data, value: e.value, oldValue: e.oldValue}];
+            try { preview(changed); } catch (err) { console.error('qviz: the edit was not previewed', err); }
+            const logged = logEdits(changed, data(%(edits)s), data(%(version)s));
+            if (logged !== dash_clientside.no_update) dash_clientside.set_props(%(edits)s, {data: logged});
+        });
+    };
+    attach(50);
+}
+""" % {"grid": json.dumps(ids.GRID), "edits": json.dumps(ids.EDIT_LOG), "version": json.dumps(ids.MODEL_VERSION),
+       "preview": PREVIEW_EDIT.strip(), "log": LOG_EDITS.strip()}
+
+
 def register(app, store) -> None:
-    app.clientside_callback(PREVIEW_EDIT, Output(ids.EDIT_PREVIEW, "data"), Input(ids.GRID, "cellValueChanged"),
-                            prevent_initial_call=True)
-    app.clientside_callback(LOG_EDITS, Output(ids.EDIT_LOG, "data"), Input(ids.GRID, "cellValueChanged"),
-                            State(ids.EDIT_LOG, "data"), State(ids.MODEL_VERSION, "data"), prevent_initial_call=True)
+    app.clientside_callback(ON_TABLE_EDIT, Input(ids.GRID, "rowData"))
 
     # The table follows the drawn recipe, not the recipe store: on a big model the
     # graph is what the user waits for, so it is drawn first and the table after.

@@ -349,3 +349,37 @@ def test_a_fold_toggle_fades_its_batch_norm_at_once_as_the_redraw_then_draws_it(
     wait_for(lambda: dash_duo.driver.execute_script(_REDRAWN), what="the original graph redrawn after the fold")
     assert dash_duo.driver.execute_script("return window.__beforeRedraw;")["layer:bn2"] == plain["layer:bn2"]
     assert dash_duo.driver.execute_script("return window.__lookedAt;") is None   # (no preview: nothing faded)
+
+
+#: Each request the page sends from now on: [its outputs, the answer's status, performance.now()
+#: when sent]; and when the page previewed an edit.
+_REQUESTS = ("window.__requests = []; window.__previewedAt = null;"
+             "const g = document.querySelector('#graph .js-plotly-plot');"
+             "g.once('qviz_preview', () => { window.__previewedAt = performance.now(); });"
+             "if (!window.__fetchWrapped) { window.__fetchWrapped = true; const f = window.fetch;"
+             "  window.fetch = function (url, opts) {"
+             "    if (!String(url).includes('update-component')) return f.apply(this, arguments);"
+             "    const r = [JSON.parse(opts.body).output, null, performance.now()]; window.__requests.push(r);"
+             "    return f.apply(this, arguments).then(a => { r[1] = a.status; return a; }); }; }")
+
+
+def test_a_table_edit_is_previewed_before_its_request_which_brings_the_redraw(dash_duo):
+    """Issue 16.4: the grid's own listener previews an edit before any request leaves, and
+    the edit's request answers with the redraw; the graph's draw, which the new recipe
+    starts, then answers nothing (one request before plotly draws, not the edit's and then
+    the draw's)."""
+    start_app(dash_duo)
+    dash_duo.driver.execute_script(_REQUESTS + "window.__data = g.data;")
+    set_cell(dash_duo, "conv1", "fold", True)
+    wait_for(lambda: dash_duo.driver.execute_script(_REDRAWN), what="the redraw")
+    wait_for(lambda: any(r[0].startswith("..graph.figure.") and r[1] is not None
+                         for r in dash_duo.driver.execute_script("return window.__requests;")),
+             what="the graph's own draw answered")
+    requests = dash_duo.driver.execute_script("return window.__requests;")
+    previewed = dash_duo.driver.execute_script("return window.__previewedAt;")
+    edit = requests[0]
+    assert "recipe-store.data" in edit[0] and "graph.figure" in edit[0] and edit[1] == 200, requests
+    assert previewed is not None and previewed <= edit[2], (previewed, edit)
+    draw = next(r for r in requests if r[0].startswith("..graph.figure."))
+    assert draw[1] == 204, requests
+    assert "+bn" in dash_duo.driver.execute_script(_BADGES)["layer:conv1"][0]
