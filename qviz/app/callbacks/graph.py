@@ -64,7 +64,8 @@ def register(app, store) -> None:
         try:
             return redraw.redraw(s, recipe, page, ctx.triggered_prop_ids)
         finally:
-            log.info("session %s: drew %s in %.2f s", session["sid"][:8], s.name, time.monotonic() - started)
+            log.info("session %s: drew %s in %.2f s (%s)", session["sid"][:8], s.name, time.monotonic() - started,
+                     ", ".join(ctx.triggered_prop_ids))
 
     app.clientside_callback(KEEP_WINDOW, Output(ids.VIEW_WINDOW, "data"), Input(ids.GRAPH, "relayoutData"),
                             prevent_initial_call=True)
