@@ -5,8 +5,8 @@ headless Chromium, ``N`` toggles of the layer table's fold cells.
     python benchmarks/toggle_trace.py [N] --profile  # + the page's CPU time by script, toggle → afterplot
 
 The timeline is the browser's (``performance`` resource timings): the page's own
-preview of the edit (``qviz_preview``), the edit request, the callbacks the new recipe
-runs, the draw, then plotly's ``afterplot``. The profile
+preview of the edit (``qviz_preview``), the edit's request (its answer carries the
+redraw), plotly's ``afterplot``, then the callbacks the new recipe runs. The profile
 is Chrome's sampling profiler (CDP ``Profiler``), started at each toggle and stopped
 when plotly has drawn.
 """
