@@ -332,7 +332,8 @@ def register(app, store) -> None:
             log.exception("session %s: the edit's redraw failed; the graph's draw redraws it", session["sid"][:8])
             s.latest = ""
             return redraw.NOT_REDRAWN
-        log.info("session %s: drew %s with the edit in %.2f s", session["sid"][:8], s.name, time.monotonic() - started)
+        log.info("session %s: drew %s with the edit in %.1f ms", session["sid"][:8], s.name,
+                 1e3 * (time.monotonic() - started))
         return drawn
 
     def _edited(s, history, session, edit_log, rule, upload, upload_name, version) -> dict:
