@@ -157,6 +157,19 @@ def register(app, store) -> None:
         layer = navigation.layer_around(s, key) if s is not None else None   # (a block's first layer)
         return {"key": ViewKey.layer(layer), "center": False} if layer is not None else None
 
+    @app.callback(Output(ids.SEARCH_STATUS, "children", allow_duplicate=True), Input(ids.VIEW, "data"),
+                  State(ids.SELECTED, "data"), State(ids.SEARCH_STATUS, "children"), prevent_initial_call=True)
+    def search_line_of_an_opened_block(view_state, selected, status):
+        """A search that found a closed block says so ("in block 3 (expand opens it)") and
+        selects it; the line goes once that block is opened or the blocks ungrouped (it
+        stayed, naming a block no longer drawn). Any other change of view leaves it."""
+        view_state, key = view_state or {}, ViewKey.parse((selected or {}).get("key"))
+        if not status or key is None or not key.is_block:
+            raise PreventUpdate
+        if view_state.get("blocks") and key.name not in view_state.get("opened", ()):
+            raise PreventUpdate
+        return ""
+
     @app.callback(Output(ids.BLOCKS_BUTTON, "children"), Input(ids.VIEW, "data"))
     def blocks_button(view_state):
         return "ungroup blocks" if (view_state or {}).get("blocks") else "group into blocks"

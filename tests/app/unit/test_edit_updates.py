@@ -128,3 +128,23 @@ def test_an_edit_whose_redraw_fails_still_lands_and_the_draw_redraws(app, lenet,
     assert "the edit's redraw failed" in caplog.text and "ZeroDivisionError" in caplog.text
     monkeypatch.setattr(redraw, "_draw", real)
     assert _answer(app, f"{ids.GRAPH}.figure", {**values, RECIPE: history}, [RECIPE])[ids.GRAPH]["figure"]["data"]
+
+
+@pytest.mark.parametrize("view, cleared", [
+    ({"blocks": True, "opened": ["3"]}, True),           # the block found is opened
+    ({"blocks": False, "opened": []}, True),             # the blocks ungrouped
+    ({"blocks": True, "opened": ["2"]}, False),          # another block opened: still closed
+])
+def test_the_search_line_naming_a_closed_block_goes_once_it_is_opened(app, view, cleared):
+    values = {f"{ids.VIEW}.data": view, f"{ids.SELECTED}.data": {"key": "block:3", "center": True},
+              f"{ids.SEARCH_STATUS}.children": "in block block_3 (expand opens it)"}
+    answer = _post(app, _body(app, f"{ids.SEARCH_STATUS}.children", values, [f"{ids.VIEW}.data"],
+                              trigger=f"{ids.VIEW}.data"))
+    assert (answer.get("response", {}).get(ids.SEARCH_STATUS, {}).get("children") == "") is cleared
+
+
+def test_the_search_line_of_a_layer_stays_through_a_change_of_view(app):
+    values = {f"{ids.VIEW}.data": {"blocks": False}, f"{ids.SELECTED}.data": {"key": "layer:conv2", "center": True},
+              f"{ids.SEARCH_STATUS}.children": "3 found"}
+    assert _post(app, _body(app, f"{ids.SEARCH_STATUS}.children", values, [f"{ids.VIEW}.data"],
+                            trigger=f"{ids.VIEW}.data")) == {}
