@@ -3,7 +3,7 @@ drawn as, expanding a layer and opening or closing a block, the frame an opened
 block is drawn in, and the block panel's rows.
 
 Like :mod:`qviz.app.services`, plain functions from the page's data to answers;
-the callbacks in :mod:`qviz.app.callbacks.graph` and ``panels`` call them.
+the callbacks in :mod:`qviz.app.callbacks.graph` and ``panels``, and :mod:`qviz.app.redraw`, call them.
 
 >>> import qviz
 >>> from qviz.samples import sample_path

@@ -29,7 +29,9 @@ from .legend import metric_legend
 from .services import ViewChoice
 from .wire import plain
 
-__all__ = ["DRAWN_NOTHING", "NOT_REDRAWN", "PAGE", "already_drawn", "outputs", "page_of", "redraw"]
+__all__ = ["DRAWN_NOTHING", "NOT_REDRAWN", "PAGE", "already_drawn", "outputs", "page_of", "redraw",
+           "MAX_LISTED", "SAME_VIEW", "SWEEP_INPUTS", "view_choice", "pattern_of", "fates_of", "match_list",
+           "node_count", "center_on", "kept_window"]
 
 #: What the page shows that a redraw reads, besides the recipe: the graph's draw has them
 #: as inputs, an edit as state (``page_of(Input)``, ``page_of(State)``).
@@ -64,10 +66,21 @@ MAX_LISTED = 200
 
 
 def view_choice(mode, show, direction, view_state) -> ViewChoice:
-    view_state = view_state or {}
-    return ViewChoice(mode or "layer", show or "rewritten", direction or "LR",
-                      tuple(sorted(view_state.get("expanded", []))), bool(view_state.get("blocks")),
-                      tuple(sorted(view_state.get("opened", []))))
+    """How the page asks to see the graph, from its controls and view store: any JSON (a
+    request may be forged); what is not one of their values reads as the default.
+
+    >>> view_choice("op", None, "sideways", {"expanded": ["b", "a", 3], "blocks": 1})
+    ViewChoice(mode='op', show='rewritten', direction='LR', expanded=('a', 'b'), blocks=True, opened=())
+    """
+    view_state = view_state if isinstance(view_state, dict) else {}
+
+    def names(key):
+        given = view_state.get(key)
+        return tuple(sorted(x for x in given if isinstance(x, str))) if isinstance(given, list) else ()
+
+    return ViewChoice(mode if mode in ("layer", "op") else "layer", show if show == "original" else "rewritten",
+                      direction if direction in ("LR", "TB") else "LR", names("expanded"),
+                      bool(view_state.get("blocks")), names("opened"))
 
 
 def pattern_of(builtin, text):
@@ -255,16 +268,21 @@ def redraw(s, recipe, page: dict, triggered) -> dict:
     selection keeps the window the user looks at. Remembers the recipe drawn
     (``s.latest``)."""
     triggered = list(triggered)
+    selected = page["selected"] if isinstance(page["selected"], dict) else None   # (the page's: any JSON)
     s.aim_sweep(page["target"])
     return _draw(s, recipe, view_choice(page["mode"], page["show"], page["direction"], page["view_state"]),
-                 page["builtin"], page["text"], page["selected"], page["color_by"],
+                 page["builtin"], page["text"], selected, page["color_by"],
                  kept_window(triggered, page["window"]),
                  newly_selected=f"{ids.SELECTED}.data" in triggered,
                  new_view=any(t.rsplit(".", 1)[0] not in SAME_VIEW for t in triggered),
                  opened=f"{ids.VIEW}.data" in triggered)
 
 
-def already_drawn(s, recipe, triggered) -> bool:
-    """Whether a draw asked for by ``recipe`` alone (nothing else changed) would draw what the
-    page was last sent: an edit's answer carried it (:func:`redraw` in the edit's callback)."""
-    return set(triggered) == {f"{ids.RECIPE}.data"} and bool(s.latest) and s.latest == recipe.to_json(indent=None)
+def already_drawn(s, recipe, drawn, triggered=(f"{ids.RECIPE}.data",)) -> bool:
+    """Whether the page shows ``recipe`` drawn and nothing but the recipe asks for a draw
+    (``triggered``): its drawn store (``drawn``) names the recipe, and this session drew it
+    last (``s.latest``: another model opened in the page has a session of its own, which has
+    drawn nothing, though the store may name an equal recipe). An edit's answer carries its
+    redraw (the edit's callback), so the draw its new recipe starts has nothing to do."""
+    spelled = recipe.to_json(indent=None)
+    return set(triggered) == {f"{ids.RECIPE}.data"} and bool(spelled) and drawn == spelled == s.latest

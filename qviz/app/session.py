@@ -97,7 +97,9 @@ class Session:
     local_reports: LRUCache = field(default_factory=lambda: LRUCache(4))
     samples: LRUCache = field(default_factory=lambda: LRUCache(4))   # recipe json → Future[{tensor: values}] (MBs)
     layouts: dict = field(default_factory=dict)                 # (graph id, ViewChoice) → DrawnView
-    latest: str = ""   # the recipe last drawn: reports for older ones are not worth computing
+    # the recipe last drawn: reports for older ones are not worth computing, and a draw of it
+    # again is skipped (qviz.app.redraw.already_drawn)
+    latest: str = ""
     warmed: bool = False   # the starting calibration has been asked for (services.warm_up)
     sweep_target: float = 30.0   # the sweep panel's target SQNR (dB): its suggestion colours the graph
     # EMA decay (None: extremes) → Future of the float graph's activation ranges (shared per graph)

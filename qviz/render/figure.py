@@ -58,8 +58,8 @@ def _scatter(n_nodes: int):
 def _in_view_only(n_points: int, webgl: bool = False, small_marks: bool = False) -> dict:
     """Marker properties that keep plotly from drawing an SVG trace's points out of view
     (:data:`DRAWN_IN_VIEW_ABOVE`); none for a short trace or a WebGL one. ``small_marks``
-    (arrow heads, match halos: nothing to read, nothing the page looks up in the SVG):
-    only in view however short the trace. Of the ~60 ms plotly took to redraw MobileNetV2's
+    (arrow heads, match halos: nothing to read; the page's preview of a fold restyles a
+    halo in the SVG only if drawn): only in view however short the trace. Of the ~60 ms plotly took to redraw MobileNetV2's
     layer view at each edit (156 nodes, 10 of them in view) they were ~20; a drag brings
     those it uncovers when the mouse is released.
 

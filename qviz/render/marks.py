@@ -71,7 +71,7 @@ MAX_SVG_NODES = 2000
 #: centre is just out of view is not drawn at all (not clipped at the edge). Plotly then binds
 #: the trace's texts to the points drawn by position, so names and badges stay right only
 #: because each drawing starts without text groups (``dropTextGroups``, assets/graph_view.js).
-#: Arrow heads and match halos are drawn only in view on a graph of any size (figure._in_view_only).
+#: Arrow heads and match halos are drawn only in view on an SVG graph of any size (figure._in_view_only).
 DRAWN_IN_VIEW_ABOVE = 300
 
 

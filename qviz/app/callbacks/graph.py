@@ -1,5 +1,5 @@
-"""The graph view: drawing, pattern highlights and the match list, selection
-(click, search, a match, an error bar), expanding a layer.
+"""The graph view: when to redraw (the redraw itself is :mod:`qviz.app.redraw`), selection
+(click, search, a match, an error bar), expanding a layer, opening a block.
 
 Each callback maps component properties to a :mod:`qviz.app.services` call and
 its answer back to properties; the node panel and verification are in
@@ -42,10 +42,10 @@ def register(app, store) -> None:
         output=redraw.outputs(),
         inputs=dict(history=Input(ids.RECIPE, "data"), page=redraw.page_of(Input),
                     _tick=Input(ids.METRIC_POLL, "n_intervals"), _sweep_done=Input(ids.SWEEP_DONE, "data")),
-        state=dict(session=State(ids.SESSION, "data")),
+        state=dict(session=State(ids.SESSION, "data"), drawn=State(ids.DRAWN, "data")),
         prevent_initial_call="initial_duplicate",
     )
-    def draw(history, page, _tick, _sweep_done, session):
+    def draw(history, page, _tick, _sweep_done, session, drawn):
         s = store.require(session)
         if s is None or not history:
             return dict(redraw.DRAWN_NOTHING)
@@ -58,7 +58,7 @@ def register(app, store) -> None:
             # draw → verification → draw, which Dash's renderer may hold up.)
             if metric_waiting(s, page["color_by"], recipe).startswith("waiting"):
                 raise PreventUpdate
-        if redraw.already_drawn(s, recipe, ctx.triggered_prop_ids):
+        if redraw.already_drawn(s, recipe, drawn, ctx.triggered_prop_ids):
             raise PreventUpdate   # the edit's own answer drew it
         started = time.monotonic()
         try:
@@ -162,7 +162,8 @@ def register(app, store) -> None:
     def search_line_of_an_opened_block(view_state, selected, status):
         """A search that found a closed block says so ("in block 3 (expand opens it)") and
         selects it; the line goes once that block is opened or the blocks ungrouped (it
-        stayed, naming a block no longer drawn). Any other change of view leaves it."""
+        stayed, naming a block no longer drawn), as does any line left while a block is
+        selected. Any other change of view leaves it."""
         view_state, key = view_state or {}, ViewKey.parse((selected or {}).get("key"))
         if not status or key is None or not key.is_block:
             raise PreventUpdate

@@ -18,6 +18,7 @@ from ...passes import Recipe, RecipeError
 from ...render.marks import (BIT_COLORS, FLOAT_BADGE_COLOR, GHOST_OPACITY, HALO_OPACITY, PLAIN_OUTLINE, SELECTED_OUTLINE,
                              STATUS_COLORS, STATUS_OUTLINE_WIDTH)
 from .. import ids, redraw, services
+from ..errors import USER_ERRORS
 from ..services import current
 
 log = logging.getLogger(__name__)
@@ -252,34 +253,47 @@ function (history, shown) {
 """ % (json.dumps(services.RULES_LINE["start"]), json.dumps(services.RULES_LINE["join"]))
 
 
-#: Each table edit, as the grid makes it: previewed (:data:`PREVIEW_EDIT`), then logged
-#: (:data:`LOG_EDITS`, into the log store, which starts the edit's request). A listener on
+#: Each table edit, as the grid makes it: logged (:data:`LOG_EDITS`, into the log store,
+#: which starts the edit's request), then previewed (:data:`PREVIEW_EDIT`). A listener on
 #: the grid itself (attached once its rows are in, again if a new grid comes), not a
 #: callback of its ``cellValueChanged`` property: Dash's renderer ran those ~20-30 ms after
 #: the edit (the grid's debounce, then a task each, frames painted between them), and the
 #: request left ~40 ms after the click. The log and the model's version are read from
-#: Dash's layout (``dash_component_api.getLayout``), as a callback's state would be.
+#: Dash's layout (``dash_component_api.getLayout``, Dash 3), as a callback's state would be.
+#: An edit that could not be logged says so in the alert bar (it would look made in the
+#: table and never reach the recipe).
 ON_TABLE_EDIT = """
 function (rows) {
     const attach = tries => {
         let api = null;
         try { api = dash_ag_grid.getApi(%(grid)s); } catch (e) { api = null; }
-        if (!api) { if (tries > 0) setTimeout(() => attach(tries - 1), 100); return; }
+        if (!api) {
+            if (tries > 0) setTimeout(() => attach(tries - 1), 100);
+            else console.warn('qviz: the layer table is not ready; its edits wait for its next rows');
+            return;
+        }
         if (api.__qvizEdits) return;
         api.__qvizEdits = true;
         const preview = (%(preview)s), logEdits = (%(log)s);
         const data = id => { const c = window.dash_component_api.getLayout(id); return c && c.props ? c.props.data : null; };
         api.addEventListener('cellValueChanged', e => {
             const changed = [{colId: e.column.getColId(), data: e.data, value: e.value, oldValue: e.oldValue}];
+            try {
+                const logged = logEdits(changed, data(%(edits)s), data(%(version)s));
+                if (logged !== dash_clientside.no_update) dash_clientside.set_props(%(edits)s, {data: logged});
+            } catch (err) {
+                console.error('qviz: a table edit was not sent', err);
+                dash_clientside.set_props(%(alert)s, {children: 'error: the edit of ' + changed[0].data.layer +
+                    ' was not sent to the server (' + err + '); reload the page', className: 'alert'});
+                return;
+            }
             try { preview(changed); } catch (err) { console.error('qviz: the edit was not previewed', err); }
-            const logged = logEdits(changed, data(%(edits)s), data(%(version)s));
-            if (logged !== dash_clientside.no_update) dash_clientside.set_props(%(edits)s, {data: logged});
         });
     };
     attach(50);
 }
 """ % {"grid": json.dumps(ids.GRID), "edits": json.dumps(ids.EDIT_LOG), "version": json.dumps(ids.MODEL_VERSION),
-       "preview": PREVIEW_EDIT.strip(), "log": LOG_EDITS.strip()}
+       "alert": json.dumps(ids.ALERT), "preview": PREVIEW_EDIT.strip(), "log": LOG_EDITS.strip()}
 
 
 def register(app, store) -> None:
@@ -307,17 +321,19 @@ def register(app, store) -> None:
                     _rule_button=Input(ids.RULE_APPLY, "n_clicks"), _rule_enter=Input(ids.RULE_INPUT, "n_submit")),
         state=dict(history=State(ids.RECIPE, "data"), session=State(ids.SESSION, "data"),
                    rule=State(ids.RULE_INPUT, "value"), upload_name=State(ids.RECIPE_UPLOAD, "filename"),
-                   version=State(ids.MODEL_VERSION, "data"), page=redraw.page_of(State)),
+                   version=State(ids.MODEL_VERSION, "data"), page=redraw.page_of(State),
+                   drawn=State(ids.DRAWN, "data")),
         prevent_initial_call=True,
     )
     def edit(edit_log, presets, _undo, _redo, _controls, upload, _rule_button, _rule_enter, history, session, rule,
-             upload_name, version, page):
+             upload_name, version, page, drawn):
         s = store.require(session)
         if s is None or not history or ctx.triggered_id is None:
             return dict(history=no_update, error=no_update, drawn=redraw.NOT_REDRAWN)
         answer = _edited(s, history, session, edit_log, rule, upload, upload_name, version)
         answer["drawn"] = redraw.NOT_REDRAWN
-        if answer["history"] is not no_update:
+        # (an undo with nothing before it changes the history, not the recipe drawn)
+        if answer["history"] is not no_update and not redraw.already_drawn(s, current(answer["history"]), drawn):
             answer["drawn"] = _redrawn(s, current(answer["history"]), page, session)
         return answer
 
@@ -328,9 +344,12 @@ def register(app, store) -> None:
         started = time.monotonic()
         try:
             drawn = redraw.redraw(s, recipe, page, [f"{ids.RECIPE}.data"])
-        except Exception:   # (logged here; the draw callback redraws and says what failed)
-            log.exception("session %s: the edit's redraw failed; the graph's draw redraws it", session["sid"][:8])
+        except Exception as exc:   # (the draw callback redraws and says what failed, as any draw does)
             s.latest = ""
+            if isinstance(exc, USER_ERRORS):   # (the user's doing, e.g. a typed pattern: said on the page)
+                log.info("session %s: the edit's redraw stopped: %s", session["sid"][:8], exc)
+            else:
+                log.exception("session %s: the edit's redraw failed; the graph's draw redraws it", session["sid"][:8])
             return redraw.NOT_REDRAWN
         log.info("session %s: drew %s with the edit in %.1f ms", session["sid"][:8], s.name,
                  1e3 * (time.monotonic() - started))

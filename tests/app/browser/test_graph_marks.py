@@ -383,3 +383,14 @@ def test_a_table_edit_is_previewed_before_its_request_which_brings_the_redraw(da
     draw = next(r for r in requests if r[0].startswith("..graph.figure."))
     assert draw[1] == 204, requests
     assert "+bn" in dash_duo.driver.execute_script(_BADGES)["layer:conv1"][0]
+
+
+def test_a_table_edit_that_cannot_be_sent_says_so(dash_duo):
+    """An edit the page could not log (its layout unreadable) looks made in the table but never
+    reaches the recipe: the alert bar says so, not only the console."""
+    start_app(dash_duo)
+    dash_duo.driver.execute_script("window.dash_component_api.getLayout = () => { throw new Error('unreadable'); };")
+    set_cell(dash_duo, "conv1", "fold", True)
+    wait_for(lambda: "conv1 was not sent" in dash_duo.find_element("#alert").text,
+             what=lambda: f"the alert; it says {dash_duo.find_element('#alert').text!r}")
+    assert "unreadable" in dash_duo.find_element("#alert").text
