@@ -39,14 +39,14 @@ PAGE = dict(view_state=(ids.VIEW, "data"), mode=(ids.VIEW_MODE, "value"), show=(
             direction=(ids.DIRECTION, "value"), builtin=(ids.PATTERN_BUILTIN, "value"),
             text=(ids.PATTERN_TEXT, "value"), selected=(ids.SELECTED, "data"), color_by=(ids.COLOR_BY, "value"),
             target=(ids.SWEEP_TARGET, "value"), window=(ids.VIEW_WINDOW, "data"))
-#: The inputs a redraw answers to that are not what the page shows.
-_TRIGGERS_ONLY = ("window",)   # (the window a pan made is read, never drawn for)
+#: What a redraw reads but never redraws for: the window a pan or zoom made.
+_READ_ONLY = ("window",)
 
 
 def page_of(kind) -> dict:
     """The page's properties a redraw reads, as ``kind`` (``Input`` or ``State``) dependencies;
     the window the user panned to is always state (a pan is no reason to redraw)."""
-    return {name: (State if name in _TRIGGERS_ONLY else kind)(*prop) for name, prop in PAGE.items()}
+    return {name: (State if name in _READ_ONLY else kind)(*prop) for name, prop in PAGE.items()}
 
 
 def outputs(duplicate: bool = False) -> dict:
