@@ -257,6 +257,7 @@ def _draw(s, recipe, choice: ViewChoice, builtin, text, selected, color_by, wind
                 metric_poll=not waiting.startswith("waiting"),
                 diff=_unbroken_parts(services.change_line(s, result)))))
 
+
 #: An answer that redraws nothing (an edit that changed no recipe).
 NOT_REDRAWN = dict.fromkeys(outputs(), no_update)
 

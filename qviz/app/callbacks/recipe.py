@@ -312,7 +312,7 @@ def register(app, store) -> None:
 
     @app.callback(
         output=dict(history=Output(ids.RECIPE, "data"), error=Output(ids.RECIPE_ERROR, "children"),
-                    drawn=redraw.outputs(duplicate=True)),
+                    redrawn=redraw.outputs(duplicate=True)),
         inputs=dict(edit_log=Input(ids.EDIT_LOG, "data"),
                     presets={button: Input(button, "n_clicks") for button in PRESET_OF_BUTTON},
                     _undo=Input(ids.UNDO, "n_clicks"), _redo=Input(ids.REDO, "n_clicks"),
@@ -329,12 +329,12 @@ def register(app, store) -> None:
              upload_name, version, page, drawn):
         s = store.require(session)
         if s is None or not history or ctx.triggered_id is None:
-            return dict(history=no_update, error=no_update, drawn=redraw.NOT_REDRAWN)
+            return dict(history=no_update, error=no_update, redrawn=redraw.NOT_REDRAWN)
         answer = _edited(s, history, session, edit_log, rule, upload, upload_name, version)
-        answer["drawn"] = redraw.NOT_REDRAWN
+        answer["redrawn"] = redraw.NOT_REDRAWN
         # (an undo with nothing before it changes the history, not the recipe drawn)
         if answer["history"] is not no_update and not redraw.already_drawn(s, current(answer["history"]), drawn):
-            answer["drawn"] = _redrawn(s, current(answer["history"]), page, session)
+            answer["redrawn"] = _redrawn(s, current(answer["history"]), page, session)
         return answer
 
     def _redrawn(s, recipe, page, session) -> dict:
