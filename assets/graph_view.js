@@ -47,8 +47,8 @@
     }
 
     // Whether node k of trace t lies in r ({x0, x1, y0, y1}: a view, or one widened).
-    function within(t, k, r) {
-        return t.x[k] >= r.x0 && t.x[k] <= r.x1 && t.y[k] >= r.y0 && t.y[k] <= r.y1;
+    function within(t, k, r) {   // (a position left out until idle is null: see cutToView)
+        return t.x[k] !== null && t.y[k] !== null && t.x[k] >= r.x0 && t.x[k] <= r.x1 && t.y[k] >= r.y0 && t.y[k] <= r.y1;
     }
 
     var CELL_PX = 48;   // the grid names are looked up in
@@ -255,11 +255,55 @@
             var b = trace(figure, name);
             if (b >= 0) { data[b] = Object.assign({}, data[b], {visible: want.mode === "markers+text"}); }
         });
-        return Object.assign({}, figure, {data: data});
+        return Object.assign({}, figure, {data: cutToView(gd, data, v)});
+    }
+
+    // A new figure is drawn first in and near its view (half a view past each side), the
+    // rest of its nodes and their marks once the page is idle, so that a pan finds them
+    // drawn: plotly styles every point of a trace it draws, and MobileNetV2's fold toggle
+    // spent ~20 of plotly's ~40 ms on the ~140 of 156 nodes out of view. Those left out
+    // wait with null positions (plotly draws no point there; their indexes, which names,
+    // keys and marks go by, are kept), their real ones in gd.__qvizCut. A trace the server
+    // sends drawn in view only (marker.maxdisplayed) is plotly's to cut.
+    var CUT = ["nodes"].concat(MARKS), CUT_ABOVE = 60;   // (fewer points out of reach: not worth a second drawing)
+    var plainReact = null;   // Plotly.react itself (wrapReact)
+    function cutToView(gd, data, v) {
+        var w = 0.5 * (v.x1 - v.x0), h = 0.5 * (v.y1 - v.y0);
+        var r = {x0: v.x0 - w, x1: v.x1 + w, y0: v.y0 - h, y1: v.y1 + h}, cuts = [], out = 0;
+        CUT.forEach(function (name) {
+            var j = trace({data: data}, name), t = j >= 0 ? data[j] : null;
+            if (!t || !Array.isArray(t.x) || !Array.isArray(t.y) || (t.marker && t.marker.maxdisplayed)) { return; }
+            var x = t.x.slice(), y = t.y.slice();
+            for (var k = 0; k < x.length; k++) {
+                if (!within(t, k, r)) { x[k] = y[k] = null; out++; }
+            }
+            cuts.push({at: j, x: x, y: y, whole: t});
+        });
+        gd.__qvizCut = null;
+        if (out < CUT_ABOVE) { return data; }
+        data = data.slice();
+        cuts.forEach(function (c) { data[c.at] = c.trace = Object.assign({}, data[c.at], {x: c.x, y: c.y}); });
+        gd.__qvizCut = {data: data, cuts: cuts};
+        var idle = window.requestIdleCallback || function (f) { return setTimeout(f, 50); };
+        idle(function () { uncut(gd); }, {timeout: 300});
+        return data;
+    }
+    // The nodes a figure was first drawn without, drawn (their positions back in its data,
+    // as they are now: a preview since may have restyled them).
+    function uncut(gd) {
+        var cut = gd.__qvizCut;
+        gd.__qvizCut = null;
+        if (!cut || cut.data !== gd.data || !plainReact) { return; }   // (a new figure since: it has its own)
+        var data = gd.data.slice();
+        cut.cuts.forEach(function (c) {
+            if (data[c.at] === c.trace) { data[c.at] = Object.assign({}, c.trace, {x: c.whole.x, y: c.whole.y}); }
+        });
+        plainReact(gd, data, gd.layout);
     }
     function wrapReact() {
         var react = window.Plotly && window.Plotly.react;
         if (!react || react.__qviz) { return; }
+        plainReact = react;
         var wrapped = function (gd, figure) {
             var args = Array.prototype.slice.call(arguments);
             if (gd && gd.__qvizBound && figure && typeof figure === "object" && !Array.isArray(figure)) {
@@ -499,8 +543,9 @@
             wrapReact();
             gd.__qvizBound = true;
             gd.on("plotly_beforeplot", function () { dropTextGroups(gd); });   // (see dropTextGroups)
-            gd.on("plotly_afterplot", function () { pane[1](gd); });
-            gd.on("plotly_relayout", function () { pane[1](gd); });
+            // (drawn near its view only: updated once all is drawn; a pan or zoom draws all now)
+            gd.on("plotly_afterplot", function () { if (!gd.__qvizCut) { pane[1](gd); } });
+            gd.on("plotly_relayout", function () { if (gd.__qvizCut) { uncut(gd); } else { pane[1](gd); } });
             pane[1](gd);
         });
     }, 200);

@@ -145,8 +145,24 @@ def start_app(dash_duo):
     return app
 
 
+def wait_whole(dash_duo, graph_id="graph"):
+    """Wait until a pane's plot has drawn all of its figure: a new figure is drawn first in
+    and near its view, the rest once the page is idle, and until then the positions of the
+    nodes out of reach are null in its data (assets/graph_view.js, cutToView); then plotly
+    draws them (a point for each node, unless the figure asks for those in view only)."""
+    wait_for(lambda: dash_duo.driver.execute_script(
+        f"const g = document.querySelector('#{graph_id} .js-plotly-plot');"
+        "if (!g || !g.data || g.__qvizCut) return false;"
+        "const i = g.data.findIndex(d => d.name === 'nodes'), t = g.data[i];"
+        "if (!t || !t.x || (t.marker && t.marker.maxdisplayed) || g._fullData[i].type !== 'scatter') return true;"
+        "const layer = g.querySelector('.scatterlayer .trace' + g._fullData[i].uid);"
+        "return !!layer && layer.querySelectorAll('path.point').length === t.x.filter(x => x !== null).length;"),
+        what=f"{graph_id}'s whole figure drawn")
+
+
 def click_node(dash_duo, key, graph_id="graph"):
     """Click the node ``key`` of a pane's graph, as plotly reports a click on it."""
+    wait_whole(dash_duo, graph_id)
     dash_duo.driver.execute_script(
         f"const g = document.querySelector('#{graph_id} .js-plotly-plot');"
         "const t = g.data.findIndex(d => d.name === 'nodes'); const i = g.data[t].customdata.indexOf(arguments[0]);"

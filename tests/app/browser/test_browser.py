@@ -12,7 +12,7 @@ from qviz.app.jobs import JobFuture
 from qviz.app.session import _copy
 
 from .helpers import (badge_texts, choose, click, edit_cell, figure_nodes, halos, needs_browser, set_cell, shot,
-                      start_app, text_of, uncheck_sweep_widths, wait_for, wait_idle, wait_open)
+                      start_app, text_of, uncheck_sweep_widths, wait_for, wait_idle, wait_open, wait_whole)
 
 pytestmark = needs_browser
 
@@ -109,6 +109,7 @@ def test_matches_survive_a_fold_with_their_fate_and_colour(dash_duo):
 
 def _drawn(dash_duo):
     """({node key: (x, y)}, [(first point, last point) of each edge]) of the drawn graph."""
+    wait_whole(dash_duo)
     return dash_duo.driver.execute_script(
         "const g = document.querySelector('#graph .js-plotly-plot');"
         "const n = g && g.data ? g.data.find(d => d.name === 'nodes') : null;"

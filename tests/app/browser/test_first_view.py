@@ -15,7 +15,8 @@ from qviz.render.marks import DRAWN_IN_VIEW_ABOVE
 from qviz.samples import sample_path
 
 from ...models import zoo_model
-from .helpers import choose, click, figure_nodes, is_open, needs_browser, shot, text_of, wait_for, wait_idle, wait_open
+from .helpers import (choose, click, set_cell, figure_nodes, is_open, needs_browser, shot, text_of, wait_for, wait_idle, wait_open,
+                      wait_whole)
 
 pytestmark = needs_browser
 
@@ -28,6 +29,7 @@ def mobilenet_file(tmp_path_factory):
 
 
 def _plotly_nodes(dash_duo):
+    wait_whole(dash_duo)
     return dash_duo.driver.execute_script(
         "const g = document.querySelector('#graph .js-plotly-plot');"
         "const t = g && g.data ? g.data.find(d => d.name === 'nodes') : null;"
@@ -379,3 +381,62 @@ def test_a_node_found_by_search_keeps_its_name_at_a_laptops_width(dash_duo, mobi
         search.send_keys(layer + "\n")
         wait_for(lambda: dash_duo.driver.execute_script(drawn, f"layer:{layer}") == ["markers+text", layer],
                  what=lambda: f"{layer}'s name drawn; (mode, its text) {dash_duo.driver.execute_script(drawn, f'layer:{layer}')}")
+
+
+#: At the first drawing of a new figure (plotly's afterplot, its data replaced) and once its
+#: whole is drawn: whether it was drawn near its view only, the node keys drawn, the node
+#: positions in its data; ``arguments[0]``: a pan ([x0, x1]) made at once, if any.
+_DRAWINGS = """
+const g = document.querySelector('#graph .js-plotly-plot'), old = g.data;
+window.__drawings = [];
+const look = () => {
+    const i = g.data.findIndex(d => d.name === 'nodes'), t = g.data[i];
+    const layer = g.querySelector('.scatterlayer .trace' + g._fullData[i].uid);
+    return {cut: !!g.__qvizCut, drawn: [...layer.querySelectorAll('path.point')].map(p => t.customdata[p.__data__.i]),
+            pos: t.customdata.map((k, j) => [k, t.x[j], t.y[j]]), range: g._fullLayout.xaxis.range.slice()};
+};
+const first = () => {
+    if (g.data === old) { g.once('plotly_afterplot', first); return; }
+    window.__drawings.push(look());
+    if (arguments[0]) Plotly.relayout(g, {'xaxis.range': arguments[0]});
+};
+g.once('plotly_afterplot', first);
+window.__whole = look;
+"""
+
+
+def _in_view(drawing, ranks=None):
+    """The node keys in a drawing's view (by its whole positions ``ranks``, else its own)."""
+    x0, x1 = sorted(drawing["range"])
+    return {k for k, x, _ in (ranks or drawing["pos"]) if x is not None and x0 <= x <= x1}
+
+
+def test_a_redraw_is_drawn_near_its_view_first_and_whole_once_the_page_is_idle(dash_duo, mobilenet_file):
+    """Issue 16.4: plotly styles each point of a trace it draws, and most of MobileNetV2's
+    156 nodes are out of view: a redraw (a fold toggled) draws the nodes in and near the
+    view first, then the rest when the page is idle, so that a pan finds them drawn. What
+    the view shows is the same either way, no node moves, and a pan made at once draws
+    the nodes it brings into view."""
+    dash_duo.start_server(create_app(qviz.load(mobilenet_file), model_name="mobilenet", worker=False))
+    wait_open(dash_duo, "mobilenet")
+    wait_idle(dash_duo)   # (the open's own redraws done: the next is the toggle's)
+    wait_whole(dash_duo)
+    whole = dash_duo.driver.execute_script(_DRAWINGS + "return window.__whole();")
+    assert len(whole["drawn"]) == len(whole["pos"]) == 156
+    set_cell(dash_duo, "Conv1", "fold", True)
+    wait_for(lambda: dash_duo.driver.execute_script("return window.__drawings.length;"), what="the redraw")
+    first = dash_duo.driver.execute_script("return window.__drawings[0];")
+    in_view = _in_view(first, whole["pos"])
+    assert first["cut"] and 5 <= len(in_view) <= len(first["drawn"]) < 156 / 3, (len(in_view), len(first["drawn"]))
+    assert in_view <= set(first["drawn"])
+    wait_whole(dash_duo)
+    now = dash_duo.driver.execute_script("return window.__whole();")
+    assert len(now["drawn"]) == 156 and sorted(now["pos"]) == sorted(whole["pos"])   # all drawn, none moved
+    # a pan two views on, made as the redraw is first drawn: the nodes there are drawn
+    x0, x1 = sorted(now["range"])
+    dash_duo.driver.execute_script(_DRAWINGS, [x0 + 2 * (x1 - x0), x1 + 2 * (x1 - x0)])
+    set_cell(dash_duo, "Conv1", "fold", False)
+    wait_for(lambda: dash_duo.driver.execute_script("return window.__drawings.length;"), what="the second redraw")
+    wait_for(lambda: (lambda d: d["range"][0] > x1 and not d["cut"] and _in_view(d) <= set(d["drawn"])
+                      and len(d["drawn"]) == 156)(dash_duo.driver.execute_script("return window.__whole();")),
+             what=lambda: "the nodes the pan brought into view drawn")

@@ -6,7 +6,7 @@ brings the same node into view in the other."""
 import time
 
 from .helpers import (choose, click, click_node, edit_cell, needs_browser, shot, start_app, text_of, wait_for,
-                      uncheck_sweep_widths, wait_idle, wait_window_kept)
+                      uncheck_sweep_widths, wait_idle, wait_whole, wait_window_kept)
 
 pytestmark = needs_browser
 
@@ -24,6 +24,7 @@ def _outlined(dash_duo, graph_id):
 
 
 def _positions(dash_duo, graph_id):
+    wait_whole(dash_duo, graph_id)
     return dash_duo.driver.execute_script(
         f"const g = {_pane(graph_id)}; const t = g.data.find(d => d.name === 'nodes'); const out = {{}};"
         "t.customdata.forEach((k, i) => { out[k] = [t.x[i], t.y[i]]; }); return out;")
