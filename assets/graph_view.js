@@ -47,7 +47,7 @@
     }
 
     // Whether node k of trace t lies in r ({x0, x1, y0, y1}: a view, or one widened).
-    function within(t, k, r) {   // (a position left out until idle is null: see cutToView)
+    function within(t, k, r) {   // (a position not drawn yet is null: see cutToView)
         return t.x[k] !== null && t.y[k] !== null && t.x[k] >= r.x0 && t.x[k] <= r.x1 && t.y[k] >= r.y0 && t.y[k] <= r.y1;
     }
 
@@ -259,7 +259,7 @@
     }
 
     // A new figure is drawn first in and near its view (half a view past each side), the
-    // rest of its nodes and their marks once the page is idle, so that a pan finds them
+    // rest of its nodes and their marks once that is on screen, so that a pan finds them
     // drawn: plotly styles every point of a trace it draws, and MobileNetV2's fold toggle
     // spent ~20 of plotly's ~40 ms on the ~140 of 156 nodes out of view. Those left out
     // wait with null positions (plotly draws no point there; their indexes, which names,
@@ -284,8 +284,10 @@
         data = data.slice();
         cuts.forEach(function (c) { data[c.at] = c.trace = Object.assign({}, data[c.at], {x: c.x, y: c.y}); });
         gd.__qvizCut = {data: data, cuts: cuts};
-        var idle = window.requestIdleCallback || function (f) { return setTimeout(f, 50); };
-        idle(function () { uncut(gd); }, {timeout: 300});
+        // once the browser has painted the view: the next frame (an idle callback came as late
+        // as the next toggle, whose answer then waited for this drawing)
+        var frame = window.requestAnimationFrame || function (f) { return setTimeout(f, 16); };
+        frame(function () { setTimeout(function () { uncut(gd); }, 0); });
         return data;
     }
     // The nodes a figure was first drawn without, drawn (their positions back in its data,

@@ -15,7 +15,7 @@ edge crossings; the same view laid out by Graphviz ``dot`` (Debian
 ``graphviz``) for crossings and time. In a headless Chromium (MobileNetV2):
 page load → graph drawn, and a fold toggle → the page's preview and the server's redraw
 drawn (median of 10, timed in the page; the redraw's first drawing: its nodes in and near
-the view, the rest drawn once the page is idle, assets/graph_view.js cutToView).
+the view, the rest drawn once that is on screen, assets/graph_view.js cutToView).
 
 ``--op-view``: in a headless Chromium on ``qviz serve FILE`` (blocks ungrouped), the
 click on *ops* (and back on *layers*) → the new graph drawn, per net.

@@ -147,7 +147,7 @@ def start_app(dash_duo):
 
 def wait_whole(dash_duo, graph_id="graph"):
     """Wait until a pane's plot has drawn all of its figure: a new figure is drawn first in
-    and near its view, the rest once the page is idle, and until then the positions of the
+    and near its view, the rest once that is on screen, and until then the positions of the
     nodes out of reach are null in its data (assets/graph_view.js, cutToView); then plotly
     draws them (a point for each node, unless the figure asks for those in view only)."""
     wait_for(lambda: dash_duo.driver.execute_script(

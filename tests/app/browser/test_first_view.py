@@ -411,10 +411,10 @@ def _in_view(drawing, ranks=None):
     return {k for k, x, _ in (ranks or drawing["pos"]) if x is not None and x0 <= x <= x1}
 
 
-def test_a_redraw_is_drawn_near_its_view_first_and_whole_once_the_page_is_idle(dash_duo, mobilenet_file):
+def test_a_redraw_is_drawn_near_its_view_first_and_whole_once_that_is_on_screen(dash_duo, mobilenet_file):
     """Issue 16.4: plotly styles each point of a trace it draws, and most of MobileNetV2's
     156 nodes are out of view: a redraw (a fold toggled) draws the nodes in and near the
-    view first, then the rest when the page is idle, so that a pan finds them drawn. What
+    view first, then the rest once that is on screen, so that a pan finds them drawn. What
     the view shows is the same either way, no node moves, and a pan made at once draws
     the nodes it brings into view."""
     dash_duo.start_server(create_app(qviz.load(mobilenet_file), model_name="mobilenet", worker=False))
