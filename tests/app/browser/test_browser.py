@@ -545,6 +545,12 @@ def test_selecting_a_layer_changes_nothing_and_tells_one_op_count(dash_duo):
     start_app(dash_duo)
     click(dash_duo, "#bulk-fold-all")
     click(dash_duo, "#bulk-all-8")
+    # the 8-bit recipe drawn (the table follows the drawn recipe, as the verification does)
+    # and verified: not the fold-all's numbers, shown while the 8-bit redraw was on its way
+    wait_for(lambda: dash_duo.driver.execute_script(
+        "return dash_ag_grid.getApi('layer-grid').getRowNode('conv1').data.weight_bits") == "8",
+        what="all 8-bit drawn")
+    wait_idle(dash_duo)
     wait_for(lambda: "SQNR" in dash_duo.find_element("#verify-panel").text, timeout=60, what="verified")
     dash_duo.driver.execute_script(
         "window.__verifyTexts = []; const el = document.getElementById('verify-panel');"
