@@ -15,8 +15,8 @@ from qviz.render.marks import DRAWN_IN_VIEW_ABOVE
 from qviz.samples import sample_path
 
 from ...models import zoo_model
-from .helpers import (choose, click, set_cell, figure_nodes, is_open, needs_browser, shot, text_of, wait_for, wait_idle, wait_open,
-                      wait_whole)
+from .helpers import (choose, click, figure_nodes, is_open, needs_browser, set_cell, shot, text_of, wait_for, wait_idle,
+                      wait_open, wait_whole)
 
 pytestmark = needs_browser
 
@@ -393,7 +393,8 @@ const look = () => {
     const i = g.data.findIndex(d => d.name === 'nodes'), t = g.data[i];
     const layer = g.querySelector('.scatterlayer .trace' + g._fullData[i].uid);
     return {cut: !!g.__qvizCut, drawn: [...layer.querySelectorAll('path.point')].map(p => t.customdata[p.__data__.i]),
-            pos: t.customdata.map((k, j) => [k, t.x[j], t.y[j]]), range: g._fullLayout.xaxis.range.slice()};
+            pos: t.customdata.map((k, j) => [k, t.x[j], t.y[j]]),
+            range: [g._fullLayout.xaxis.range.slice(), g._fullLayout.yaxis.range.slice()]};
 };
 const first = () => {
     if (g.data === old) { g.once('plotly_afterplot', first); return; }
@@ -405,10 +406,10 @@ window.__whole = look;
 """
 
 
-def _in_view(drawing, ranks=None):
-    """The node keys in a drawing's view (by its whole positions ``ranks``, else its own)."""
-    x0, x1 = sorted(drawing["range"])
-    return {k for k, x, _ in (ranks or drawing["pos"]) if x is not None and x0 <= x <= x1}
+def _in_view(drawing, positions=None):
+    """The node keys in a drawing's view (by the whole figure's ``positions``, else its own)."""
+    (x0, x1), (y0, y1) = sorted(drawing["range"][0]), sorted(drawing["range"][1])
+    return {k for k, x, y in (positions or drawing["pos"]) if x is not None and x0 <= x <= x1 and y0 <= y <= y1}
 
 
 def test_a_redraw_is_drawn_near_its_view_first_and_whole_once_that_is_on_screen(dash_duo, mobilenet_file):
@@ -433,10 +434,12 @@ def test_a_redraw_is_drawn_near_its_view_first_and_whole_once_that_is_on_screen(
     now = dash_duo.driver.execute_script("return window.__whole();")
     assert len(now["drawn"]) == 156 and sorted(now["pos"]) == sorted(whole["pos"])   # all drawn, none moved
     # a pan two views on, made as the redraw is first drawn: the nodes there are drawn
-    x0, x1 = sorted(now["range"])
+    x0, x1 = sorted(now["range"][0])
     dash_duo.driver.execute_script(_DRAWINGS, [x0 + 2 * (x1 - x0), x1 + 2 * (x1 - x0)])
     set_cell(dash_duo, "Conv1", "fold", False)
     wait_for(lambda: dash_duo.driver.execute_script("return window.__drawings.length;"), what="the second redraw")
-    wait_for(lambda: (lambda d: d["range"][0] > x1 and not d["cut"] and _in_view(d) <= set(d["drawn"])
-                      and len(d["drawn"]) == 156)(dash_duo.driver.execute_script("return window.__whole();")),
-             what=lambda: "the nodes the pan brought into view drawn")
+    panned = lambda: dash_duo.driver.execute_script("return window.__whole();")  # noqa: E731
+    wait_for(lambda: (lambda d: d["range"][0][0] > x1 and not d["cut"] and _in_view(d) <= set(d["drawn"])
+                      and len(d["drawn"]) == 156)(panned()),
+             what=lambda: f"the nodes the pan brought into view drawn: {sorted(_in_view(panned()) - set(panned()['drawn']))} "
+                          f"not drawn, {len(panned()['drawn'])} drawn")
