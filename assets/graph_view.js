@@ -10,6 +10,8 @@
 //   graph with the visible part boxed; click it to look there; fold it to a button;
 // * a short graph in a narrow plot opens on its start, where its names can be read
 //   (whole, they would not be drawn);
+// * a redraw drawn in and near the view first, the rest of its nodes once that is on
+//   screen (cutToView: plotly styles every point it draws);
 // * zoom kept on a resize: when the plot changes size (side by side on or off, the
 //   window resized) it keeps its scale, and the graph's start where it was if the view
 //   shows it, else its centre. Plotly keeps the axes' equal scale by widening a
