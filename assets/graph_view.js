@@ -266,7 +266,9 @@
     // spent ~20 of plotly's ~40 ms on the ~140 of 156 nodes out of view. Those left out
     // wait with null positions (plotly draws no point there; their indexes, which names,
     // keys and marks go by, are kept), their real ones in gd.__qvizCut. A trace the server
-    // sends drawn in view only (marker.maxdisplayed) is plotly's to cut.
+    // sends drawn in view only (marker.maxdisplayed) is plotly's to cut. While a figure is
+    // cut, the page's updates (names, kept scale, minimap) wait for the whole drawing, which
+    // ends with them (gd.__qvizUpdate: the pane's update).
     var CUT = ["nodes"].concat(MARKS), CUT_ABOVE = 60;   // (fewer points out of reach: not worth a second drawing)
     var plainReact = null;   // Plotly.react itself (wrapReact)
     function cutToView(gd, data, v) {
@@ -281,28 +283,41 @@
             }
             cuts.push({at: j, x: x, y: y, whole: t});
         });
-        gd.__qvizCut = null;
         if (out < CUT_ABOVE) { return data; }
         data = data.slice();
         cuts.forEach(function (c) { data[c.at] = c.trace = Object.assign({}, data[c.at], {x: c.x, y: c.y}); });
-        gd.__qvizCut = {data: data, cuts: cuts};
+        var cut = gd.__qvizCut = {data: data, cuts: cuts};
         // once the browser has painted the view: the next frame (an idle callback came as late
         // as the next toggle, whose answer then waited for this drawing)
         var frame = window.requestAnimationFrame || function (f) { return setTimeout(f, 16); };
-        frame(function () { setTimeout(function () { uncut(gd); }, 0); });
+        frame(function () { setTimeout(function () { uncut(gd, cut); }, 0); });
         return data;
     }
-    // The nodes a figure was first drawn without, drawn (their positions back in its data,
-    // as they are now: a preview since may have restyled them).
-    function uncut(gd) {
-        var cut = gd.__qvizCut;
+    // The nodes cut left out, drawn (their positions back in the figure's data, as it is now:
+    // a preview since may have restyled it); then the pane's update.
+    function uncut(gd, cut) {
+        if (!cut || gd.__qvizCut !== cut) { return; }   // (drawn whole since, or a new figure came)
         gd.__qvizCut = null;
-        if (!cut || cut.data !== gd.data || !plainReact) { return; }   // (a new figure since: it has its own)
+        if (cut.data !== gd.data || !plainReact) {   // (not drawn as cut: nothing to draw, but the update)
+            if (gd.__qvizUpdate) { gd.__qvizUpdate(gd); }
+            return;
+        }
         var data = gd.data.slice();
         cut.cuts.forEach(function (c) {
             if (data[c.at] === c.trace) { data[c.at] = Object.assign({}, c.trace, {x: c.whole.x, y: c.whole.y}); }
         });
         plainReact(gd, data, gd.layout);
+    }
+    // A new figure ends the cut of the one drawn (its updates are the new one's), and any
+    // trace of it the new figure reuses gets its positions back.
+    function withoutCut(gd, figure) {
+        var cut = gd.__qvizCut;
+        gd.__qvizCut = null;
+        if (!cut || !Array.isArray(figure.data)) { return figure; }
+        return Object.assign({}, figure, {data: figure.data.map(function (t) {
+            var c = cut.cuts.filter(function (c) { return c.trace === t; })[0];
+            return c ? Object.assign({}, t, {x: c.whole.x, y: c.whole.y}) : t;
+        })});
     }
     function wrapReact() {
         var react = window.Plotly && window.Plotly.react;
@@ -311,7 +326,8 @@
         var wrapped = function (gd, figure) {
             var args = Array.prototype.slice.call(arguments);
             if (gd && gd.__qvizBound && figure && typeof figure === "object" && !Array.isArray(figure)) {
-                try { args[1] = namedBeforeDrawn(gd, figure); } catch (e) { args[1] = figure; }
+                var whole = withoutCut(gd, figure);
+                try { args[1] = namedBeforeDrawn(gd, whole); } catch (e) { gd.__qvizCut = null; args[1] = whole; }
             }
             return react.apply(this, args);
         };
@@ -373,6 +389,7 @@
         try { window.localStorage.setItem(foldedKey, folded ? "1" : ""); } catch (e) { /* private mode */ }
     }
     function updateMinimap(gd, v) {
+        if (gd.__qvizCut) { return; }   // (a figure drawn near its view only: drawn with the rest)
         var box = document.getElementById(MINIMAP);
         var i = trace(gd, "nodes");
         if (!box) { return; }
@@ -497,6 +514,7 @@
 
     function update(gd) {
         dropFirstView();
+        if (gd.__qvizCut) { return; }   // (drawn near its view only: updated once all is drawn)
         if (openReadable(gd)) { return; }   // re-laid out on the graph's start: updated then
         var v = view(gd);
         if (keepScale(gd, v)) { return; }   // re-laid out at the kept scale: updated then
@@ -536,7 +554,7 @@
     // Pane B (side by side): its names come and go as pane A's do (drawn all at once,
     // zoomed out, they were a smear); its view follows pane A's, and it has no minimap.
     function updateB(gd) {
-        updateLabels(gd, view(gd));
+        if (!gd.__qvizCut) { updateLabels(gd, view(gd)); }   // (as update)
     }
 
     // The plot's divs are made (and remade) by Dash: bind to each one once.
@@ -546,10 +564,11 @@
             if (!gd || gd.__qvizBound || !gd.on || !window.Plotly) { return; }
             wrapReact();
             gd.__qvizBound = true;
+            gd.__qvizUpdate = pane[1];
             gd.on("plotly_beforeplot", function () { dropTextGroups(gd); });   // (see dropTextGroups)
-            // (drawn near its view only: updated once all is drawn; a pan or zoom draws all now)
-            gd.on("plotly_afterplot", function () { if (!gd.__qvizCut) { pane[1](gd); } });
-            gd.on("plotly_relayout", function () { if (gd.__qvizCut) { uncut(gd); } else { pane[1](gd); } });
+            gd.on("plotly_afterplot", function () { pane[1](gd); });
+            // (a figure drawn near its view only is drawn whole at a pan or zoom, then updated)
+            gd.on("plotly_relayout", function () { if (gd.__qvizCut) { uncut(gd, gd.__qvizCut); } else { pane[1](gd); } });
             pane[1](gd);
         });
     }, 200);

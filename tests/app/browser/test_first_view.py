@@ -385,7 +385,9 @@ def test_a_node_found_by_search_keeps_its_name_at_a_laptops_width(dash_duo, mobi
 
 #: At the first drawing of a new figure (plotly's afterplot, its data replaced) and once its
 #: whole is drawn: whether it was drawn near its view only, the node keys drawn, the node
-#: positions in its data; ``arguments[0]``: a pan ([x0, x1]) made at once, if any.
+#: positions in its data, the names' mode; ``arguments[0]``: a pan ([x0, x1]) made at once,
+#: if any; ``arguments[1]``: whether to draw at once the same data with no ranges (the whole
+#: graph in view, as a short graph is sent).
 _DRAWINGS = """
 const g = document.querySelector('#graph .js-plotly-plot'), old = g.data;
 window.__drawings = [];
@@ -393,13 +395,18 @@ const look = () => {
     const i = g.data.findIndex(d => d.name === 'nodes'), t = g.data[i];
     const layer = g.querySelector('.scatterlayer .trace' + g._fullData[i].uid);
     return {cut: !!g.__qvizCut, drawn: [...layer.querySelectorAll('path.point')].map(p => t.customdata[p.__data__.i]),
-            pos: t.customdata.map((k, j) => [k, t.x[j], t.y[j]]),
+            pos: t.customdata.map((k, j) => [k, t.x[j], t.y[j]]), mode: t.mode,
             range: [g._fullLayout.xaxis.range.slice(), g._fullLayout.yaxis.range.slice()]};
 };
 const first = () => {
     if (g.data === old) { g.once('plotly_afterplot', first); return; }
     window.__drawings.push(look());
     if (arguments[0]) Plotly.relayout(g, {'xaxis.range': arguments[0]});
+    if (arguments[1]) {
+        const axis = a => { const out = Object.assign({}, a, {autorange: true}); delete out.range; return out; };
+        Plotly.react(g, {data: g.data.slice(), layout: Object.assign({}, g.layout, {xaxis: axis(g.layout.xaxis), yaxis: axis(g.layout.yaxis),
+                                                            uirevision: 'whole'})});   // (a new view: not the user's ranges)
+    }
 };
 g.once('plotly_afterplot', first);
 window.__whole = look;
@@ -417,7 +424,8 @@ def test_a_redraw_is_drawn_near_its_view_first_and_whole_once_that_is_on_screen(
     156 nodes are out of view: a redraw (a fold toggled) draws the nodes in and near the
     view first, then the rest once that is on screen, so that a pan finds them drawn. What
     the view shows is the same either way, no node moves, and a pan made at once draws
-    the nodes it brings into view."""
+    the nodes it brings into view. A figure that comes before the rest is drawn is drawn
+    whole, and updated."""
     dash_duo.start_server(create_app(qviz.load(mobilenet_file), model_name="mobilenet", worker=False))
     wait_open(dash_duo, "mobilenet")
     wait_idle(dash_duo)   # (the open's own redraws done: the next is the toggle's)
@@ -443,3 +451,12 @@ def test_a_redraw_is_drawn_near_its_view_first_and_whole_once_that_is_on_screen(
                       and len(d["drawn"]) == 156)(panned()),
              what=lambda: f"the nodes the pan brought into view drawn: {sorted(_in_view(panned()) - set(panned()['drawn']))} "
                           f"not drawn, {len(panned()['drawn'])} drawn")
+    # a figure with no ranges (the whole graph in view) drawn at once, reusing the cut data:
+    # drawn whole, and updated (a long graph shown whole opens on its start, names readable)
+    dash_duo.driver.execute_script(_DRAWINGS, None, True)
+    set_cell(dash_duo, "Conv1", "fold", True)
+    wait_for(lambda: dash_duo.driver.execute_script("return window.__drawings.length;"), what="the third redraw")
+    wait_for(lambda: (lambda d: not d["cut"] and len(d["drawn"]) == 156 and sorted(d["pos"]) == sorted(whole["pos"])
+                      and d["range"][0][1] - d["range"][0][0] < 156 / 3)(panned()),
+             what=lambda: f"the whole graph drawn and updated: x range {panned()['range'][0]}, "
+                          f"{len(panned()['drawn'])} drawn")
