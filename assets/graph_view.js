@@ -257,7 +257,7 @@
             var b = trace(figure, name);
             if (b >= 0) { data[b] = Object.assign({}, data[b], {visible: want.mode === "markers+text"}); }
         });
-        return Object.assign({}, figure, {data: cutToView(gd, data, v)});
+        return Object.assign({}, figure, {data: data});
     }
 
     // A new figure is drawn first in and near its view (half a view past each side), the
@@ -271,7 +271,10 @@
     // ends with them (gd.__qvizUpdate: the pane's update).
     var CUT = ["nodes"].concat(MARKS), CUT_ABOVE = 60;   // (fewer points out of reach: not worth a second drawing)
     var plainReact = null;   // Plotly.react itself (wrapReact)
-    function cutToView(gd, data, v) {
+    function cutToView(gd, figure) {
+        var data = figure.data, size = plotSize(gd);
+        var v = Array.isArray(data) && figure.layout && size ? viewOf(figure.layout, size) : null;
+        if (!v) { return figure; }   // (shown whole: no view to cut to)
         var w = 0.5 * (v.x1 - v.x0), h = 0.5 * (v.y1 - v.y0);
         var r = {x0: v.x0 - w, x1: v.x1 + w, y0: v.y0 - h, y1: v.y1 + h}, cuts = [], out = 0;
         CUT.forEach(function (name) {
@@ -283,7 +286,7 @@
             }
             cuts.push({at: j, x: x, y: y, whole: t});
         });
-        if (out < CUT_ABOVE) { return data; }
+        if (out < CUT_ABOVE) { return figure; }
         data = data.slice();
         cuts.forEach(function (c) { data[c.at] = c.trace = Object.assign({}, data[c.at], {x: c.x, y: c.y}); });
         var cut = gd.__qvizCut = {data: data, cuts: cuts};
@@ -291,14 +294,14 @@
         // as the next toggle, whose answer then waited for this drawing)
         var frame = window.requestAnimationFrame || function (f) { return setTimeout(f, 16); };
         frame(function () { setTimeout(function () { uncut(gd, cut); }, 0); });
-        return data;
+        return Object.assign({}, figure, {data: data});
     }
     // The nodes cut left out, drawn (their positions back in the figure's data, as it is now:
     // a preview since may have restyled it); then the pane's update.
     function uncut(gd, cut) {
         if (!cut || gd.__qvizCut !== cut) { return; }   // (drawn whole since, or a new figure came)
         gd.__qvizCut = null;
-        if (cut.data !== gd.data || !plainReact) {   // (not drawn as cut: nothing to draw, but the update)
+        if (cut.data !== gd.data) {   // (not drawn as cut: nothing to draw, but the update)
             if (gd.__qvizUpdate) { gd.__qvizUpdate(gd); }
             return;
         }
@@ -327,7 +330,7 @@
             var args = Array.prototype.slice.call(arguments);
             if (gd && gd.__qvizBound && figure && typeof figure === "object" && !Array.isArray(figure)) {
                 var whole = withoutCut(gd, figure);
-                try { args[1] = namedBeforeDrawn(gd, whole); } catch (e) { gd.__qvizCut = null; args[1] = whole; }
+                try { args[1] = cutToView(gd, namedBeforeDrawn(gd, whole)); } catch (e) { gd.__qvizCut = null; args[1] = whole; }
             }
             return react.apply(this, args);
         };
