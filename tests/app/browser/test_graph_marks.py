@@ -342,8 +342,11 @@ def test_a_fold_toggle_fades_its_batch_norm_at_once_as_the_redraw_then_draws_it(
         else:
             assert previewed == plain
     # the original graph is not what a fold changes: nothing fades there
+    dash_duo.driver.execute_script("window.__data = document.querySelector('#graph .js-plotly-plot').data;")
     click(dash_duo, "#show-graph input[value='original']")
-    wait_for(lambda: dash_duo.driver.execute_script(_REDRAWN), what="the original graph drawn")
+    wait_for(lambda: dash_duo.driver.execute_script(   # (a new drawing, and of the original graph: no diff)
+        _REDRAWN.replace("return ", "return !(document.querySelector('#graph .js-plotly-plot').layout.meta || {}).diff"
+                                    " && ")), what="the original graph drawn")
     dash_duo.driver.execute_script(_LOOKS)
     set_cell(dash_duo, "conv2", "fold", True)
     wait_for(lambda: dash_duo.driver.execute_script(_REDRAWN), what="the original graph redrawn after the fold")
